@@ -1,0 +1,22 @@
+{
+  "targets": [
+    {
+      "target_name": "nfnl",
+      "sources": [
+        "native/addon.cc",
+        "native/errors.cc",
+        "native/netns.cc",
+        "native/socket.cc",
+        "native/netlink_io.cc"
+      ],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions"],
+      "cflags_cc": ["-std=c++17", "-Wall", "-Wextra", "-fvisibility=hidden", "-fstack-protector-strong"],
+      "conditions": [
+        ["OS!='linux'", { "sources=": [] }]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,20 @@
+// Module init: the transport surface nfkube's TypeScript builds on. Framing only; every byte of
+// nf_tables or ipset meaning lives in src/.
+#include <napi.h>
+
+#include "netns.h"
+#include "socket.h"
+
+namespace {
+
+Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
+  exports.Set("NetlinkSocket", nfnl::NetlinkSocket::Init(env));
+  exports.Set("createNetns", Napi::Function::New(env, nfnl::CreateNetns, "createNetns"));
+  exports.Set("openNetns", Napi::Function::New(env, nfnl::OpenNetns, "openNetns"));
+  exports.Set("closeFd", Napi::Function::New(env, nfnl::CloseFd, "closeFd"));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(nfnl, InitModule)

@@ -1,0 +1,253 @@
+#include "netlink_io.h"
+
+#include <errno.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "netns.h"
+
+namespace nfnl {
+
+namespace {
+
+constexpr size_t kRecvBufferSize = 1 << 20;
+constexpr int kBaseRcvbuf = 8 << 20;
+constexpr int kMaxSockbuf = 1 << 30;
+constexpr int kPerMessageReplyBudget = 2048;  // skb truesize of an ack or a small echo
+constexpr int kMaxDumpRestarts = 16;
+
+bool Fail(IoFailure& failure, int err, const char* syscall) {
+  failure.error = err;
+  failure.syscall = syscall;
+  return false;
+}
+
+// SO_*BUFFORCE needs CAP_NET_ADMIN, which this process has to program netfilter anyway; the plain
+// option is the fallback for unprivileged read-only use.
+void GrowBuffer(int fd, int forceOpt, int plainOpt, int want, int& current) {
+  if (want <= current) return;
+  want = std::min(want, kMaxSockbuf);
+  if (setsockopt(fd, SOL_SOCKET, forceOpt, &want, sizeof want) != 0) {
+    setsockopt(fd, SOL_SOCKET, plainOpt, &want, sizeof want);
+  }
+  int actual = 0;
+  socklen_t len = sizeof actual;
+  if (getsockopt(fd, SOL_SOCKET, plainOpt, &actual, &len) == 0) current = actual / 2;
+}
+
+void ParseAck(const nlmsghdr* h, Ack& ack) {
+  ack.seq = h->nlmsg_seq;
+  if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) {
+    ack.error = EBADMSG;
+    return;
+  }
+  const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+  ack.error = -err->error;
+  if (!(h->nlmsg_flags & NLM_F_ACK_TLVS)) return;
+  size_t tlvStart = NLMSG_HDRLEN + sizeof(nlmsgerr);
+  if (!(h->nlmsg_flags & NLM_F_CAPPED)) {
+    tlvStart += NLMSG_ALIGN(err->msg.nlmsg_len - std::min<uint32_t>(err->msg.nlmsg_len, NLMSG_HDRLEN));
+  }
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(h);
+  size_t pos = tlvStart;
+  while (pos + sizeof(nlattr) <= h->nlmsg_len) {
+    const auto* a = reinterpret_cast<const nlattr*>(base + pos);
+    if (a->nla_len < sizeof(nlattr) || pos + a->nla_len > h->nlmsg_len) break;
+    const uint8_t* payload = base + pos + NLA_HDRLEN;
+    size_t plen = a->nla_len - NLA_HDRLEN;
+    switch (a->nla_type & NLA_TYPE_MASK) {
+      case NLMSGERR_ATTR_MSG:
+        ack.extAckMsg.assign(reinterpret_cast<const char*>(payload), strnlen(reinterpret_cast<const char*>(payload), plen));
+        break;
+      case NLMSGERR_ATTR_OFFS:
+        if (plen >= 4) {
+          memcpy(&ack.offset, payload, 4);
+          ack.hasOffset = true;
+        }
+        break;
+    }
+    pos += NLA_ALIGN(a->nla_len);
+  }
+}
+
+// Reads one datagram; returns its length, 0 when nothing is queued (non-blocking), -1 on error.
+ssize_t ReceiveOne(int fd, std::vector<uint8_t>& buf, bool block, int timeoutMs, IoFailure& failure) {
+  if (block) {
+    pollfd p{fd, POLLIN, 0};
+    int r;
+    do {
+      r = poll(&p, 1, timeoutMs);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return Fail(failure, errno, "poll"), -1;
+    if (r == 0) return Fail(failure, ETIMEDOUT, "recvmsg"), -1;
+  }
+  sockaddr_nl from{};
+  iovec iov{buf.data(), buf.size()};
+  msghdr msg{};
+  msg.msg_name = &from;
+  msg.msg_namelen = sizeof from;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  ssize_t n;
+  do {
+    n = recvmsg(fd, &msg, block ? 0 : MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (!block && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return Fail(failure, errno, "recvmsg"), -1;
+  }
+  if (msg.msg_flags & MSG_TRUNC) return Fail(failure, EMSGSIZE, "recvmsg"), -1;
+  if (from.nl_pid != 0) return -2;  // not from the kernel: ignore
+  return n;
+}
+
+bool SendAll(SocketState& s, const std::vector<uint8_t>& datagram, IoFailure& failure) {
+  GrowBuffer(s.fd, SO_SNDBUFFORCE, SO_SNDBUF, static_cast<int>(std::min<size_t>(datagram.size() + 65536, kMaxSockbuf)), s.sndbuf);
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  iovec iov{const_cast<uint8_t*>(datagram.data()), datagram.size()};
+  msghdr msg{};
+  msg.msg_name = &kernel;
+  msg.msg_namelen = sizeof kernel;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  ssize_t n;
+  do {
+    n = sendmsg(s.fd, &msg, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return Fail(failure, errno, "sendmsg");
+  if (static_cast<size_t>(n) != datagram.size()) return Fail(failure, EMSGSIZE, "sendmsg");
+  return true;
+}
+
+}  // namespace
+
+bool OpenSocket(SocketState& s, int protocol, int nsFd, IoFailure& failure) {
+  int fd = -1;
+  const char* failed = "setns";
+  int err = RunInNetns(nsFd, [&]() {
+    fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
+    if (fd < 0) {
+      failed = "socket";
+      return errno;
+    }
+    return 0;
+  });
+  if (err != 0) return Fail(failure, err, failed);
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+    int e = errno;
+    close(fd);
+    return Fail(failure, e, "bind");
+  }
+  socklen_t len = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    int e = errno;
+    close(fd);
+    return Fail(failure, e, "getsockname");
+  }
+  int one = 1;
+  // Extended acks carry the kernel's reason text; capped acks keep replies to big batches small.
+  setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
+  setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
+  s.fd = fd;
+  s.portId = local.nl_pid;
+  GrowBuffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, kBaseRcvbuf, s.rcvbuf);
+  return true;
+}
+
+bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams,
+              TransactOutcome& out, IoFailure& failure) {
+  if (s.fd < 0) return Fail(failure, EBADF, "transact");
+  std::vector<uint8_t> buf(kRecvBufferSize);
+  for (const auto& datagram : datagrams) {
+    std::unordered_set<uint32_t> sent;
+    size_t count = 0;
+    for (size_t pos = 0; pos + NLMSG_HDRLEN <= datagram.size();) {
+      const auto* h = reinterpret_cast<const nlmsghdr*>(datagram.data() + pos);
+      if (h->nlmsg_len < NLMSG_HDRLEN || pos + h->nlmsg_len > datagram.size()) {
+        return Fail(failure, EINVAL, "transact: malformed outgoing message");
+      }
+      sent.insert(h->nlmsg_seq);
+      ++count;
+      pos += NLMSG_ALIGN(h->nlmsg_len);
+    }
+    long want = kBaseRcvbuf + static_cast<long>(count) * kPerMessageReplyBudget;
+    GrowBuffer(s.fd, SO_RCVBUFFORCE, SO_RCVBUF, static_cast<int>(std::min<long>(want, kMaxSockbuf)), s.rcvbuf);
+    if (!SendAll(s, datagram, failure)) return false;
+    for (;;) {
+      ssize_t n = ReceiveOne(s.fd, buf, false, 0, failure);
+      if (n == -1) return false;
+      if (n == 0) break;
+      if (n < 0) continue;
+      size_t remaining = static_cast<size_t>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
+        if (sent.count(h->nlmsg_seq) == 0 || h->nlmsg_pid != s.portId) continue;  // stale or foreign
+        if (h->nlmsg_type == NLMSG_ERROR) {
+          Ack ack;
+          ParseAck(h, ack);
+          out.acks.push_back(ack);
+        } else if (h->nlmsg_type != NLMSG_DONE && h->nlmsg_type != NLMSG_NOOP) {
+          const uint8_t* start = reinterpret_cast<const uint8_t*>(h);
+          out.messages.insert(out.messages.end(), start, start + NLMSG_ALIGN(h->nlmsg_len));
+        }
+      }
+    }
+  }
+  return true;
+}
+
+bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
+          std::vector<uint8_t>& out, Ack& kernelError, IoFailure& failure) {
+  if (s.fd < 0) return Fail(failure, EBADF, "dump");
+  if (request.size() < NLMSG_HDRLEN) return Fail(failure, EINVAL, "dump: malformed request");
+  const uint32_t seq = reinterpret_cast<const nlmsghdr*>(request.data())->nlmsg_seq;
+  std::vector<uint8_t> buf(kRecvBufferSize);
+  for (int attempt = 0; attempt <= kMaxDumpRestarts; ++attempt) {
+    out.clear();
+    bool interrupted = false;
+    bool done = false;
+    if (!SendAll(s, request, failure)) return false;
+    while (!done) {
+      ssize_t n = ReceiveOne(s.fd, buf, true, timeoutMs, failure);
+      if (n == -1) return false;
+      if (n < 0) continue;
+      size_t remaining = static_cast<size_t>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
+        if (h->nlmsg_seq != seq || h->nlmsg_pid != s.portId) continue;
+        if (h->nlmsg_flags & NLM_F_DUMP_INTR) interrupted = true;
+        if (h->nlmsg_type == NLMSG_DONE) {
+          done = true;
+          if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(int))) {
+            int status;
+            memcpy(&status, NLMSG_DATA(h), sizeof status);
+            if (status < 0) {
+              kernelError.seq = seq;
+              kernelError.error = -status;
+            }
+          }
+          break;
+        }
+        if (h->nlmsg_type == NLMSG_ERROR) {
+          ParseAck(h, kernelError);
+          done = true;
+          break;
+        }
+        const uint8_t* start = reinterpret_cast<const uint8_t*>(h);
+        out.insert(out.end(), start, start + NLMSG_ALIGN(h->nlmsg_len));
+      }
+    }
+    if (kernelError.error != 0) return true;
+    if (!interrupted) return true;
+  }
+  return Fail(failure, EINTR, "dump: interrupted too often");
+}
+
+}  // namespace nfnl

@@ -1,0 +1,171 @@
+#include "socket.h"
+
+#include <unistd.h>
+
+#include "errors.h"
+
+namespace nfnl {
+
+namespace {
+
+std::vector<uint8_t> CopyBuffer(const Napi::Value& v) {
+  auto b = v.As<Napi::Buffer<uint8_t>>();
+  return std::vector<uint8_t>(b.Data(), b.Data() + b.Length());
+}
+
+Napi::Object AckToJs(Napi::Env env, const Ack& ack) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("seq", Napi::Number::New(env, ack.seq));
+  o.Set("errno", Napi::Number::New(env, ack.error));
+  if (ack.error != 0) o.Set("code", Napi::String::New(env, ErrnoName(ack.error)));
+  if (!ack.extAckMsg.empty()) o.Set("extAck", Napi::String::New(env, ack.extAckMsg));
+  if (ack.hasOffset) o.Set("offset", Napi::Number::New(env, ack.offset));
+  return o;
+}
+
+// Copies inputs in the constructor, touches no JS in Execute, builds results in OnOK.
+class IoWorker : public Napi::AsyncWorker {
+ public:
+  IoWorker(Napi::Env env, std::shared_ptr<SocketState> state)
+      : Napi::AsyncWorker(env), state_(std::move(state)), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+ protected:
+  void Fail(const IoFailure& f) {
+    failure_ = f;
+    SetError(f.syscall);
+  }
+  void OnError(const Napi::Error&) override {
+    deferred_.Reject(SystemError(Env(), failure_.error, failure_.syscall).Value());
+  }
+  std::shared_ptr<SocketState> state_;
+  Napi::Promise::Deferred deferred_;
+  IoFailure failure_;
+};
+
+class TransactWorker : public IoWorker {
+ public:
+  TransactWorker(Napi::Env env, std::shared_ptr<SocketState> state, std::vector<std::vector<uint8_t>> datagrams)
+      : IoWorker(env, std::move(state)), datagrams_(std::move(datagrams)) {}
+
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    IoFailure f;
+    if (!nfnl::Transact(*state_, datagrams_, outcome_, f)) Fail(f);
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Object result = Napi::Object::New(env);
+    Napi::Array acks = Napi::Array::New(env, outcome_.acks.size());
+    for (size_t i = 0; i < outcome_.acks.size(); ++i) acks.Set(i, AckToJs(env, outcome_.acks[i]));
+    result.Set("acks", acks);
+    result.Set("messages", Napi::Buffer<uint8_t>::Copy(env, outcome_.messages.data(), outcome_.messages.size()));
+    deferred_.Resolve(result);
+  }
+
+ private:
+  std::vector<std::vector<uint8_t>> datagrams_;
+  TransactOutcome outcome_;
+};
+
+class DumpWorker : public IoWorker {
+ public:
+  DumpWorker(Napi::Env env, std::shared_ptr<SocketState> state, std::vector<uint8_t> request, int timeoutMs)
+      : IoWorker(env, std::move(state)), request_(std::move(request)), timeoutMs_(timeoutMs) {}
+
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    IoFailure f;
+    if (!nfnl::Dump(*state_, request_, timeoutMs_, out_, kernelError_, f)) Fail(f);
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("messages", Napi::Buffer<uint8_t>::Copy(env, out_.data(), out_.size()));
+    if (kernelError_.error != 0) result.Set("error", AckToJs(env, kernelError_));
+    deferred_.Resolve(result);
+  }
+
+ private:
+  std::vector<uint8_t> request_;
+  int timeoutMs_;
+  std::vector<uint8_t> out_;
+  Ack kernelError_;
+};
+
+}  // namespace
+
+Napi::Function NetlinkSocket::Init(Napi::Env env) {
+  return DefineClass(env, "NetlinkSocket",
+                     {InstanceMethod<&NetlinkSocket::Transact>("transact"),
+                      InstanceMethod<&NetlinkSocket::Dump>("dump"),
+                      InstanceMethod<&NetlinkSocket::Close>("close"),
+                      InstanceAccessor<&NetlinkSocket::PortId>("portId")});
+}
+
+// new NetlinkSocket(protocol, netnsFd = -1)
+NetlinkSocket::NetlinkSocket(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<NetlinkSocket>(info), state_(std::make_shared<SocketState>()) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    throw Napi::TypeError::New(env, "NetlinkSocket(protocol, netnsFd?): protocol must be a number");
+  }
+  int protocol = info[0].As<Napi::Number>().Int32Value();
+  int nsFd = -1;
+  if (info.Length() >= 2 && info[1].IsNumber()) nsFd = info[1].As<Napi::Number>().Int32Value();
+  IoFailure f;
+  if (!OpenSocket(*state_, protocol, nsFd, f)) throw SystemError(env, f.error, f.syscall);
+}
+
+NetlinkSocket::~NetlinkSocket() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->fd >= 0) close(state_->fd);
+  state_->fd = -1;
+}
+
+// transact(datagrams: Buffer[]): Promise<{acks, messages}>
+Napi::Value NetlinkSocket::Transact(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) {
+    throw Napi::TypeError::New(env, "transact(datagrams): datagrams must be an array of Buffers");
+  }
+  Napi::Array arr = info[0].As<Napi::Array>();
+  std::vector<std::vector<uint8_t>> datagrams;
+  datagrams.reserve(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Value v = arr.Get(i);
+    if (!v.IsBuffer()) throw Napi::TypeError::New(env, "transact(datagrams): every datagram must be a Buffer");
+    datagrams.push_back(CopyBuffer(v));
+  }
+  auto* worker = new TransactWorker(env, state_, std::move(datagrams));
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+// dump(request: Buffer, timeoutMs: number): Promise<{messages, error?}>
+Napi::Value NetlinkSocket::Dump(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBuffer()) throw Napi::TypeError::New(env, "dump(request, timeoutMs): request must be a Buffer");
+  int timeoutMs = 30000;
+  if (info.Length() >= 2 && info[1].IsNumber()) timeoutMs = info[1].As<Napi::Number>().Int32Value();
+  auto* worker = new DumpWorker(env, state_, CopyBuffer(info[0]), timeoutMs);
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+Napi::Value NetlinkSocket::Close(const Napi::CallbackInfo& info) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->fd >= 0) close(state_->fd);
+  state_->fd = -1;
+  return info.Env().Undefined();
+}
+
+Napi::Value NetlinkSocket::PortId(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), state_->portId);
+}
+
+}  // namespace nfnl

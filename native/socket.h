@@ -1,0 +1,27 @@
+// NetlinkSocket: the JS-facing owner of one netlink socket. transact() and dump() run on libuv
+// worker threads and resolve promises; kernel NLMSG_ERRORs in a batch are data, not exceptions.
+#pragma once
+#include <napi.h>
+
+#include <memory>
+
+#include "netlink_io.h"
+
+namespace nfnl {
+
+class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  explicit NetlinkSocket(const Napi::CallbackInfo& info);
+  ~NetlinkSocket() override;
+
+ private:
+  Napi::Value Transact(const Napi::CallbackInfo& info);
+  Napi::Value Dump(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  Napi::Value PortId(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<SocketState> state_;
+};
+
+}  // namespace nfnl

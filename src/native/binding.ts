@@ -1,0 +1,46 @@
+/** The only importer of the compiled addon; its raw surface is typed here. */
+import * as path from 'node:path';
+
+export interface NativeAck {
+  seq: number;
+  errno: number;
+  code?: string;
+  extAck?: string;
+  offset?: number;
+}
+
+export interface NativeSocket {
+  readonly portId: number;
+  transact(datagrams: Buffer[]): Promise<{ acks: NativeAck[]; messages: Buffer }>;
+  dump(request: Buffer, timeoutMs: number): Promise<{ messages: Buffer; error?: NativeAck }>;
+  close(): void;
+}
+
+export interface NativeAddon {
+  NetlinkSocket: new (protocol: number, netnsFd?: number) => NativeSocket;
+  createNetns(): number;
+  openNetns(path: string): number;
+  closeFd(fd: number): void;
+}
+
+const root = path.resolve(__dirname, '..', '..', '..');
+const candidates = [path.join(root, 'build', 'Release', 'nfnl.node'), path.join(root, 'build', 'Debug', 'nfnl.node')];
+
+function load(): NativeAddon {
+  const errors: string[] = [];
+  for (const file of candidates) {
+    try {
+      return require(file) as NativeAddon;
+    } catch (err) {
+      errors.push(`${file}: ${(err as Error).message}`);
+    }
+  }
+  throw new Error(`nfkube: cannot load the native addon (run "npm install" to build it):\n  ${errors.join('\n  ')}`);
+}
+
+let addon: NativeAddon | undefined;
+
+export function native(): NativeAddon {
+  addon ??= load();
+  return addon;
+}

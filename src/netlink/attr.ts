@@ -1,0 +1,216 @@
+/** Netlink attributes (struct nlattr, linux/netlink.h): a pure writer and a bounds-checked reader. */
+import { DecodeError } from './errors';
+
+export const NLA_HDRLEN = 4;
+export const NLA_F_NESTED = 1 << 15;
+export const NLA_F_NET_BYTEORDER = 1 << 14;
+export const NLA_TYPE_MASK = ~(NLA_F_NESTED | NLA_F_NET_BYTEORDER) & 0xffff;
+const MAX_ATTR_LEN = 0xffff;
+
+export function align4(n: number): number {
+  return (n + 3) & ~3;
+}
+
+/** Builds an attribute stream. Nests are closed by the callback form, so they always balance. */
+export class AttrWriter {
+  private buf: Buffer;
+  private len = 0;
+
+  constructor(initialSize = 256) {
+    this.buf = Buffer.alloc(initialSize);
+  }
+
+  private reserve(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.len + n) size *= 2;
+    const next = Buffer.alloc(size);
+    this.buf.copy(next, 0, 0, this.len);
+    this.buf = next;
+  }
+
+  private header(type: number, payloadLen: number): number {
+    const total = NLA_HDRLEN + payloadLen;
+    if (total > MAX_ATTR_LEN) throw new RangeError(`attribute ${type & NLA_TYPE_MASK} too long: ${total} bytes`);
+    this.reserve(align4(total));
+    const at = this.len;
+    this.buf.writeUInt16LE(total, at);
+    this.buf.writeUInt16LE(type, at + 2);
+    this.buf.fill(0, at + total, at + align4(total));
+    this.len += align4(total);
+    return at + NLA_HDRLEN;
+  }
+
+  bytes(type: number, data: Uint8Array): this {
+    const at = this.header(type, data.length);
+    this.buf.set(data, at);
+    return this;
+  }
+
+  /** NUL-terminated string, as NLA_STRING/NLA_NUL_STRING policies expect. */
+  str(type: number, s: string): this {
+    const b = Buffer.from(s + '\0', 'utf8');
+    return this.bytes(type, b);
+  }
+
+  u8(type: number, v: number): this {
+    this.buf.writeUInt8(v, this.header(type, 1));
+    return this;
+  }
+
+  /** Host byte order (little-endian on every platform nfkube runs on). */
+  u16(type: number, v: number): this {
+    this.buf.writeUInt16LE(v, this.header(type, 2));
+    return this;
+  }
+
+  be16(type: number, v: number): this {
+    this.buf.writeUInt16BE(v, this.header(type, 2));
+    return this;
+  }
+
+  u32(type: number, v: number): this {
+    this.buf.writeUInt32LE(v >>> 0, this.header(type, 4));
+    return this;
+  }
+
+  be32(type: number, v: number): this {
+    this.buf.writeUInt32BE(v >>> 0, this.header(type, 4));
+    return this;
+  }
+
+  be64(type: number, v: bigint): this {
+    this.buf.writeBigUInt64BE(BigInt.asUintN(64, v), this.header(type, 8));
+    return this;
+  }
+
+  flag(type: number): this {
+    this.header(type, 0);
+    return this;
+  }
+
+  /** Nested attribute; NLA_F_NESTED is set, as the kernel's strict validation requires. */
+  nest(type: number, fill: (w: AttrWriter) => void): this {
+    this.reserve(NLA_HDRLEN);
+    const at = this.len;
+    this.len += NLA_HDRLEN;
+    fill(this);
+    const total = this.len - at;
+    if (total > MAX_ATTR_LEN) throw new RangeError(`nested attribute ${type} too long: ${total} bytes (limit 65535)`);
+    this.buf.writeUInt16LE(total, at);
+    this.buf.writeUInt16LE(type | NLA_F_NESTED, at + 2);
+    return this;
+  }
+
+  get length(): number {
+    return this.len;
+  }
+
+  finish(): Buffer {
+    return Buffer.from(this.buf.subarray(0, this.len));
+  }
+}
+
+/** One attribute as read: its type without flags, and a view of its payload. */
+export interface Attr {
+  type: number;
+  nested: boolean;
+  data: Buffer;
+}
+
+/** Splits an attribute stream; throws DecodeError on any length that does not fit. */
+export function parseAttrs(buf: Buffer, start = 0, end = buf.length): Attr[] {
+  const out: Attr[] = [];
+  let pos = start;
+  while (pos < end) {
+    if (end - pos < NLA_HDRLEN) throw new DecodeError(`truncated attribute header at offset ${pos}`);
+    const len = buf.readUInt16LE(pos);
+    const rawType = buf.readUInt16LE(pos + 2);
+    if (len < NLA_HDRLEN || pos + len > end) {
+      throw new DecodeError(`attribute ${rawType & NLA_TYPE_MASK} at offset ${pos} has bad length ${len}`);
+    }
+    out.push({
+      type: rawType & NLA_TYPE_MASK,
+      nested: (rawType & NLA_F_NESTED) !== 0,
+      data: buf.subarray(pos + NLA_HDRLEN, pos + len),
+    });
+    pos += align4(len);
+  }
+  return out;
+}
+
+/** Attributes keyed by type, with typed accessors that fail with DecodeError, never crash. */
+export class AttrMap {
+  private readonly byType = new Map<number, Attr>();
+  readonly list: Attr[];
+
+  constructor(attrs: Attr[], private readonly what: string) {
+    this.list = attrs;
+    for (const a of attrs) this.byType.set(a.type, a);
+  }
+
+  static parse(buf: Buffer, what: string): AttrMap {
+    return new AttrMap(parseAttrs(buf), what);
+  }
+
+  has(type: number): boolean {
+    return this.byType.has(type);
+  }
+
+  get(type: number): Attr | undefined {
+    return this.byType.get(type);
+  }
+
+  private need(type: number, size: number): Buffer | undefined {
+    const a = this.byType.get(type);
+    if (!a) return undefined;
+    if (a.data.length < size) throw new DecodeError(`${this.what}: attribute ${type} has ${a.data.length} bytes, expected ${size}`);
+    return a.data;
+  }
+
+  str(type: number): string | undefined {
+    const a = this.byType.get(type);
+    if (!a) return undefined;
+    const nul = a.data.indexOf(0);
+    return a.data.toString('utf8', 0, nul < 0 ? a.data.length : nul);
+  }
+
+  u8(type: number): number | undefined {
+    return this.need(type, 1)?.readUInt8(0);
+  }
+
+  u16(type: number): number | undefined {
+    return this.need(type, 2)?.readUInt16LE(0);
+  }
+
+  be16(type: number): number | undefined {
+    return this.need(type, 2)?.readUInt16BE(0);
+  }
+
+  u32(type: number): number | undefined {
+    return this.need(type, 4)?.readUInt32LE(0);
+  }
+
+  be32(type: number): number | undefined {
+    return this.need(type, 4)?.readUInt32BE(0);
+  }
+
+  be64(type: number): bigint | undefined {
+    return this.need(type, 8)?.readBigUInt64BE(0);
+  }
+
+  bytes(type: number): Buffer | undefined {
+    return this.byType.get(type)?.data;
+  }
+
+  nested(type: number): AttrMap | undefined {
+    const a = this.byType.get(type);
+    return a ? new AttrMap(parseAttrs(a.data), `${this.what}/${type}`) : undefined;
+  }
+
+  /** Like the accessors above but absence is an error naming the attribute. */
+  required<T>(value: T | undefined, name: string): T {
+    if (value === undefined) throw new DecodeError(`${this.what}: missing ${name}`);
+    return value;
+  }
+}

@@ -1,0 +1,104 @@
+/** A netlink socket bound to one namespace, with operations serialised in call order. */
+import { native, NativeSocket } from '../native/binding';
+import { DecodeError, NetlinkError } from './errors';
+import { decodeNfMessages, NETLINK_NETFILTER, NfMessage } from './message';
+import { Netns } from './netns';
+
+export interface Ack {
+  seq: number;
+  errno: number;
+  code?: string;
+  extAck?: string;
+  offset?: number;
+}
+
+export interface TransactReply {
+  /** Every ack or error the kernel sent for the datagrams' messages. */
+  acks: Ack[];
+  /** Every other reply (echoes of created objects). */
+  messages: NfMessage[];
+}
+
+export interface SocketOptions {
+  /** Namespace to open the socket in: a handle or a path. Default: the current namespace. */
+  netns?: Netns | string;
+  protocol?: number;
+  dumpTimeoutMs?: number;
+}
+
+export class NetlinkSocket {
+  private queue: Promise<unknown> = Promise.resolve();
+  private seq: number;
+  private closed = false;
+  private readonly dumpTimeoutMs: number;
+
+  private constructor(private readonly sock: NativeSocket, opts: SocketOptions) {
+    this.dumpTimeoutMs = opts.dumpTimeoutMs ?? 30_000;
+    // Distinct starting points keep replies of different sockets apart in traces.
+    this.seq = Math.floor(Date.now() / 1000) & 0x3fffffff;
+  }
+
+  static open(opts: SocketOptions = {}): NetlinkSocket {
+    const protocol = opts.protocol ?? NETLINK_NETFILTER;
+    let sock: NativeSocket;
+    if (typeof opts.netns === 'string') {
+      const ns = Netns.open(opts.netns);
+      try {
+        sock = new (native().NetlinkSocket)(protocol, ns.fd);
+      } finally {
+        ns.close();
+      }
+    } else {
+      sock = new (native().NetlinkSocket)(protocol, opts.netns ? opts.netns.fd : -1);
+    }
+    return new NetlinkSocket(sock, opts);
+  }
+
+  get portId(): number {
+    return this.sock.portId;
+  }
+
+  /** Sequence numbers for messages built by callers; wraps within 32 bits. */
+  nextSeq(): number {
+    this.seq = (this.seq + 1) >>> 0;
+    return this.seq;
+  }
+
+  private serial<T>(op: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('netlink socket is closed'));
+    const run = this.queue.then(op, op);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Sends each datagram with one sendmsg and returns the kernel's acks and echoes. */
+  transact(datagrams: Buffer[]): Promise<TransactReply> {
+    return this.serial(async () => {
+      const raw = await this.sock.transact(datagrams);
+      return { acks: raw.acks, messages: decodeNfMessages(raw.messages) };
+    });
+  }
+
+  /** Runs one dump request to completion; a kernel error becomes a NetlinkError. */
+  dump(request: Buffer, what = 'dump'): Promise<NfMessage[]> {
+    return this.serial(async () => {
+      const raw = await this.sock.dump(request, this.dumpTimeoutMs);
+      if (raw.error) {
+        throw new NetlinkError({ code: raw.error.code ?? `E${raw.error.errno}`, errno: raw.error.errno, extAck: raw.error.extAck, op: what });
+      }
+      try {
+        return decodeNfMessages(raw.messages);
+      } catch (err) {
+        throw new DecodeError(`${what}: ${(err as Error).message}`);
+      }
+    });
+  }
+
+  /** Closes once every queued operation has finished. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue;
+    this.sock.close();
+  }
+}
