@@ -41,6 +41,7 @@ export class AttrWriter {
     return at + NLA_HDRLEN;
   }
 
+  // Every writer takes the offset from header() before touching this.buf: header() may reallocate.
   bytes(type: number, data: Uint8Array): this {
     const at = this.header(type, data.length);
     this.buf.set(data, at);
@@ -54,28 +55,33 @@ export class AttrWriter {
   }
 
   u8(type: number, v: number): this {
-    this.buf.writeUInt8(v, this.header(type, 1));
+    const at = this.header(type, 1);
+    this.buf.writeUInt8(v, at);
     return this;
   }
 
   /** Host byte order (little-endian on every platform nfkube runs on). */
   u16(type: number, v: number): this {
-    this.buf.writeUInt16LE(v, this.header(type, 2));
+    const at = this.header(type, 2);
+    this.buf.writeUInt16LE(v, at);
     return this;
   }
 
   be16(type: number, v: number): this {
-    this.buf.writeUInt16BE(v, this.header(type, 2));
+    const at = this.header(type, 2);
+    this.buf.writeUInt16BE(v, at);
     return this;
   }
 
   u32(type: number, v: number): this {
-    this.buf.writeUInt32LE(v >>> 0, this.header(type, 4));
+    const at = this.header(type, 4);
+    this.buf.writeUInt32LE(v >>> 0, at);
     return this;
   }
 
   be32(type: number, v: number): this {
-    this.buf.writeUInt32BE(v >>> 0, this.header(type, 4));
+    const at = this.header(type, 4);
+    this.buf.writeUInt32BE(v >>> 0, at);
     return this;
   }
 

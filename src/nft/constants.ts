@@ -84,7 +84,16 @@ export const NFT_MSG_GETOBJ_RESET = 21;
 export const NFT_MSG_NEWFLOWTABLE = 22;
 export const NFT_MSG_GETFLOWTABLE = 23;
 export const NFT_MSG_DELFLOWTABLE = 24;
-export const NFT_MSG_MAX = 25;
+// Added after the installed header (Linux 6.1) was cut; values from nf_tables.h of Linux >= 6.3.
+export const NFT_MSG_GETRULE_RESET = 25;
+export const NFT_MSG_DESTROYTABLE = 26;
+export const NFT_MSG_DESTROYCHAIN = 27;
+export const NFT_MSG_DESTROYRULE = 28;
+export const NFT_MSG_DESTROYSET = 29;
+export const NFT_MSG_DESTROYSETELEM = 30;
+export const NFT_MSG_DESTROYOBJ = 31;
+export const NFT_MSG_DESTROYFLOWTABLE = 32;
+export const NFT_MSG_GETSETELEM_RESET = 33;
 
 // enum nft_list_attributes
 export const NFTA_LIST_UNSPEC = 0;

@@ -1,0 +1,126 @@
+/** Expression builders in nft's vocabulary (`ip saddr @s`, `ct state established,related`), so
+ * callers write intent and get exactly the expression lists nft itself would generate. */
+import { canonicalRegister } from './canonical';
+import * as C from './constants';
+import { Expr, Verdict } from './types';
+import { be16, ipAddr } from './values';
+
+/** Header fields nfkube matches on: [base, offset, length, family]. */
+export const FIELDS = {
+  'ip saddr': { base: 'network', offset: 12, len: 4, l3: 'ipv4' },
+  'ip daddr': { base: 'network', offset: 16, len: 4, l3: 'ipv4' },
+  'ip6 saddr': { base: 'network', offset: 8, len: 16, l3: 'ipv6' },
+  'ip6 daddr': { base: 'network', offset: 24, len: 16, l3: 'ipv6' },
+  'th sport': { base: 'transport', offset: 0, len: 2 },
+  'th dport': { base: 'transport', offset: 2, len: 2 },
+} as const;
+export type Field = keyof typeof FIELDS;
+
+const NFPROTO_VALUE = { ipv4: 2, ipv6: 10 } as const;
+export const IPPROTO = { icmp: 1, tcp: 6, udp: 17, 'ipv6-icmp': 58, sctp: 132 } as const;
+export type L4Proto = keyof typeof IPPROTO;
+
+const REG = C.NFT_REG_1;
+
+/** `meta nfproto ipv4|ipv6`: the dependency nft adds before an ip/ip6 header match in inet. */
+export function nfproto(p: 'ipv4' | 'ipv6'): Expr[] {
+  return [
+    { type: 'meta', key: C.NFT_META_NFPROTO, dreg: REG },
+    { type: 'cmp', sreg: REG, op: 'eq', data: Buffer.from([NFPROTO_VALUE[p]]) },
+  ];
+}
+
+/** `meta l4proto tcp` */
+export function l4proto(p: L4Proto): Expr[] {
+  return [
+    { type: 'meta', key: C.NFT_META_L4PROTO, dreg: REG },
+    { type: 'cmp', sreg: REG, op: 'eq', data: Buffer.from([IPPROTO[p]]) },
+  ];
+}
+
+export function load(field: Field, dreg: number = REG): Expr {
+  const f = FIELDS[field];
+  return { type: 'payload', base: f.base, offset: f.offset, len: f.len, dreg };
+}
+
+/** `ip saddr 198.18.0.1`, with its nfproto dependency. */
+export function matchAddr(field: 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr', addr: string): Expr[] {
+  return [...nfproto(FIELDS[field].l3), load(field), { type: 'cmp', sreg: REG, op: 'eq', data: ipAddr(addr) }];
+}
+
+/** `ip saddr @set` (or `!= @set`), with its nfproto dependency. */
+export function matchAddrInSet(field: 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr', set: string, invert = false): Expr[] {
+  const lookup: Expr = { type: 'lookup', set, sreg: REG };
+  if (invert) lookup.invert = true;
+  return [...nfproto(FIELDS[field].l3), load(field), lookup];
+}
+
+/** `tcp dport 80` or `tcp dport 80-90` (with the l4proto dependency). */
+export function matchPort(proto: L4Proto, field: 'th sport' | 'th dport', port: number, endPort?: number): Expr[] {
+  const l = [...l4proto(proto), load(field)];
+  if (endPort !== undefined && endPort !== port) {
+    return [...l, { type: 'range', sreg: REG, op: 'eq', from: be16(port), to: be16(endPort) }];
+  }
+  return [...l, { type: 'cmp', sreg: REG, op: 'eq', data: be16(port) }];
+}
+
+/** Loads into consecutive 32-bit registers then looks the concatenation up:
+ * `ip saddr . meta l4proto . th dport @set`. Returns the loads; pass them to lookupConcat. */
+export function concatLoads(parts: ('meta l4proto' | Field)[]): { exprs: Expr[]; sreg: number } {
+  let reg = C.NFT_REG32_00;
+  const exprs: Expr[] = [];
+  // In the inet family an ip/ip6 header field is only meaningful behind its nfproto check.
+  const l3 = parts.map((p) => (p === 'meta l4proto' ? undefined : (FIELDS[p] as { l3?: 'ipv4' | 'ipv6' }).l3)).find(Boolean);
+  if (l3) exprs.push(...nfproto(l3));
+  for (const p of parts) {
+    const dreg = canonicalRegister(reg);
+    if (p === 'meta l4proto') {
+      exprs.push({ type: 'meta', key: C.NFT_META_L4PROTO, dreg });
+      reg += 1;
+    } else {
+      exprs.push(load(p, dreg));
+      reg += Math.ceil(FIELDS[p].len / 4);
+    }
+  }
+  return { exprs, sreg: canonicalRegister(C.NFT_REG32_00) };
+}
+
+export function lookup(set: string, sreg: number = REG, invert = false): Expr {
+  return invert ? { type: 'lookup', set, sreg, invert: true } : { type: 'lookup', set, sreg };
+}
+
+/** `<loaded> vmap @map`: the map's verdict decides. */
+export function vmap(set: string, sreg: number = REG): Expr {
+  return { type: 'lookup', set, sreg, dreg: C.NFT_REG_VERDICT };
+}
+
+const CT_STATE_BITS = { invalid: 1, established: 2, related: 4, new: 8, untracked: 64 } as const;
+
+/** `ct state established,related` */
+export function ctState(states: (keyof typeof CT_STATE_BITS)[]): Expr[] {
+  const mask = Buffer.alloc(4);
+  mask.writeUInt32LE(states.reduce((m, s) => m | CT_STATE_BITS[s], 0));
+  return [
+    { type: 'ct', key: C.NFT_CT_STATE, dreg: REG },
+    { type: 'bitwise', sreg: REG, dreg: REG, len: 4, op: 'bool', mask, xor: Buffer.alloc(4) },
+    { type: 'cmp', sreg: REG, op: 'neq', data: Buffer.alloc(4) },
+  ];
+}
+
+export function counter(): Expr {
+  return { type: 'counter', packets: 0n, bytes: 0n };
+}
+
+export function verdict(v: Verdict): Expr {
+  return { type: 'immediate', dreg: C.NFT_REG_VERDICT, verdict: v };
+}
+
+export const accept = (): Expr => verdict({ kind: 'accept' });
+export const drop = (): Expr => verdict({ kind: 'drop' });
+export const jump = (chain: string): Expr => verdict({ kind: 'jump', chain });
+export const goto = (chain: string): Expr => verdict({ kind: 'goto', chain });
+
+/** `reject with icmpx admin-prohibited`: one answer for both families and any transport. */
+export function rejectAdminProhibited(): Expr {
+  return { type: 'reject', rejectType: C.NFT_REJECT_ICMPX_UNREACH, icmpCode: C.NFT_REJECT_ICMPX_ADMIN_PROHIBITED };
+}

@@ -1,0 +1,39 @@
+/** Canonical forms for comparing what nfkube meant with what the kernel holds: the kernel echoes
+ * defaults (flags 0, invert false) that a builder leaves out, and counters move with traffic. */
+import * as C from './constants';
+import { Expr, Rule } from './types';
+
+const REGISTER_FIELDS = new Set(['sreg', 'dreg', 'regAddrMin', 'regAddrMax', 'regProtoMin', 'regProtoMax', 'setSreg']);
+
+/** The kernel addresses registers in 32-bit words and dumps a word that starts a 16-byte register
+ * as NFT_REG_n (net/netfilter/nf_tables_api.c nft_dump_register): NFT_REG32_00 reads back as
+ * NFT_REG_1. This maps either spelling to the one the kernel dumps. */
+export function canonicalRegister(reg: number): number {
+  if (reg < C.NFT_REG32_00) return reg;
+  const word = reg - C.NFT_REG32_00 + 4;
+  return word % 4 === 0 ? word / 4 : reg;
+}
+
+/** An expression with default-valued fields dropped, registers in dump form and counter values
+ * ignored. */
+export function canonicalExpr(e: Expr): Expr {
+  if (e.type === 'counter') return { type: 'counter', packets: 0n, bytes: 0n };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(e)) {
+    if (v === undefined || v === false) continue;
+    if (e.type === 'bitwise' && k === 'op' && v === 'bool') continue;
+    out[k] = REGISTER_FIELDS.has(k) && typeof v === 'number' ? canonicalRegister(v) : v;
+  }
+  return out as unknown as Expr;
+}
+
+export function canonicalExprs(exprs: Expr[]): Expr[] {
+  return exprs.map(canonicalExpr);
+}
+
+/** A stable text key for a rule body, for set-like comparison of rule lists. */
+export function ruleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
+  return JSON.stringify({ e: canonicalExprs(r.exprs), c: r.comment ?? null }, (_k, v) =>
+    typeof v === 'bigint' ? `${v}n` : v && v.type === 'Buffer' && Array.isArray(v.data) ? Buffer.from(v.data).toString('hex') : v,
+  );
+}

@@ -1,0 +1,375 @@
+/** Pure encode/decode of nf_tables object messages (tables, chains, rules, sets, elements, gen). */
+import { AttrMap, AttrWriter, parseAttrs } from '../netlink/attr';
+import { DecodeError } from '../netlink/errors';
+import * as C from './constants';
+import { decodeData, decodeVerdict, encodeDataValue, encodeDataVerdict } from './data';
+import { decodeExprList, encodeExprList } from './expr';
+import { Chain, ChainType, Family, HookName, NFPROTO, NFT_TYPE, NftSet, NftTypeName, Rule, SetElement, Table } from './types';
+import { decrement, increment, keyLength, TYPE_LEN } from './values';
+
+const FAMILY_BY_NUMBER = new Map(Object.entries(NFPROTO).map(([k, v]) => [v, k as Family]));
+
+export function familyFromNumber(n: number): Family {
+  const f = FAMILY_BY_NUMBER.get(n);
+  if (!f) throw new DecodeError(`unknown nfproto family ${n}`);
+  return f;
+}
+
+// linux/netfilter.h: NF_INET_* (and NF_NETDEV_* for the netdev family).
+const INET_HOOKS: HookName[] = ['prerouting', 'input', 'forward', 'output', 'postrouting', 'ingress'];
+const NETDEV_HOOKS: HookName[] = ['ingress', 'egress'];
+
+function hookNumber(family: Family, hook: HookName): number {
+  const table = family === 'netdev' ? NETDEV_HOOKS : INET_HOOKS;
+  const n = table.indexOf(hook);
+  if (n < 0) throw new Error(`hook ${hook} does not exist in family ${family}`);
+  return n;
+}
+
+function hookName(family: Family, n: number): HookName {
+  const h = (family === 'netdev' ? NETDEV_HOOKS : INET_HOOKS)[n];
+  if (!h) throw new DecodeError(`unknown hook number ${n} in family ${family}`);
+  return h;
+}
+
+// --- tables ---------------------------------------------------------------------------------
+
+export function encodeTable(t: Table): Buffer {
+  const w = new AttrWriter().str(C.NFTA_TABLE_NAME, t.name);
+  if (t.flags !== undefined) w.be32(C.NFTA_TABLE_FLAGS, t.flags);
+  return w.finish();
+}
+
+export function encodeTableRef(t: { name: string }): Buffer {
+  return new AttrWriter().str(C.NFTA_TABLE_NAME, t.name).finish();
+}
+
+export function decodeTable(family: number, payload: Buffer): Table {
+  const a = AttrMap.parse(payload, 'table');
+  return {
+    family: familyFromNumber(family),
+    name: a.required(a.str(C.NFTA_TABLE_NAME), 'NFTA_TABLE_NAME'),
+    flags: a.be32(C.NFTA_TABLE_FLAGS),
+    handle: a.be64(C.NFTA_TABLE_HANDLE),
+    use: a.be32(C.NFTA_TABLE_USE),
+  };
+}
+
+// --- chains ---------------------------------------------------------------------------------
+
+export function encodeChain(c: Chain): Buffer {
+  const w = new AttrWriter().str(C.NFTA_CHAIN_TABLE, c.table).str(C.NFTA_CHAIN_NAME, c.name);
+  if (c.base) {
+    const base = c.base;
+    w.nest(C.NFTA_CHAIN_HOOK, (h) => {
+      h.be32(C.NFTA_HOOK_HOOKNUM, hookNumber(c.family, base.hook));
+      h.be32(C.NFTA_HOOK_PRIORITY, base.priority);
+      if (base.device) h.str(C.NFTA_HOOK_DEV, base.device);
+    });
+    w.be32(C.NFTA_CHAIN_POLICY, base.policy === 'accept' ? C.NF_ACCEPT : C.NF_DROP);
+    w.str(C.NFTA_CHAIN_TYPE, base.type);
+  }
+  return w.finish();
+}
+
+export function encodeChainRef(c: { table: string; name: string }): Buffer {
+  return new AttrWriter().str(C.NFTA_CHAIN_TABLE, c.table).str(C.NFTA_CHAIN_NAME, c.name).finish();
+}
+
+export function decodeChain(family: number, payload: Buffer): Chain {
+  const a = AttrMap.parse(payload, 'chain');
+  const fam = familyFromNumber(family);
+  const chain: Chain = {
+    family: fam,
+    table: a.required(a.str(C.NFTA_CHAIN_TABLE), 'NFTA_CHAIN_TABLE'),
+    name: a.required(a.str(C.NFTA_CHAIN_NAME), 'NFTA_CHAIN_NAME'),
+    handle: a.be64(C.NFTA_CHAIN_HANDLE),
+    flags: a.be32(C.NFTA_CHAIN_FLAGS),
+    use: a.be32(C.NFTA_CHAIN_USE),
+  };
+  const hook = a.nested(C.NFTA_CHAIN_HOOK);
+  if (hook) {
+    const policy = a.be32(C.NFTA_CHAIN_POLICY);
+    chain.base = {
+      hook: hookName(fam, hook.required(hook.be32(C.NFTA_HOOK_HOOKNUM), 'NFTA_HOOK_HOOKNUM')),
+      priority: hook.required(hook.be32(C.NFTA_HOOK_PRIORITY), 'NFTA_HOOK_PRIORITY') | 0,
+      type: (a.str(C.NFTA_CHAIN_TYPE) ?? 'filter') as ChainType,
+      policy: policy === C.NF_DROP ? 'drop' : 'accept',
+    };
+    const dev = hook.str(C.NFTA_HOOK_DEV);
+    if (dev !== undefined) chain.base.device = dev;
+  }
+  return chain;
+}
+
+// --- rules ----------------------------------------------------------------------------------
+
+// nft's userdata TLVs (nftables include/rule.h NFTNL_UDATA_RULE_COMMENT): type u8, len u8, value.
+const UDATA_RULE_COMMENT = 0;
+
+function encodeComment(comment: string): Buffer {
+  const value = Buffer.from(comment + '\0', 'utf8');
+  if (value.length > 255) throw new Error(`rule comment longer than 254 bytes: "${comment.slice(0, 40)}..."`);
+  return Buffer.concat([Buffer.from([UDATA_RULE_COMMENT, value.length]), value]);
+}
+
+function decodeComment(udata: Buffer): string | undefined {
+  for (let pos = 0; pos + 2 <= udata.length; ) {
+    const type = udata[pos];
+    const len = udata[pos + 1];
+    if (pos + 2 + len > udata.length) return undefined;
+    if (type === UDATA_RULE_COMMENT) {
+      const v = udata.subarray(pos + 2, pos + 2 + len);
+      const nul = v.indexOf(0);
+      return v.toString('utf8', 0, nul < 0 ? v.length : nul);
+    }
+    pos += 2 + len;
+  }
+  return undefined;
+}
+
+export interface RuleEncodeOptions {
+  /** NFTA_RULE_ID, to learn the handle from the echo. */
+  id?: number;
+}
+
+export function encodeRule(r: Rule, opts: RuleEncodeOptions = {}): Buffer {
+  const w = new AttrWriter().str(C.NFTA_RULE_TABLE, r.table).str(C.NFTA_RULE_CHAIN, r.chain);
+  if (r.handle !== undefined) w.be64(C.NFTA_RULE_HANDLE, r.handle);
+  if (r.position !== undefined) w.be64(C.NFTA_RULE_POSITION, r.position);
+  encodeExprList(w, C.NFTA_RULE_EXPRESSIONS, r.exprs);
+  if (r.comment !== undefined) w.bytes(C.NFTA_RULE_USERDATA, encodeComment(r.comment));
+  if (opts.id !== undefined) w.be32(C.NFTA_RULE_ID, opts.id);
+  return w.finish();
+}
+
+export function encodeRuleRef(r: { table: string; chain: string; handle: bigint }): Buffer {
+  return new AttrWriter().str(C.NFTA_RULE_TABLE, r.table).str(C.NFTA_RULE_CHAIN, r.chain).be64(C.NFTA_RULE_HANDLE, r.handle).finish();
+}
+
+export function decodeRule(family: number, payload: Buffer): Rule {
+  const a = AttrMap.parse(payload, 'rule');
+  const exprs = a.get(C.NFTA_RULE_EXPRESSIONS);
+  const rule: Rule = {
+    family: familyFromNumber(family),
+    table: a.required(a.str(C.NFTA_RULE_TABLE), 'NFTA_RULE_TABLE'),
+    chain: a.required(a.str(C.NFTA_RULE_CHAIN), 'NFTA_RULE_CHAIN'),
+    handle: a.be64(C.NFTA_RULE_HANDLE),
+    exprs: exprs ? decodeExprList(exprs.data) : [],
+  };
+  const udata = a.bytes(C.NFTA_RULE_USERDATA);
+  if (udata) {
+    const comment = decodeComment(udata);
+    if (comment !== undefined) rule.comment = comment;
+  }
+  return rule;
+}
+
+// --- sets -----------------------------------------------------------------------------------
+
+// nftables src/datatype.h: concatenated type ids are built 6 bits per field.
+const TYPE_BITS = 6;
+const TYPE_BY_ID = new Map<number, NftTypeName>(Object.entries(NFT_TYPE).map(([k, v]) => [v, k as NftTypeName]));
+
+function keyTypeId(fields: NftTypeName[]): number {
+  return fields.reduce((id, f) => (id * (1 << TYPE_BITS) + NFT_TYPE[f]) >>> 0, 0);
+}
+
+function keyFieldsFromId(id: number, fieldCount: number): NftTypeName[] {
+  const fields: NftTypeName[] = [];
+  for (let i = 0; i < fieldCount; i++) {
+    const t = TYPE_BY_ID.get(id & ((1 << TYPE_BITS) - 1));
+    if (!t) throw new DecodeError(`set key type ${id} has an unknown field type`);
+    fields.unshift(t);
+    id = Math.floor(id / (1 << TYPE_BITS));
+  }
+  return fields;
+}
+
+export function setFlags(s: NftSet): number {
+  let flags = s.flags;
+  if (s.data) flags |= C.NFT_SET_MAP;
+  if (s.key.length > 1) flags |= C.NFT_SET_CONCAT;
+  return flags;
+}
+
+export function encodeSet(s: NftSet): Buffer {
+  const w = new AttrWriter().str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name);
+  w.be32(C.NFTA_SET_FLAGS, setFlags(s));
+  w.be32(C.NFTA_SET_KEY_TYPE, keyTypeId(s.key));
+  w.be32(C.NFTA_SET_KEY_LEN, keyLength(s.key));
+  if (s.data === 'verdict') {
+    w.be32(C.NFTA_SET_DATA_TYPE, C.NFT_DATA_VERDICT);
+  } else if (s.data) {
+    w.be32(C.NFTA_SET_DATA_TYPE, NFT_TYPE[s.data]);
+    w.be32(C.NFTA_SET_DATA_LEN, TYPE_LEN[s.data]);
+  }
+  if (s.timeout !== undefined) w.be64(C.NFTA_SET_TIMEOUT, s.timeout);
+  if (s.key.length > 1) {
+    w.nest(C.NFTA_SET_DESC, (d) =>
+      d.nest(C.NFTA_SET_DESC_CONCAT, (cc) => {
+        for (const f of s.key) cc.nest(C.NFTA_LIST_ELEM, (e) => e.be32(C.NFTA_SET_FIELD_LEN, TYPE_LEN[f]));
+      }),
+    );
+  }
+  if (s.id !== undefined) w.be32(C.NFTA_SET_ID, s.id);
+  return w.finish();
+}
+
+export function encodeSetRef(s: { table: string; name: string }): Buffer {
+  return new AttrWriter().str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name).finish();
+}
+
+export function decodeSet(family: number, payload: Buffer): NftSet {
+  const a = AttrMap.parse(payload, 'set');
+  let fieldCount = 1;
+  const desc = a.nested(C.NFTA_SET_DESC);
+  const concat = desc?.get(C.NFTA_SET_DESC_CONCAT);
+  if (concat) fieldCount = parseAttrs(concat.data).length;
+  const rawFlags = a.be32(C.NFTA_SET_FLAGS) ?? 0;
+  const set: NftSet = {
+    family: familyFromNumber(family),
+    table: a.required(a.str(C.NFTA_SET_TABLE), 'NFTA_SET_TABLE'),
+    name: a.required(a.str(C.NFTA_SET_NAME), 'NFTA_SET_NAME'),
+    handle: a.be64(C.NFTA_SET_HANDLE),
+    key: keyFieldsFromId(a.required(a.be32(C.NFTA_SET_KEY_TYPE), 'NFTA_SET_KEY_TYPE'), fieldCount),
+    flags: rawFlags & ~(C.NFT_SET_MAP | C.NFT_SET_CONCAT),
+  };
+  const dataType = a.be32(C.NFTA_SET_DATA_TYPE);
+  if (dataType !== undefined) {
+    const data = dataType === C.NFT_DATA_VERDICT ? 'verdict' : TYPE_BY_ID.get(dataType);
+    if (!data) throw new DecodeError(`set ${set.name}: unknown data type ${dataType}`);
+    set.data = data;
+  }
+  const timeout = a.be64(C.NFTA_SET_TIMEOUT);
+  if (timeout !== undefined) set.timeout = timeout;
+  return set;
+}
+
+// --- set elements ---------------------------------------------------------------------------
+
+/** Single-field interval sets (rbtree) take [start, end+1) as two elements, the second flagged
+ * NFT_SET_ELEM_INTERVAL_END; concatenations (pipapo) take NFTA_SET_ELEM_KEY_END inclusive. */
+export function kernelElements(set: NftSet, elems: SetElement[]): SetElement[] {
+  const interval = (set.flags & C.NFT_SET_INTERVAL) !== 0;
+  if (!interval || set.key.length > 1) {
+    return interval ? elems.map((e) => ({ ...e, keyEnd: e.keyEnd ?? e.key })) : elems;
+  }
+  const out: SetElement[] = [];
+  for (const e of elems) {
+    const start: SetElement = { key: e.key };
+    if (e.data) start.data = e.data;
+    if (e.verdict) start.verdict = e.verdict;
+    out.push(start);
+    const after = increment(e.keyEnd ?? e.key);
+    if (after) out.push({ key: after, flags: C.NFT_SET_ELEM_INTERVAL_END });
+  }
+  return out;
+}
+
+/** Inverse of kernelElements: pairs rbtree start/end elements back into inclusive ranges. */
+export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
+  const interval = (set.flags & C.NFT_SET_INTERVAL) !== 0;
+  if (!interval) return elems;
+  if (set.key.length > 1) {
+    return elems.map((e) => {
+      const out: SetElement = { ...e };
+      if (e.keyEnd && e.keyEnd.equals(e.key)) delete out.keyEnd;
+      return out;
+    });
+  }
+  const sorted = [...elems].sort((x, y) => Buffer.compare(x.key, y.key) || ((x.flags ?? 0) & 1) - ((y.flags ?? 0) & 1));
+  const out: SetElement[] = [];
+  for (let i = 0; i < sorted.length; i++) {
+    const e = sorted[i];
+    if ((e.flags ?? 0) & C.NFT_SET_ELEM_INTERVAL_END) continue;
+    const next = sorted[i + 1];
+    const start: SetElement = { key: e.key };
+    if (e.data) start.data = e.data;
+    if (e.verdict) start.verdict = e.verdict;
+    let last: Buffer;
+    if (next && (next.flags ?? 0) & C.NFT_SET_ELEM_INTERVAL_END) {
+      last = decrement(next.key) ?? next.key;
+      i++;
+    } else {
+      last = Buffer.alloc(e.key.length, 0xff);
+    }
+    if (!last.equals(e.key)) start.keyEnd = last;
+    out.push(start);
+  }
+  return out;
+}
+
+function encodeElement(w: AttrWriter, e: SetElement): void {
+  w.nest(C.NFTA_LIST_ELEM, (n) => {
+    encodeDataValue(n, C.NFTA_SET_ELEM_KEY, e.key);
+    if (e.keyEnd) encodeDataValue(n, C.NFTA_SET_ELEM_KEY_END, e.keyEnd);
+    if (e.flags) n.be32(C.NFTA_SET_ELEM_FLAGS, e.flags);
+    if (e.verdict) encodeDataVerdict(n, C.NFTA_SET_ELEM_DATA, e.verdict);
+    else if (e.data) encodeDataValue(n, C.NFTA_SET_ELEM_DATA, e.data);
+  });
+}
+
+// Nested attribute lengths are 16-bit: keep every element list well under 64 KiB.
+const MAX_ELEMENT_LIST_BYTES = 60_000;
+
+/** Element list messages for one set, split so that no nest overflows. */
+export function encodeSetElements(set: { table: string; name: string; id?: number }, elems: SetElement[], withKeysOnly = false): Buffer[] {
+  const out: Buffer[] = [];
+  let i = 0;
+  do {
+    const w = new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
+    if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
+    w.nest(C.NFTA_SET_ELEM_LIST_ELEMENTS, (list) => {
+      const start = list.length;
+      while (i < elems.length && list.length - start < MAX_ELEMENT_LIST_BYTES) {
+        const e = elems[i++];
+        encodeElement(list, withKeysOnly ? { key: e.key, keyEnd: e.keyEnd, flags: e.flags } : e);
+      }
+    });
+    out.push(w.finish());
+  } while (i < elems.length);
+  return out;
+}
+
+export function decodeSetElements(payload: Buffer): { table: string; set: string; elements: SetElement[] } {
+  const a = AttrMap.parse(payload, 'setelem');
+  const elements: SetElement[] = [];
+  const list = a.get(C.NFTA_SET_ELEM_LIST_ELEMENTS);
+  if (list) {
+    for (const item of parseAttrs(list.data)) {
+      const e = AttrMap.parse(item.data, 'element');
+      const key = e.nested(C.NFTA_SET_ELEM_KEY);
+      if (!key) throw new DecodeError('element without NFTA_SET_ELEM_KEY');
+      const keyValue = decodeData(key, 'element key');
+      if (!('value' in keyValue)) throw new DecodeError('element key is a verdict');
+      const elem: SetElement = { key: keyValue.value };
+      const keyEnd = e.nested(C.NFTA_SET_ELEM_KEY_END);
+      if (keyEnd) {
+        const v = decodeData(keyEnd, 'element key end');
+        if ('value' in v) elem.keyEnd = v.value;
+      }
+      const data = e.nested(C.NFTA_SET_ELEM_DATA);
+      if (data) {
+        const v = data.has(C.NFTA_DATA_VERDICT) ? { verdict: decodeVerdict(data.nested(C.NFTA_DATA_VERDICT)!, 'element data') } : decodeData(data, 'element data');
+        if ('value' in v) elem.data = v.value;
+        else elem.verdict = v.verdict;
+      }
+      const flags = e.be32(C.NFTA_SET_ELEM_FLAGS);
+      if (flags) elem.flags = flags;
+      elements.push(elem);
+    }
+  }
+  return {
+    table: a.required(a.str(C.NFTA_SET_ELEM_LIST_TABLE), 'NFTA_SET_ELEM_LIST_TABLE'),
+    set: a.required(a.str(C.NFTA_SET_ELEM_LIST_SET), 'NFTA_SET_ELEM_LIST_SET'),
+    elements,
+  };
+}
+
+// --- generation -----------------------------------------------------------------------------
+
+export function decodeGeneration(payload: Buffer): number {
+  const a = AttrMap.parse(payload, 'gen');
+  return a.required(a.be32(C.NFTA_GEN_ID), 'NFTA_GEN_ID');
+}

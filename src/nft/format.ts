@@ -1,0 +1,311 @@
+/** nft(8) syntax for nfkube's objects: what `nft list` would print, for dry runs, logs and diffs.
+ * Rules are printed by recognising the expression shapes nft itself uses; anything else is shown
+ * in libnftnl's debug notation so nothing is hidden. */
+import * as C from './constants';
+import { describeExpr } from './expr';
+import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, Table, Verdict } from './types';
+import { formatIPv4, formatIPv6 } from './values';
+import type { Operation } from './transaction';
+import type { TableContents } from './readback';
+
+type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex';
+
+interface Loaded {
+  text: string;
+  kind: ValueKind;
+  /** Set when this load implies a protocol dependency nft would not print. */
+  impliesL3?: 'ip' | 'ip6';
+  impliesL4?: boolean;
+}
+
+const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp' };
+const CT_STATES: [number, string][] = [
+  [1, 'invalid'],
+  [2, 'established'],
+  [4, 'related'],
+  [8, 'new'],
+  [64, 'untracked'],
+];
+const META_KEYS: Record<number, [string, ValueKind]> = {
+  [C.NFT_META_MARK]: ['meta mark', 'mark'],
+  [C.NFT_META_IIFNAME]: ['iifname', 'ifname'],
+  [C.NFT_META_OIFNAME]: ['oifname', 'ifname'],
+  [C.NFT_META_NFPROTO]: ['meta nfproto', 'nfproto'],
+  [C.NFT_META_L4PROTO]: ['meta l4proto', 'inet_proto'],
+};
+
+export function formatValue(b: Buffer, kind: ValueKind): string {
+  switch (kind) {
+    case 'ipv4_addr':
+      return formatIPv4(b);
+    case 'ipv6_addr':
+      return formatIPv6(b);
+    case 'inet_service':
+      return String(b.length >= 2 ? b.readUInt16BE(0) : b[0]);
+    case 'inet_proto':
+      return PROTO_NAMES[b[0]] ?? String(b[0]);
+    case 'nfproto':
+      return b[0] === 2 ? 'ipv4' : b[0] === 10 ? 'ipv6' : String(b[0]);
+    case 'ifname': {
+      const nul = b.indexOf(0);
+      return `"${b.toString('utf8', 0, nul < 0 ? b.length : nul)}"`;
+    }
+    case 'ct_state': {
+      const v = b.readUInt32LE(0);
+      return CT_STATES.filter(([bit]) => v & bit).map(([, n]) => n).join(',') || '0x0';
+    }
+    case 'mark':
+      return `0x${b.readUInt32LE(0).toString(16).padStart(8, '0')}`;
+    default:
+      return `0x${b.toString('hex')}`;
+  }
+}
+
+export function formatVerdict(v: Verdict): string {
+  return v.kind === 'jump' || v.kind === 'goto' ? `${v.kind} ${v.chain}` : v.kind;
+}
+
+function payloadField(e: Extract<Expr, { type: 'payload' }>, l3: 'ip' | 'ip6' | undefined, l4: string | undefined): Loaded | undefined {
+  if (e.base === 'network') {
+    if ((l3 ?? (e.len === 4 ? 'ip' : undefined)) === 'ip' && e.len === 4 && (e.offset === 12 || e.offset === 16)) {
+      return { text: `ip ${e.offset === 12 ? 'saddr' : 'daddr'}`, kind: 'ipv4_addr', impliesL3: 'ip' };
+    }
+    if ((l3 ?? (e.len === 16 ? 'ip6' : undefined)) === 'ip6' && e.len === 16 && (e.offset === 8 || e.offset === 24)) {
+      return { text: `ip6 ${e.offset === 8 ? 'saddr' : 'daddr'}`, kind: 'ipv6_addr', impliesL3: 'ip6' };
+    }
+  }
+  if (e.base === 'transport' && e.len === 2 && (e.offset === 0 || e.offset === 2)) {
+    return { text: `${l4 ?? 'th'} ${e.offset === 0 ? 'sport' : 'dport'}`, kind: 'inet_service', impliesL4: l4 !== undefined };
+  }
+  return undefined;
+}
+
+/** A rule's expressions in nft syntax. */
+export function formatRuleBody(exprs: Expr[]): string {
+  const out: { text: string; dependencyOf?: 'l3' | 'l4' }[] = [];
+  const regs = new Map<number, Loaded>();
+  const pending: number[] = [];
+  let l3: 'ip' | 'ip6' | undefined;
+  let l4: string | undefined;
+  let lastBitwise: { reg: number; mask?: Buffer } | undefined;
+  const take = (sreg: number): Loaded | undefined => {
+    const first = regs.get(sreg);
+    if (!first) return undefined;
+    const at = pending.indexOf(sreg);
+    const chain = at < 0 ? [sreg] : pending.splice(at);
+    const parts = chain.map((r) => regs.get(r)).filter((x): x is Loaded => !!x);
+    for (const r of chain) regs.delete(r);
+    return parts.length > 1 ? { text: parts.map((p) => p.text).join(' . '), kind: 'hex' } : first;
+  };
+  const load = (reg: number | undefined, l: Loaded) => {
+    if (reg === undefined) return;
+    regs.set(reg, l);
+    pending.push(reg);
+  };
+  for (const e of exprs) {
+    switch (e.type) {
+      case 'payload': {
+        if (e.dreg === undefined) break;
+        const f = payloadField(e, l3, l4);
+        load(e.dreg, f ?? { text: `@${e.base === 'll' ? 'll' : e.base === 'network' ? 'nh' : e.base === 'transport' ? 'th' : 'ih'},${e.offset * 8},${e.len * 8}`, kind: 'hex' });
+        continue;
+      }
+      case 'meta': {
+        if (e.dreg === undefined) break;
+        const [text, kind] = META_KEYS[e.key] ?? [`meta key ${e.key}`, 'hex' as ValueKind];
+        load(e.dreg, { text, kind });
+        continue;
+      }
+      case 'ct':
+        if (e.dreg === undefined) break;
+        load(e.dreg, e.key === C.NFT_CT_STATE ? { text: 'ct state', kind: 'ct_state' } : { text: `ct key ${e.key}`, kind: 'hex' });
+        continue;
+      case 'bitwise':
+        if (regs.has(e.sreg) && e.mask && e.op !== 'lshift' && e.op !== 'rshift') {
+          const src = regs.get(e.sreg)!;
+          regs.delete(e.sreg);
+          pending.splice(pending.indexOf(e.sreg), 1);
+          load(e.dreg, src);
+          lastBitwise = { reg: e.dreg, mask: e.mask };
+          continue;
+        }
+        break;
+      case 'cmp': {
+        const src = take(e.sreg);
+        if (!src) break;
+        const ops: Record<string, string> = { eq: '', neq: '!= ', lt: '< ', lte: '<= ', gt: '> ', gte: '>= ' };
+        if (src.kind === 'ct_state' && lastBitwise?.reg === e.sreg && lastBitwise.mask && e.op === 'neq' && e.data.readUInt32LE(0) === 0) {
+          out.push({ text: `${src.text} ${formatValue(lastBitwise.mask, 'ct_state')}` });
+        } else if (lastBitwise?.reg === e.sreg && lastBitwise.mask && (src.kind === 'ipv4_addr' || src.kind === 'ipv6_addr')) {
+          const prefix = [...lastBitwise.mask].reduce((n, byte) => n + byte.toString(2).replace(/0/g, '').length, 0);
+          out.push({ text: `${src.text} ${ops[e.op]}${formatValue(e.data, src.kind)}/${prefix}` });
+        } else {
+          out.push({ text: `${src.text} ${ops[e.op]}${formatValue(e.data, src.kind)}` });
+        }
+        lastBitwise = undefined;
+        if (src.text === 'meta nfproto' && e.op === 'eq') {
+          l3 = e.data[0] === 2 ? 'ip' : e.data[0] === 10 ? 'ip6' : undefined;
+          out[out.length - 1].dependencyOf = 'l3';
+        }
+        if (src.text === 'meta l4proto' && e.op === 'eq' && PROTO_NAMES[e.data[0]]) {
+          l4 = PROTO_NAMES[e.data[0]];
+          out[out.length - 1].dependencyOf = 'l4';
+        }
+        continue;
+      }
+      case 'range': {
+        const src = take(e.sreg);
+        if (!src) break;
+        out.push({ text: `${src.text} ${e.op === 'neq' ? '!= ' : ''}${formatValue(e.from, src.kind)}-${formatValue(e.to, src.kind)}` });
+        continue;
+      }
+      case 'lookup': {
+        const src = take(e.sreg);
+        if (!src) break;
+        if (e.dreg === C.NFT_REG_VERDICT) out.push({ text: `${src.text} vmap @${e.set}` });
+        else if (e.dreg !== undefined) load(e.dreg, { text: `${src.text} map @${e.set}`, kind: 'hex' });
+        else out.push({ text: `${src.text} ${e.invert ? '!= ' : ''}@${e.set}` });
+        continue;
+      }
+      case 'immediate':
+        if (e.dreg === C.NFT_REG_VERDICT && e.verdict) {
+          out.push({ text: formatVerdict(e.verdict) });
+          continue;
+        }
+        break;
+      case 'counter':
+        out.push({ text: `counter packets ${e.packets} bytes ${e.bytes}` });
+        continue;
+      case 'reject': {
+        const icmpx = ['no-route', 'port-unreachable', 'host-unreachable', 'admin-prohibited'];
+        if (e.rejectType === C.NFT_REJECT_TCP_RST) out.push({ text: 'reject with tcp reset' });
+        else if (e.rejectType === C.NFT_REJECT_ICMPX_UNREACH) out.push({ text: `reject with icmpx ${icmpx[e.icmpCode] ?? e.icmpCode}` });
+        else out.push({ text: `reject with icmp ${e.icmpCode}` });
+        continue;
+      }
+      case 'log': {
+        const parts = ['log'];
+        if (e.prefix !== undefined) parts.push(`prefix "${e.prefix}"`);
+        if (e.group !== undefined) parts.push(`group ${e.group}`);
+        out.push({ text: parts.join(' ') });
+        continue;
+      }
+      case 'limit':
+        out.push({ text: `limit rate ${e.flags & C.NFT_LIMIT_F_INV ? 'over ' : ''}${e.rate}/${e.unit === 1n ? 'second' : e.unit === 60n ? 'minute' : `${e.unit}s`}${e.limitType === 'bytes' ? ' bytes' : ''} burst ${e.burst}` });
+        continue;
+      case 'opaque':
+        out.push({ text: `# unknown expression "${e.name}" (${e.data.length} bytes)` });
+        continue;
+      default:
+        break;
+    }
+    out.push({ text: describeExpr(e) });
+  }
+  const printedL3 = out.some((o) => /^ip6? [sd]addr/.test(o.text) || / ip6? [sd]addr/.test(o.text));
+  const printedL4 = out.some((o) => /^(tcp|udp|sctp) [sd]port/.test(o.text) || / (tcp|udp|sctp) [sd]port/.test(o.text));
+  return out
+    .filter((o) => !(o.dependencyOf === 'l3' && printedL3) && !(o.dependencyOf === 'l4' && printedL4))
+    .map((o) => o.text)
+    .join(' ');
+}
+
+export function formatRule(r: Rule): string {
+  const body = formatRuleBody(r.exprs);
+  const comment = r.comment !== undefined ? ` comment "${r.comment}"` : '';
+  const handle = r.handle !== undefined ? ` # handle ${r.handle}` : '';
+  return `${body}${comment}${handle}`;
+}
+
+function formatKey(set: Pick<NftSet, 'key'>, key: Buffer): string {
+  if (set.key.length === 1) return formatValue(key, set.key[0]);
+  const parts: string[] = [];
+  let pos = 0;
+  for (const f of set.key) {
+    const len = f === 'ipv6_addr' || f === 'ifname' ? 16 : f === 'ether_addr' ? 8 : 4;
+    parts.push(formatValue(key.subarray(pos, pos + len), f));
+    pos += len;
+  }
+  return parts.join(' . ');
+}
+
+export function formatElement(set: Pick<NftSet, 'key' | 'data'>, e: SetElement): string {
+  let s = formatKey(set, e.key);
+  if (e.keyEnd && !e.keyEnd.equals(e.key)) s += `-${formatKey(set, e.keyEnd)}`;
+  if (e.verdict) s += ` : ${formatVerdict(e.verdict)}`;
+  else if (e.data && set.data) s += ` : ${formatValue(e.data, set.data)}`;
+  return s;
+}
+
+function setFlagNames(s: NftSet): string[] {
+  const names: string[] = [];
+  if (s.flags & C.NFT_SET_CONSTANT) names.push('constant');
+  if (s.flags & C.NFT_SET_INTERVAL) names.push('interval');
+  if (s.flags & C.NFT_SET_TIMEOUT) names.push('timeout');
+  return names;
+}
+
+export function formatSet(s: NftSet, elements?: SetElement[], indent = '\t'): string {
+  const kind = s.data ? 'map' : 'set';
+  const lines = [`${kind} ${s.name} {`, `\ttype ${s.key.join(' . ')}${s.data ? ` : ${s.data}` : ''}`];
+  const flags = setFlagNames(s);
+  if (flags.length) lines.push(`\tflags ${flags.join(',')}`);
+  if (elements?.length) lines.push(`\telements = { ${elements.map((e) => formatElement(s, e)).join(',\n\t\t     ')} }`);
+  lines.push('}');
+  return lines.map((l) => indent + l).join('\n');
+}
+
+function formatChainHeader(c: Chain): string {
+  if (!c.base) return '';
+  const b = c.base;
+  return `\t\ttype ${b.type} hook ${b.hook}${b.device ? ` device "${b.device}"` : ''} priority ${b.priority}; policy ${b.policy};\n`;
+}
+
+export function formatTable(t: TableContents): string {
+  const parts: string[] = [];
+  for (const s of t.sets) parts.push(formatSet(s, t.elements.get(s.name)));
+  for (const c of t.chains) {
+    const rules = t.rules.filter((r) => r.chain === c.name).map((r) => `\t\t${formatRule(r)}\n`);
+    parts.push(`\tchain ${c.name} {\n${formatChainHeader(c)}${rules.join('')}\t}`);
+  }
+  return `table ${t.table.family} ${t.table.name} {\n${parts.join('\n\n')}\n}\n`;
+}
+
+function tableRef(t: Pick<Table, 'family' | 'name'>): string {
+  return `${t.family} ${t.name}`;
+}
+
+/** One transaction operation as an nft command. */
+export function formatOperation(op: Operation): string {
+  switch (op.kind) {
+    case 'table':
+      return `${op.verb} table ${tableRef(op.table)}`;
+    case 'chain': {
+      const c = op.chain;
+      const ref = `${c.family} ${c.table} ${c.name}`;
+      if ((op.verb === 'add' || op.verb === 'create') && c.base) {
+        return `${op.verb} chain ${ref} { type ${c.base.type} hook ${c.base.hook} priority ${c.base.priority}; policy ${c.base.policy}; }`;
+      }
+      return `${op.verb} chain ${ref}`;
+    }
+    case 'rule': {
+      const r = op.rule;
+      const ref = `${r.family} ${r.table} ${r.chain}`;
+      if (op.verb === 'delete' || op.verb === 'destroy') return `${op.verb} rule ${ref} handle ${r.handle}`;
+      const where = op.verb === 'replace' ? ` handle ${r.handle}` : r.position !== undefined ? ` position ${r.position}` : '';
+      return `${op.verb} rule ${ref}${where} ${formatRule({ ...r, handle: undefined })}`;
+    }
+    case 'set': {
+      const s = op.set;
+      const ref = `${s.family} ${s.table} ${s.name}`;
+      if (op.verb === 'add' || op.verb === 'create') {
+        const flags = setFlagNames(s);
+        return `${op.verb} ${s.data ? 'map' : 'set'} ${ref} { type ${s.key.join(' . ')}${s.data ? ` : ${s.data}` : ''};${flags.length ? ` flags ${flags.join(',')};` : ''} }`;
+      }
+      return `${op.verb} ${s.data ? 'map' : 'set'} ${ref}`;
+    }
+    case 'element': {
+      const s = op.set;
+      return `${op.verb} element ${s.family} ${s.table} ${s.name} { ${op.elements.map((e) => formatElement(s, e)).join(', ')} }`;
+    }
+  }
+}

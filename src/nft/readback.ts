@@ -1,0 +1,99 @@
+/** Read-back: the kernel's nf_tables state as the same typed objects nfkube writes. */
+import { AttrWriter } from '../netlink/attr';
+import { encodeNfMessage, NFNL_SUBSYS_NFTABLES, nfMsgType, NLM_F_DUMP, NLM_F_REQUEST } from '../netlink/message';
+import { NetlinkSocket } from '../netlink/socket';
+import { decodeChain, decodeRule, decodeSet, decodeSetElements, decodeTable, userElements } from './codec';
+import * as C from './constants';
+import { getGeneration } from './transaction';
+import { Chain, Family, NFPROTO, NftSet, Rule, SetElement, Table } from './types';
+
+export interface TableContents {
+  table: Table;
+  chains: Chain[];
+  /** Rules in kernel order, per chain. */
+  rules: Rule[];
+  sets: NftSet[];
+  /** Elements per set name, as user-level (inclusive) ranges. */
+  elements: Map<string, SetElement[]>;
+}
+
+const msg = (m: number) => nfMsgType(NFNL_SUBSYS_NFTABLES, m);
+
+function dumpRequest(socket: NetlinkSocket, type: number, family: number, payload?: Buffer): Buffer {
+  return encodeNfMessage({ type: msg(type), flags: NLM_F_REQUEST | NLM_F_DUMP, seq: socket.nextSeq(), family, payload });
+}
+
+export async function listTables(socket: NetlinkSocket, family?: Family): Promise<Table[]> {
+  const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETTABLE, family ? NFPROTO[family] : 0), 'NFT_MSG_GETTABLE');
+  return msgs.map((m) => decodeTable(m.family, m.payload));
+}
+
+/** Chains of one table, or of every table when table is omitted. */
+export async function listChains(socket: NetlinkSocket, family?: Family, table?: string): Promise<Chain[]> {
+  const payload = table ? new AttrWriter().str(C.NFTA_CHAIN_TABLE, table).finish() : undefined;
+  const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETCHAIN, family ? NFPROTO[family] : 0, payload), 'NFT_MSG_GETCHAIN');
+  return msgs.map((m) => decodeChain(m.family, m.payload)).filter((c) => !table || c.table === table);
+}
+
+export async function listRules(socket: NetlinkSocket, family: Family, table: string, chain?: string): Promise<Rule[]> {
+  const w = new AttrWriter().str(C.NFTA_RULE_TABLE, table);
+  if (chain) w.str(C.NFTA_RULE_CHAIN, chain);
+  const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETRULE, NFPROTO[family], w.finish()), 'NFT_MSG_GETRULE');
+  return msgs.map((m) => decodeRule(m.family, m.payload)).filter((r) => r.table === table && (!chain || r.chain === chain));
+}
+
+export async function listSets(socket: NetlinkSocket, family: Family, table: string): Promise<NftSet[]> {
+  const payload = new AttrWriter().str(C.NFTA_SET_TABLE, table).finish();
+  const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETSET, NFPROTO[family], payload), 'NFT_MSG_GETSET');
+  return msgs.map((m) => decodeSet(m.family, m.payload)).filter((s) => s.table === table);
+}
+
+/** Runs a group of dumps until no commit happened while they ran. A commit bumps the ruleset
+ * generation before any of its changes become visible, and a multi-part dump is otherwise not
+ * isolated from a concurrent commit, so equal generations before and after prove the reads saw
+ * one state. Returns that generation with the result, for optimistic commits (NFNL_BATCH_GENID). */
+export async function consistentRead<T>(socket: NetlinkSocket, read: () => Promise<T>, attempts = 20): Promise<{ value: T; genId: number }> {
+  for (let i = 0; i < attempts; i++) {
+    const before = await getGeneration(socket);
+    const value = await read();
+    const after = await getGeneration(socket);
+    if (before === after) return { value, genId: after };
+  }
+  throw new Error(`the ruleset kept changing during ${attempts} attempts to read it`);
+}
+
+/** The elements of one set, read in one consistent state. */
+export async function listElements(socket: NetlinkSocket, set: NftSet): Promise<SetElement[]> {
+  return (await consistentRead(socket, () => dumpElements(socket, set))).value;
+}
+
+async function dumpElements(socket: NetlinkSocket, set: NftSet): Promise<SetElement[]> {
+  const payload = new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name).finish();
+  const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETSETELEM, NFPROTO[set.family], payload), 'NFT_MSG_GETSETELEM');
+  const raw = msgs.flatMap((m) => decodeSetElements(m.payload).elements);
+  return userElements(set, raw);
+}
+
+/** Everything in one table, read in one consistent state; undefined when the table does not exist. */
+export async function listTable(socket: NetlinkSocket, family: Family, name: string): Promise<TableContents | undefined> {
+  return (await readTable(socket, family, name)).value;
+}
+
+/** listTable with the generation it was read at. */
+export function readTable(socket: NetlinkSocket, family: Family, name: string): Promise<{ value: TableContents | undefined; genId: number }> {
+  return consistentRead(socket, () => dumpTable(socket, family, name));
+}
+
+async function dumpTable(socket: NetlinkSocket, family: Family, name: string): Promise<TableContents | undefined> {
+  const table = (await listTables(socket, family)).find((t) => t.name === name);
+  if (!table) return undefined;
+  const [chains, rules, sets] = await Promise.all([
+    listChains(socket, family, name),
+    listRules(socket, family, name),
+    listSets(socket, family, name),
+  ]);
+  const elements = new Map<string, SetElement[]>();
+  const lists = await Promise.all(sets.map((s) => dumpElements(socket, s)));
+  sets.forEach((s, i) => elements.set(s.name, lists[i]));
+  return { table, chains, rules, sets, elements };
+}

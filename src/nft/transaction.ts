@@ -1,0 +1,300 @@
+/** Transaction: an inspectable list of nf_tables changes, committed as one atomic batch
+ * (NFNL_MSG_BATCH_BEGIN .. END): the kernel applies all of it or none of it. */
+import { AttrWriter } from '../netlink/attr';
+import { NetlinkError } from '../netlink/errors';
+import {
+  encodeNfMessage,
+  NFNL_BATCH_GENID,
+  NFNL_MSG_BATCH_BEGIN,
+  NFNL_MSG_BATCH_END,
+  NFNL_SUBSYS_NFTABLES,
+  nfMsgType,
+  NLM_F_ACK,
+  NLM_F_APPEND,
+  NLM_F_CREATE,
+  NLM_F_ECHO,
+  NLM_F_EXCL,
+  NLM_F_REPLACE,
+  NLM_F_REQUEST,
+} from '../netlink/message';
+import { NetlinkSocket } from '../netlink/socket';
+import {
+  decodeGeneration,
+  decodeRule,
+  encodeChain,
+  encodeChainRef,
+  encodeRule,
+  encodeRuleRef,
+  encodeSet,
+  encodeSetElements,
+  encodeSetRef,
+  encodeTable,
+  encodeTableRef,
+  kernelElements,
+} from './codec';
+import * as C from './constants';
+import { formatOperation } from './format';
+import { Chain, NFPROTO, NftSet, Rule, SetElement, Table } from './types';
+
+export type TableVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type ChainVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type RuleVerb = 'add' | 'insert' | 'replace' | 'delete' | 'destroy';
+export type SetVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type ElementVerb = 'add' | 'create' | 'delete' | 'destroy';
+
+export type Operation =
+  | { kind: 'table'; verb: TableVerb; table: Table }
+  | { kind: 'chain'; verb: ChainVerb; chain: Chain }
+  | { kind: 'rule'; verb: RuleVerb; rule: Rule }
+  | { kind: 'set'; verb: SetVerb; set: NftSet }
+  | { kind: 'element'; verb: ElementVerb; set: NftSet; elements: SetElement[] };
+
+interface EncodedMessage {
+  type: number;
+  flags: number;
+  family: number;
+  payload: Buffer;
+  opIndex: number;
+}
+
+export interface CommitOptions {
+  /** Ask the kernel to echo new rules so their handles are learned (default true). */
+  echo?: boolean;
+  /** Ruleset generation the transaction was computed from: the kernel refuses it (ERESTART)
+   * if anything changed the ruleset since. */
+  genId?: number;
+}
+
+export interface CommitResult {
+  /** Kernel messages sent inside the batch (BEGIN/END excluded). */
+  messages: number;
+  bytes: number;
+  /** Handles of added or inserted rules, in operation order (undefined where not echoed). */
+  ruleHandles: Map<Rule, bigint>;
+}
+
+const msg = (m: number) => nfMsgType(NFNL_SUBSYS_NFTABLES, m);
+
+// The kernel requires NFTA_SET_ID on every new set. Never reset, so an id cannot be mistaken for
+// one of an earlier transaction.
+let lastSetId = 0;
+const nextSetId = () => (lastSetId = (lastSetId + 1) % 0x7fffffff || 1);
+
+const OP_NAMES = new Map<number, string>(
+  Object.entries(C)
+    .filter(([k]) => k.startsWith('NFT_MSG_'))
+    .map(([k, v]) => [msg(v as number), k]),
+);
+
+function describeObject(op: Operation): string {
+  switch (op.kind) {
+    case 'table':
+      return `table ${op.table.family} ${op.table.name}`;
+    case 'chain':
+      return `chain ${op.chain.family} ${op.chain.table} ${op.chain.name}`;
+    case 'rule':
+      return `rule ${op.rule.family} ${op.rule.table} ${op.rule.chain}${op.rule.handle !== undefined ? ` handle ${op.rule.handle}` : ''}`;
+    case 'set':
+      return `set ${op.set.family} ${op.set.table} ${op.set.name}`;
+    case 'element':
+      return `elements of set ${op.set.family} ${op.set.table} ${op.set.name}`;
+  }
+}
+
+export class Transaction {
+  readonly operations: Operation[] = [];
+
+  add(op: Operation): this {
+    this.operations.push(op);
+    return this;
+  }
+
+  addTable(table: Table): this {
+    return this.add({ kind: 'table', verb: 'add', table });
+  }
+  deleteTable(table: Table): this {
+    return this.add({ kind: 'table', verb: 'delete', table });
+  }
+  destroyTable(table: Table): this {
+    return this.add({ kind: 'table', verb: 'destroy', table });
+  }
+  flushTable(table: Table): this {
+    return this.add({ kind: 'table', verb: 'flush', table });
+  }
+  addChain(chain: Chain): this {
+    return this.add({ kind: 'chain', verb: 'add', chain });
+  }
+  deleteChain(chain: Chain): this {
+    return this.add({ kind: 'chain', verb: 'delete', chain });
+  }
+  flushChain(chain: Chain): this {
+    return this.add({ kind: 'chain', verb: 'flush', chain });
+  }
+  addRule(rule: Rule): this {
+    return this.add({ kind: 'rule', verb: 'add', rule });
+  }
+  insertRule(rule: Rule): this {
+    return this.add({ kind: 'rule', verb: 'insert', rule });
+  }
+  replaceRule(rule: Rule): this {
+    return this.add({ kind: 'rule', verb: 'replace', rule });
+  }
+  deleteRule(rule: Rule): this {
+    return this.add({ kind: 'rule', verb: 'delete', rule });
+  }
+  addSet(set: NftSet): this {
+    return this.add({ kind: 'set', verb: 'add', set });
+  }
+  deleteSet(set: NftSet): this {
+    return this.add({ kind: 'set', verb: 'delete', set });
+  }
+  flushSet(set: NftSet): this {
+    return this.add({ kind: 'set', verb: 'flush', set });
+  }
+  addElements(set: NftSet, elements: SetElement[]): this {
+    return elements.length ? this.add({ kind: 'element', verb: 'add', set, elements }) : this;
+  }
+  deleteElements(set: NftSet, elements: SetElement[]): this {
+    return elements.length ? this.add({ kind: 'element', verb: 'delete', set, elements }) : this;
+  }
+
+  get size(): number {
+    return this.operations.length;
+  }
+
+  /** The transaction in nft syntax, one command per line (for dry runs and logs). */
+  toString(): string {
+    return this.operations.map(formatOperation).join('\n');
+  }
+
+  /** The kernel messages of this transaction, without batch framing. */
+  encode(echo = true): EncodedMessage[] {
+    const out: EncodedMessage[] = [];
+    this.operations.forEach((op, opIndex) => {
+      const push = (type: number, flags: number, family: number, payload: Buffer) =>
+        out.push({ type: msg(type), flags: NLM_F_REQUEST | flags, family, payload, opIndex });
+      switch (op.kind) {
+        case 'table': {
+          const fam = NFPROTO[op.table.family];
+          if (op.verb === 'add') push(C.NFT_MSG_NEWTABLE, NLM_F_CREATE, fam, encodeTable(op.table));
+          else if (op.verb === 'create') push(C.NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL, fam, encodeTable(op.table));
+          else if (op.verb === 'delete') push(C.NFT_MSG_DELTABLE, 0, fam, encodeTableRef(op.table));
+          else if (op.verb === 'destroy') push(C.NFT_MSG_DESTROYTABLE, 0, fam, encodeTableRef(op.table));
+          else push(C.NFT_MSG_DELRULE, 0, fam, new AttrWriter().str(C.NFTA_RULE_TABLE, op.table.name).finish());
+          break;
+        }
+        case 'chain': {
+          const fam = NFPROTO[op.chain.family];
+          if (op.verb === 'add') push(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE, fam, encodeChain(op.chain));
+          else if (op.verb === 'create') push(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, fam, encodeChain(op.chain));
+          else if (op.verb === 'delete') push(C.NFT_MSG_DELCHAIN, 0, fam, encodeChainRef(op.chain));
+          else if (op.verb === 'destroy') push(C.NFT_MSG_DESTROYCHAIN, 0, fam, encodeChainRef(op.chain));
+          else {
+            const w = new AttrWriter().str(C.NFTA_RULE_TABLE, op.chain.table).str(C.NFTA_RULE_CHAIN, op.chain.name);
+            push(C.NFT_MSG_DELRULE, 0, fam, w.finish());
+          }
+          break;
+        }
+        case 'rule': {
+          const r = op.rule;
+          const fam = NFPROTO[r.family];
+          const e = echo ? NLM_F_ECHO : 0;
+          if (op.verb === 'add') push(C.NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | e, fam, encodeRule({ ...r, handle: undefined }));
+          else if (op.verb === 'insert') push(C.NFT_MSG_NEWRULE, NLM_F_CREATE | e, fam, encodeRule({ ...r, handle: undefined }));
+          else if (op.verb === 'replace') {
+            if (r.handle === undefined) throw new Error(`replace ${describeObject(op)}: the rule has no handle`);
+            push(C.NFT_MSG_NEWRULE, NLM_F_REPLACE | e, fam, encodeRule({ ...r, position: undefined }));
+          } else {
+            if (r.handle === undefined) throw new Error(`${op.verb} ${describeObject(op)}: the rule has no handle`);
+            push(op.verb === 'delete' ? C.NFT_MSG_DELRULE : C.NFT_MSG_DESTROYRULE, 0, fam, encodeRuleRef({ table: r.table, chain: r.chain, handle: r.handle }));
+          }
+          break;
+        }
+        case 'set': {
+          const fam = NFPROTO[op.set.family];
+          const withId = () => encodeSet({ ...op.set, id: op.set.id ?? nextSetId() });
+          if (op.verb === 'add') push(C.NFT_MSG_NEWSET, NLM_F_CREATE, fam, withId());
+          else if (op.verb === 'create') push(C.NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, fam, withId());
+          else if (op.verb === 'delete') push(C.NFT_MSG_DELSET, 0, fam, encodeSetRef(op.set));
+          else if (op.verb === 'destroy') push(C.NFT_MSG_DESTROYSET, 0, fam, encodeSetRef(op.set));
+          else {
+            const w = new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, op.set.table).str(C.NFTA_SET_ELEM_LIST_SET, op.set.name);
+            push(C.NFT_MSG_DELSETELEM, 0, fam, w.finish());
+          }
+          break;
+        }
+        case 'element': {
+          const fam = NFPROTO[op.set.family];
+          const elems = kernelElements(op.set, op.elements);
+          const removing = op.verb === 'delete' || op.verb === 'destroy';
+          const type =
+            op.verb === 'delete' ? C.NFT_MSG_DELSETELEM : op.verb === 'destroy' ? C.NFT_MSG_DESTROYSETELEM : C.NFT_MSG_NEWSETELEM;
+          const flags = op.verb === 'add' ? NLM_F_CREATE : op.verb === 'create' ? NLM_F_CREATE | NLM_F_EXCL : 0;
+          const ref = { table: op.set.table, name: op.set.name };
+          for (const payload of encodeSetElements(ref, elems, removing)) push(type, flags, fam, payload);
+          break;
+        }
+      }
+    });
+    return out;
+  }
+}
+
+/** Reads the current ruleset generation (NFT_MSG_GETGEN). */
+export async function getGeneration(socket: NetlinkSocket): Promise<number> {
+  const req = encodeNfMessage({ type: msg(C.NFT_MSG_GETGEN), flags: NLM_F_REQUEST | NLM_F_ACK, seq: socket.nextSeq(), family: 0 });
+  const reply = await socket.transact([req]);
+  const failed = reply.acks.find((a) => a.errno !== 0);
+  if (failed) throw new NetlinkError({ code: failed.code ?? `E${failed.errno}`, errno: failed.errno, op: 'NFT_MSG_GETGEN' });
+  const gen = reply.messages.find((m) => m.type === msg(C.NFT_MSG_NEWGEN));
+  if (!gen) throw new NetlinkError({ code: 'EPROTO', errno: 71, op: 'NFT_MSG_GETGEN', message: 'NFT_MSG_GETGEN: no NEWGEN reply' });
+  return decodeGeneration(gen.payload);
+}
+
+/** Commits tx as one batch. On any failure nothing was applied, and the error names the
+ * failing operation, its object, the kernel's errno and extended-ack text. */
+export async function commit(socket: NetlinkSocket, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
+  const encoded = tx.encode(opts.echo ?? true);
+  const ruleHandles = new Map<Rule, bigint>();
+  if (encoded.length === 0) return { messages: 0, bytes: 0, ruleHandles };
+  const seqToIndex = new Map<number, number>();
+  const parts: Buffer[] = [];
+  const beginSeq = socket.nextSeq();
+  const beginPayload = opts.genId !== undefined ? new AttrWriter().be32(NFNL_BATCH_GENID, opts.genId).finish() : undefined;
+  parts.push(encodeNfMessage({ type: NFNL_MSG_BATCH_BEGIN, flags: NLM_F_REQUEST, seq: beginSeq, family: 0, resId: NFNL_SUBSYS_NFTABLES, payload: beginPayload }));
+  encoded.forEach((m, i) => {
+    const seq = socket.nextSeq();
+    seqToIndex.set(seq, i);
+    // Only the last message asks for an ack: its ack proves the whole batch was processed;
+    // failures are always reported.
+    const flags = i === encoded.length - 1 ? m.flags | NLM_F_ACK : m.flags;
+    parts.push(encodeNfMessage({ type: m.type, flags, seq, family: m.family, payload: m.payload }));
+  });
+  parts.push(encodeNfMessage({ type: NFNL_MSG_BATCH_END, flags: NLM_F_REQUEST, seq: socket.nextSeq(), family: 0, resId: NFNL_SUBSYS_NFTABLES }));
+  const datagram = Buffer.concat(parts);
+  const reply = await socket.transact([datagram]);
+
+  const failures = reply.acks.filter((a) => a.errno !== 0);
+  if (failures.length) {
+    const first = failures[0];
+    const index = seqToIndex.get(first.seq);
+    const fields = { code: first.code ?? `E${first.errno}`, errno: first.errno, extAck: first.extAck, offset: first.offset };
+    if (index === undefined) throw new NetlinkError({ ...fields, op: 'NFNL_MSG_BATCH_BEGIN', object: 'batch' });
+    const m = encoded[index];
+    const op = tx.operations[m.opIndex];
+    throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(op) });
+  }
+  const lastSeq = [...seqToIndex.keys()].pop()!;
+  if (!reply.acks.some((a) => a.seq === lastSeq)) {
+    throw new NetlinkError({ code: 'EPROTO', errno: 71, op: 'batch', message: 'the kernel did not acknowledge the batch' });
+  }
+  for (const m of reply.messages) {
+    const index = seqToIndex.get(m.seq);
+    if (index === undefined || m.type !== msg(C.NFT_MSG_NEWRULE)) continue;
+    const op = tx.operations[encoded[index].opIndex];
+    if (op.kind !== 'rule') continue;
+    const echoed = decodeRule(m.family, m.payload);
+    if (echoed.handle !== undefined) ruleHandles.set(op.rule, echoed.handle);
+  }
+  return { messages: encoded.length, bytes: datagram.length, ruleHandles };
+}
