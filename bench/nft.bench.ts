@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     const dir = mkdtempSync(join(tmpdir(), 'nfkube-bench-'));
     const file = join(dir, 'ruleset.nft');
     writeFileSync(file, nftScript());
-    const reset = () => void sb.run('nft', ['destroy table inet bench']);
+    const reset = async () => void (await commit(sb.socket, new Transaction().destroyTable({ family: 'inet', name: 'bench' })));
 
     const nfkubeLoad = await median(RUNS, async () => void (await commit(sb.socket, nfkubeTransaction(), { echo: false })), reset);
     const nftLoad = await median(RUNS, () => void sb.run('nft', ['-f', file]), reset);
