@@ -193,8 +193,7 @@ export function setFlags(s: NftSet): number {
   return flags;
 }
 
-/** sizeHint: how many elements the set is created with, so the kernel sizes it once. */
-export function encodeSet(s: NftSet, sizeHint?: number): Buffer {
+export function encodeSet(s: NftSet): Buffer {
   const w = new AttrWriter().str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name);
   w.be32(C.NFTA_SET_FLAGS, setFlags(s));
   w.be32(C.NFTA_SET_KEY_TYPE, keyTypeId(s.key));
@@ -206,15 +205,13 @@ export function encodeSet(s: NftSet, sizeHint?: number): Buffer {
     w.be32(C.NFTA_SET_DATA_LEN, TYPE_LEN[s.data]);
   }
   if (s.timeout !== undefined) w.be64(C.NFTA_SET_TIMEOUT, s.timeout);
-  if (s.key.length > 1 || sizeHint) {
-    w.nest(C.NFTA_SET_DESC, (d) => {
-      if (sizeHint) d.be32(C.NFTA_SET_DESC_SIZE, sizeHint);
-      if (s.key.length > 1) {
-        d.nest(C.NFTA_SET_DESC_CONCAT, (cc) => {
-          for (const f of s.key) cc.nest(C.NFTA_LIST_ELEM, (e) => e.be32(C.NFTA_SET_FIELD_LEN, TYPE_LEN[f]));
-        });
-      }
-    });
+  // No NFTA_SET_DESC_SIZE: the kernel treats it as the set's maximum, and nfkube's sets grow.
+  if (s.key.length > 1) {
+    w.nest(C.NFTA_SET_DESC, (d) =>
+      d.nest(C.NFTA_SET_DESC_CONCAT, (cc) => {
+        for (const f of s.key) cc.nest(C.NFTA_LIST_ELEM, (e) => e.be32(C.NFTA_SET_FIELD_LEN, TYPE_LEN[f]));
+      }),
+    );
   }
   if (s.id !== undefined) w.be32(C.NFTA_SET_ID, s.id);
   return w.finish();

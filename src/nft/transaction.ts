@@ -158,18 +158,6 @@ export class Transaction {
     return elements.length ? this.add({ kind: 'element', verb: 'delete', set, elements }) : this;
   }
 
-  /** Elements added to sets that this transaction also creates: the kernel then sizes each set's
-   * hash table once instead of growing it element by element. */
-  private initialSetSizes(): Map<string, number> {
-    const sizes = new Map<string, number>();
-    for (const op of this.operations) {
-      const key = op.kind === 'set' || op.kind === 'element' ? `${op.set.family} ${op.set.table} ${op.set.name}` : '';
-      if (op.kind === 'set' && (op.verb === 'add' || op.verb === 'create')) sizes.set(key, 0);
-      else if (op.kind === 'element' && op.verb === 'add' && sizes.has(key)) sizes.set(key, sizes.get(key)! + op.elements.length);
-    }
-    return sizes;
-  }
-
   get size(): number {
     return this.operations.length;
   }
@@ -182,7 +170,6 @@ export class Transaction {
   /** The kernel messages of this transaction, without batch framing. */
   encode(echo = true): EncodedMessage[] {
     const out: EncodedMessage[] = [];
-    const initialSize = this.initialSetSizes();
     this.operations.forEach((op, opIndex) => {
       const push = (type: number, flags: number, family: number, payload: Buffer) =>
         out.push({ type: msg(type), flags: NLM_F_REQUEST | flags, family, payload, opIndex });
@@ -225,7 +212,7 @@ export class Transaction {
         }
         case 'set': {
           const fam = NFPROTO[op.set.family];
-          const withId = () => encodeSet({ ...op.set, id: op.set.id ?? nextSetId() }, initialSize.get(`${op.set.family} ${op.set.table} ${op.set.name}`));
+          const withId = () => encodeSet({ ...op.set, id: op.set.id ?? nextSetId() });
           if (op.verb === 'add') push(C.NFT_MSG_NEWSET, NLM_F_CREATE, fam, withId());
           else if (op.verb === 'create') push(C.NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, fam, withId());
           else if (op.verb === 'delete') push(C.NFT_MSG_DELSET, 0, fam, encodeSetRef(op.set));
