@@ -2,7 +2,7 @@
 import { AttrMap, AttrWriter, parseAttrs } from '../netlink/attr';
 import { DecodeError } from '../netlink/errors';
 import * as C from './constants';
-import { decodeData, decodeVerdict, encodeDataValue, encodeDataVerdict } from './data';
+import { decodeData, decodeValue, encodeValue, encodeVerdict } from './expr/data';
 import { decodeExprList, encodeExprList } from './expr';
 import { Chain, ChainType, Family, HookName, NFPROTO, NFT_TYPE, NftSet, NftTypeName, Rule, SetElement, Table } from './types';
 import { decrement, increment, keyLength, TYPE_LEN } from './values';
@@ -303,11 +303,11 @@ export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
 
 function encodeElement(w: AttrWriter, e: SetElement): void {
   w.nest(C.NFTA_LIST_ELEM, (n) => {
-    encodeDataValue(n, C.NFTA_SET_ELEM_KEY, e.key);
-    if (e.keyEnd) encodeDataValue(n, C.NFTA_SET_ELEM_KEY_END, e.keyEnd);
+    encodeValue(n, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
+    if (e.keyEnd) encodeValue(n, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
     if (e.flags) n.be32(C.NFTA_SET_ELEM_FLAGS, e.flags);
-    if (e.verdict) encodeDataVerdict(n, C.NFTA_SET_ELEM_DATA, e.verdict);
-    else if (e.data) encodeDataValue(n, C.NFTA_SET_ELEM_DATA, e.data);
+    if (e.verdict) encodeVerdict(n, C.NFTA_SET_ELEM_DATA, e.verdict, 'element data');
+    else if (e.data) encodeValue(n, C.NFTA_SET_ELEM_DATA, e.data, 'element data');
   });
 }
 
@@ -342,17 +342,14 @@ export function decodeSetElements(payload: Buffer): { table: string; set: string
       const e = AttrMap.parse(item.data, 'element');
       const key = e.nested(C.NFTA_SET_ELEM_KEY);
       if (!key) throw new DecodeError('element without NFTA_SET_ELEM_KEY');
-      const keyValue = decodeData(key, 'element key');
-      if (!('value' in keyValue)) throw new DecodeError('element key is a verdict');
-      const elem: SetElement = { key: keyValue.value };
+      const elem: SetElement = { key: decodeValue(key, 'element key') };
       const keyEnd = e.nested(C.NFTA_SET_ELEM_KEY_END);
       if (keyEnd) {
-        const v = decodeData(keyEnd, 'element key end');
-        if ('value' in v) elem.keyEnd = v.value;
+        elem.keyEnd = decodeValue(keyEnd, 'element key end');
       }
       const data = e.nested(C.NFTA_SET_ELEM_DATA);
       if (data) {
-        const v = data.has(C.NFTA_DATA_VERDICT) ? { verdict: decodeVerdict(data.nested(C.NFTA_DATA_VERDICT)!, 'element data') } : decodeData(data, 'element data');
+        const v = decodeData(data, 'element data');
         if ('value' in v) elem.data = v.value;
         else elem.verdict = v.verdict;
       }

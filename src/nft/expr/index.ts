@@ -1,0 +1,144 @@
+/** nf_tables expressions on the wire: NFTA_LIST_ELEM {NFTA_EXPR_NAME, NFTA_EXPR_DATA} per
+ * expression, dispatched by kernel name to one codec per kind. Anything nfkube cannot represent
+ * exactly is kept as an opaque expression with its raw NFTA_EXPR_DATA, never dropped. */
+import { AttrMap, AttrWriter, NLA_F_NESTED, parseAttrs } from '../../netlink/attr';
+import { DecodeError } from '../../netlink/errors';
+import * as C from '../constants';
+import { Expr, OpaqueExpr } from '../types';
+import { bitwise } from './bitwise';
+import { cmp } from './cmp';
+import { ExprCodec, ExprKind, ExprOf, ExprReader, UnrepresentableError } from './codec';
+import { counter } from './counter';
+import { ct } from './ct';
+import { hash } from './hash';
+import { immediate } from './immediate';
+import { limit } from './limit';
+import { log } from './log';
+import { lookup } from './lookup';
+import { meta } from './meta';
+import { nat } from './nat';
+import { numgen } from './numgen';
+import { objref } from './objref';
+import { payload } from './payload';
+import { range } from './range';
+import { reject } from './reject';
+
+export { UnrepresentableError } from './codec';
+
+/** Keyed by kind, which is also the kernel's expression name: a kind without a codec does not compile. */
+const CODECS: { [K in ExprKind]: ExprCodec<K> } = {
+  payload,
+  meta,
+  cmp,
+  bitwise,
+  range,
+  lookup,
+  immediate,
+  counter,
+  ct,
+  limit,
+  log,
+  reject,
+  nat,
+  numgen,
+  hash,
+  objref,
+};
+
+/** Attribute-name prefix of each kind's NFTA_EXPR_DATA members, for error messages. */
+const ATTR_PREFIX: { [K in ExprKind]: string } = {
+  payload: 'NFTA_PAYLOAD_',
+  meta: 'NFTA_META_',
+  cmp: 'NFTA_CMP_',
+  bitwise: 'NFTA_BITWISE_',
+  range: 'NFTA_RANGE_',
+  lookup: 'NFTA_LOOKUP_',
+  immediate: 'NFTA_IMMEDIATE_',
+  counter: 'NFTA_COUNTER_',
+  ct: 'NFTA_CT_',
+  limit: 'NFTA_LIMIT_',
+  log: 'NFTA_LOG_',
+  reject: 'NFTA_REJECT_',
+  nat: 'NFTA_NAT_',
+  numgen: 'NFTA_NG_',
+  hash: 'NFTA_HASH_',
+  objref: 'NFTA_OBJREF_',
+};
+
+function isKind(name: string): name is ExprKind {
+  return Object.prototype.hasOwnProperty.call(CODECS, name);
+}
+
+function codecOf<K extends ExprKind>(kind: K): ExprCodec<K> {
+  return CODECS[kind] as ExprCodec<K>;
+}
+
+/** Writes one expression as an NFTA_LIST_ELEM nest. */
+export function encodeExpr(w: AttrWriter, e: Expr): void {
+  w.nest(C.NFTA_LIST_ELEM, (el) => {
+    if (e.type === 'opaque') {
+      el.str(C.NFTA_EXPR_NAME, e.name);
+      // A nest header around the raw bytes, so they go back exactly as they came.
+      el.bytes(C.NFTA_EXPR_DATA | NLA_F_NESTED, e.data);
+      return;
+    }
+    el.str(C.NFTA_EXPR_NAME, e.type);
+    el.nest(C.NFTA_EXPR_DATA, (d) => codecOf(e.type).encode(d, e as ExprOf<typeof e.type>));
+  });
+}
+
+/** Writes `exprs` as the nested list attribute `attrType` (e.g. NFTA_RULE_EXPRESSIONS). */
+export function encodeExprList(w: AttrWriter, attrType: number, exprs: Expr[]): void {
+  w.nest(attrType, (list) => {
+    for (const e of exprs) encodeExpr(list, e);
+  });
+}
+
+function decodeKnown<K extends ExprKind>(kind: K, data: Buffer): ExprOf<K> | undefined {
+  const map = AttrMap.parse(data, kind);
+  const codec = codecOf(kind);
+  const seen = new Set<number>();
+  for (const a of map.list) {
+    // An attribute this codec does not know, or one repeated, cannot be re-encoded faithfully.
+    if (!codec.attrs.includes(a.type) || seen.has(a.type)) return undefined;
+    seen.add(a.type);
+  }
+  try {
+    return codec.decode(new ExprReader(map, kind, ATTR_PREFIX[kind]));
+  } catch (err) {
+    if (err instanceof UnrepresentableError) return undefined;
+    throw err;
+  }
+}
+
+/** Decodes the payload of one NFTA_LIST_ELEM. Throws DecodeError on malformed bytes. */
+export function decodeExpr(listElemPayload: Buffer): Expr {
+  const elem = AttrMap.parse(listElemPayload, 'expression');
+  const name = elem.str(C.NFTA_EXPR_NAME);
+  if (!name) throw new DecodeError('expression: missing NFTA_EXPR_NAME');
+  const data = elem.bytes(C.NFTA_EXPR_DATA) ?? Buffer.alloc(0);
+  if (isKind(name)) {
+    const known = decodeKnown(name, data);
+    if (known) return known;
+  } else {
+    // Even unknown expressions must be a well-formed attribute stream.
+    parseAttrs(data);
+  }
+  // A copy, so the expression does not pin or alias the whole receive buffer.
+  const opaque: OpaqueExpr = { type: 'opaque', name, data: Buffer.from(data) };
+  return opaque;
+}
+
+/** Decodes the payload of a nested expression list (e.g. NFTA_RULE_EXPRESSIONS). */
+export function decodeExprList(nestPayload: Buffer): Expr[] {
+  return parseAttrs(nestPayload).map((a, i) => {
+    if (a.type !== C.NFTA_LIST_ELEM) throw new DecodeError(`expression list: member ${i} has type ${a.type}, expected NFTA_LIST_ELEM`);
+    return decodeExpr(a.data);
+  });
+}
+
+/** libnftnl's debug notation, as `nft --debug=netlink` prints it: `[ cmp eq reg 1 0x0100a8c0 ]`. */
+export function describeExpr(e: Expr): string {
+  if (e.type === 'opaque') return `[ ${e.name} opaque ${e.data.toString('hex') || '-'} ]`;
+  return `[ ${e.type} ${codecOf(e.type).describe(e as ExprOf<typeof e.type>)}]`;
+}

@@ -1,0 +1,65 @@
+/** payload: load packet bytes into a register, or write a register into the packet with an
+ * optional checksum fixup (net/netfilter/nft_payload.c). */
+import * as C from '../constants';
+import { PayloadBase } from '../types';
+import { compact, EnumMap, ExprCodec, ExprWriter } from './codec';
+
+const BASES = new EnumMap<PayloadBase>('payload.base', {
+  ll: C.NFT_PAYLOAD_LL_HEADER,
+  network: C.NFT_PAYLOAD_NETWORK_HEADER,
+  transport: C.NFT_PAYLOAD_TRANSPORT_HEADER,
+  inner: C.NFT_PAYLOAD_INNER_HEADER,
+});
+const BASE_TEXT: Record<PayloadBase, string> = { ll: 'link', network: 'network', transport: 'transport', inner: 'inner' };
+
+export const payload: ExprCodec<'payload'> = {
+  attrs: [
+    C.NFTA_PAYLOAD_DREG,
+    C.NFTA_PAYLOAD_BASE,
+    C.NFTA_PAYLOAD_OFFSET,
+    C.NFTA_PAYLOAD_LEN,
+    C.NFTA_PAYLOAD_SREG,
+    C.NFTA_PAYLOAD_CSUM_TYPE,
+    C.NFTA_PAYLOAD_CSUM_OFFSET,
+    C.NFTA_PAYLOAD_CSUM_FLAGS,
+  ],
+
+  // Attribute order as libnftnl builds it, so nft's own bytes re-encode identically.
+  encode(w, e) {
+    const o = new ExprWriter(w, 'payload');
+    if (e.sreg !== undefined) o.be32(C.NFTA_PAYLOAD_SREG, e.sreg, 'sreg');
+    if (e.dreg !== undefined) o.be32(C.NFTA_PAYLOAD_DREG, e.dreg, 'dreg');
+    o.be32(C.NFTA_PAYLOAD_BASE, BASES.number(e.base), 'base');
+    o.be32(C.NFTA_PAYLOAD_OFFSET, e.offset, 'offset');
+    o.be32(C.NFTA_PAYLOAD_LEN, e.len, 'len');
+    if (e.csumType !== undefined) o.be32(C.NFTA_PAYLOAD_CSUM_TYPE, e.csumType, 'csumType');
+    if (e.csumOffset !== undefined) o.be32(C.NFTA_PAYLOAD_CSUM_OFFSET, e.csumOffset, 'csumOffset');
+    if (e.csumFlags !== undefined) o.be32(C.NFTA_PAYLOAD_CSUM_FLAGS, e.csumFlags, 'csumFlags');
+  },
+
+  decode(r) {
+    r.oneOf(C.NFTA_PAYLOAD_DREG, C.NFTA_PAYLOAD_SREG);
+    return compact({
+      type: 'payload',
+      base: BASES.name(r.required(r.be32(C.NFTA_PAYLOAD_BASE), C.NFTA_PAYLOAD_BASE)),
+      offset: r.required(r.be32(C.NFTA_PAYLOAD_OFFSET), C.NFTA_PAYLOAD_OFFSET),
+      len: r.required(r.be32(C.NFTA_PAYLOAD_LEN), C.NFTA_PAYLOAD_LEN),
+      dreg: r.be32(C.NFTA_PAYLOAD_DREG),
+      sreg: r.be32(C.NFTA_PAYLOAD_SREG),
+      csumType: r.be32(C.NFTA_PAYLOAD_CSUM_TYPE),
+      csumOffset: r.be32(C.NFTA_PAYLOAD_CSUM_OFFSET),
+      csumFlags: r.be32(C.NFTA_PAYLOAD_CSUM_FLAGS),
+    });
+  },
+
+  describe(e) {
+    const base = BASE_TEXT[e.base];
+    if (e.sreg) {
+      return (
+        `write reg ${e.sreg} => ${e.len}b @ ${base} header + ${e.offset} ` +
+        `csum_type ${e.csumType ?? 0} csum_off ${e.csumOffset ?? 0} csum_flags 0x${(e.csumFlags ?? 0).toString(16)} `
+      );
+    }
+    return `load ${e.len}b @ ${base} header + ${e.offset} => reg ${e.dreg ?? 0} `;
+  },
+};

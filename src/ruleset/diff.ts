@@ -1,0 +1,144 @@
+/** RuleSetDiff: the minimal transaction that turns one RulesetModel into another, optionally
+ * looking only at the chains and sets an event touched (so its cost follows the change). */
+import { ruleKey } from '../nft/canonical';
+import { formatElement, formatRule } from '../nft/format';
+import { Transaction } from '../nft/transaction';
+import { SetElement } from '../nft/types';
+import { chainDefinitionKey, elementValue, RulesetModel, setDefinitionKey } from './model';
+
+export interface DiffScope {
+  chains: Iterable<string>;
+  sets: Iterable<string>;
+}
+
+/** What differs, in a form both the transaction builder and humans (verify) use. */
+export interface RuleSetDiff {
+  addChains: string[];
+  removeChains: string[];
+  /** Chains whose definition or rules differ: rewritten whole (flush, then add). */
+  rewriteChains: string[];
+  addSets: string[];
+  removeSets: string[];
+  /** Sets whose definition differs: recreated with their elements. */
+  replaceSets: string[];
+  addElements: Map<string, SetElement[]>;
+  removeElements: Map<string, SetElement[]>;
+}
+
+export function isEmptyDiff(d: RuleSetDiff): boolean {
+  return (
+    d.addChains.length + d.removeChains.length + d.rewriteChains.length + d.addSets.length + d.removeSets.length + d.replaceSets.length ===
+      0 &&
+    d.addElements.size === 0 &&
+    d.removeElements.size === 0
+  );
+}
+
+function sameRules(a: { rules: { exprs: unknown }[] }, b: { rules: { exprs: unknown }[] }): boolean {
+  if (a.rules.length !== b.rules.length) return false;
+  for (let i = 0; i < a.rules.length; i++) {
+    if (ruleKey(a.rules[i] as never) !== ruleKey(b.rules[i] as never)) return false;
+  }
+  return true;
+}
+
+export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffScope): RuleSetDiff {
+  const d: RuleSetDiff = { addChains: [], removeChains: [], rewriteChains: [], addSets: [], removeSets: [], replaceSets: [], addElements: new Map(), removeElements: new Map() };
+  const chainNames = scope ? new Set(scope.chains) : new Set([...from.chains.keys(), ...to.chains.keys()]);
+  const setNames = scope ? new Set(scope.sets) : new Set([...from.sets.keys(), ...to.sets.keys()]);
+  for (const name of chainNames) {
+    const a = from.chains.get(name);
+    const b = to.chains.get(name);
+    if (!a && b) d.addChains.push(name);
+    else if (a && !b) d.removeChains.push(name);
+    else if (a && b && (chainDefinitionKey(a.chain) !== chainDefinitionKey(b.chain) || !sameRules(a, b))) d.rewriteChains.push(name);
+  }
+  for (const name of setNames) {
+    const a = from.sets.get(name);
+    const b = to.sets.get(name);
+    if (!a && b) d.addSets.push(name);
+    else if (a && !b) d.removeSets.push(name);
+    else if (a && b) {
+      if (setDefinitionKey(a.set) !== setDefinitionKey(b.set)) {
+        d.replaceSets.push(name);
+        continue;
+      }
+      const add: SetElement[] = [];
+      const del: SetElement[] = [];
+      for (const [k, e] of b.elements) {
+        const old = a.elements.get(k);
+        if (!old) add.push(e);
+        else if (elementValue(old) !== elementValue(e)) {
+          del.push(old);
+          add.push(e);
+        }
+      }
+      for (const [k, e] of a.elements) if (!b.elements.has(k)) del.push(e);
+      if (add.length) d.addElements.set(name, add);
+      if (del.length) d.removeElements.set(name, del);
+    }
+  }
+  return d;
+}
+
+/** Orders the changes so every reference resolves at each step of the batch: chains exist
+ * before elements and rules point at them; jumps and lookups are gone before their targets. */
+export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSetDiff, tx = new Transaction()): Transaction {
+  const table = to.table;
+  for (const name of d.addChains) tx.addChain(to.chains.get(name)!.chain);
+  for (const name of d.rewriteChains) {
+    const a = from.chains.get(name)!.chain;
+    const b = to.chains.get(name)!.chain;
+    // A base chain that changed hook or type must be recreated; a regular chain only flushed.
+    if (chainDefinitionKey(a) !== chainDefinitionKey(b)) {
+      tx.deleteChain(a).addChain(b);
+    } else {
+      tx.flushChain(b);
+    }
+  }
+  // Rules of chains about to go stop referencing anything first.
+  for (const name of d.removeChains) tx.flushChain(from.chains.get(name)!.chain);
+  for (const name of d.replaceSets) tx.flushSet(from.sets.get(name)!.set);
+  for (const name of d.addSets) {
+    const s = to.sets.get(name)!;
+    tx.addSet(s.set).addElements(s.set, [...s.elements.values()]);
+  }
+  for (const [name, elems] of d.removeElements) tx.deleteElements(from.sets.get(name)!.set, elems);
+  for (const [name, elems] of d.addElements) tx.addElements(to.sets.get(name)!.set, elems);
+  for (const name of [...d.addChains, ...d.rewriteChains]) {
+    for (const r of to.chains.get(name)!.rules) tx.addRule({ ...r, handle: undefined });
+  }
+  for (const name of d.replaceSets) {
+    // Only rules still using the old set definition could block this; they were rewritten above.
+    const s = to.sets.get(name)!;
+    tx.deleteSet(from.sets.get(name)!.set).addSet(s.set).addElements(s.set, [...s.elements.values()]);
+  }
+  for (const name of d.removeChains) tx.deleteChain(from.chains.get(name)!.chain);
+  for (const name of d.removeSets) tx.deleteSet(from.sets.get(name)!.set);
+  void table;
+  return tx;
+}
+
+/** The diff in nft syntax, for `nfkube verify` and drift logs: `+` meant but missing, `-`
+ * present but not meant. */
+export function formatDiff(from: RulesetModel, to: RulesetModel, d: RuleSetDiff): string {
+  const lines: string[] = [];
+  for (const n of d.addChains) lines.push(`+ chain ${n} (${to.chains.get(n)!.rules.length} rules)`);
+  for (const n of d.removeChains) lines.push(`- chain ${n}`);
+  for (const n of d.rewriteChains) {
+    const a = from.chains.get(n)!;
+    const b = to.chains.get(n)!;
+    const aKeys = new Set(a.rules.map(ruleKey));
+    const bKeys = new Set(b.rules.map(ruleKey));
+    lines.push(`~ chain ${n}`);
+    for (const r of b.rules) if (!aKeys.has(ruleKey(r))) lines.push(`+   ${formatRule({ ...r, handle: undefined })}`);
+    for (const r of a.rules) if (!bKeys.has(ruleKey(r))) lines.push(`-   ${formatRule(r)}`);
+    if ([...aKeys].every((k) => bKeys.has(k)) && [...bKeys].every((k) => aKeys.has(k))) lines.push('    (rule order or base chain settings differ)');
+  }
+  for (const n of d.addSets) lines.push(`+ set ${n} (${to.sets.get(n)!.elements.size} elements)`);
+  for (const n of d.removeSets) lines.push(`- set ${n}`);
+  for (const n of d.replaceSets) lines.push(`~ set ${n} (definition differs)`);
+  for (const [n, elems] of d.addElements) for (const e of elems) lines.push(`+ element ${n} { ${formatElement(to.sets.get(n)!.set, e)} }`);
+  for (const [n, elems] of d.removeElements) for (const e of elems) lines.push(`- element ${n} { ${formatElement(from.sets.get(n)!.set, e)} }`);
+  return lines.join('\n');
+}

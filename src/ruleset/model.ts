@@ -1,0 +1,90 @@
+/** RulesetModel: the full content of one nftables table as plain data, keyed for cheap diffs.
+ * The agent renders what it means into one, keeps another for what the kernel holds, and the
+ * read-back of the kernel converts into the same shape. */
+import { ruleKey } from '../nft/canonical';
+import { TableContents } from '../nft/readback';
+import { Chain, NftSet, Rule, SetElement, Table } from '../nft/types';
+
+export interface ChainModel {
+  chain: Chain;
+  rules: Rule[];
+}
+
+export interface SetModel {
+  set: NftSet;
+  /** Elements by elementKey. */
+  elements: Map<string, SetElement>;
+}
+
+export interface RulesetModel {
+  table: Table;
+  chains: Map<string, ChainModel>;
+  sets: Map<string, SetModel>;
+}
+
+export function emptyModel(table: Table): RulesetModel {
+  return { table, chains: new Map(), sets: new Map() };
+}
+
+/** Identity of an element within its set: key, and range end for intervals. Data (a map's value)
+ * is not part of the identity. */
+export function elementKey(e: SetElement): string {
+  return e.keyEnd && !e.keyEnd.equals(e.key) ? `${e.key.toString('hex')}-${e.keyEnd.toString('hex')}` : e.key.toString('hex');
+}
+
+/** Canonical text of an element's value (map data or verdict), to detect a changed mapping. */
+export function elementValue(e: SetElement): string {
+  if (e.verdict) return e.verdict.kind === 'jump' || e.verdict.kind === 'goto' ? `${e.verdict.kind}:${e.verdict.chain}` : e.verdict.kind;
+  return e.data ? e.data.toString('hex') : '';
+}
+
+export function elementMap(elements: SetElement[]): Map<string, SetElement> {
+  return new Map(elements.map((e) => [elementKey(e), e]));
+}
+
+/** Canonical text of a set definition. */
+export function setDefinitionKey(s: NftSet): string {
+  return JSON.stringify([s.key, s.data ?? null, s.flags, s.timeout?.toString() ?? null]);
+}
+
+/** Canonical text of a chain definition (base chain hook, priority, policy, type). */
+export function chainDefinitionKey(c: Chain): string {
+  return JSON.stringify(c.base ?? null);
+}
+
+export function chainRulesKey(rules: Rule[]): string {
+  return rules.map(ruleKey).join('\n');
+}
+
+export function modelFromKernel(t: TableContents): RulesetModel {
+  const m = emptyModel({ family: t.table.family, name: t.table.name });
+  for (const c of t.chains) m.chains.set(c.name, { chain: stripChain(c), rules: [] });
+  for (const r of t.rules) m.chains.get(r.chain)?.rules.push(r);
+  for (const s of t.sets) m.sets.set(s.name, { set: stripSet(s), elements: elementMap(t.elements.get(s.name) ?? []) });
+  return m;
+}
+
+function stripChain(c: Chain): Chain {
+  const out: Chain = { family: c.family, table: c.table, name: c.name };
+  if (c.base) out.base = c.base;
+  return out;
+}
+
+function stripSet(s: NftSet): NftSet {
+  const out: NftSet = { family: s.family, table: s.table, name: s.name, key: s.key, flags: s.flags };
+  if (s.data) out.data = s.data;
+  if (s.timeout !== undefined) out.timeout = s.timeout;
+  return out;
+}
+
+export function countElements(m: RulesetModel): number {
+  let n = 0;
+  for (const s of m.sets.values()) n += s.elements.size;
+  return n;
+}
+
+export function countRules(m: RulesetModel): number {
+  let n = 0;
+  for (const c of m.chains.values()) n += c.rules.length;
+  return n;
+}
