@@ -71,6 +71,8 @@ export interface CommitResult {
   bytes: number;
   /** Handles of added or inserted rules, in operation order (undefined where not echoed). */
   ruleHandles: Map<Rule, bigint>;
+  /** Messages sent per kind (NFT_MSG_NEWSETELEM...). */
+  byType: Map<string, number>;
 }
 
 const msg = (m: number) => nfMsgType(NFNL_SUBSYS_NFTABLES, m);
@@ -256,7 +258,12 @@ export async function getGeneration(socket: NetlinkSocket): Promise<number> {
 export async function commit(socket: NetlinkSocket, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
   const encoded = tx.encode(opts.echo ?? true);
   const ruleHandles = new Map<Rule, bigint>();
-  if (encoded.length === 0) return { messages: 0, bytes: 0, ruleHandles };
+  const byType = new Map<string, number>();
+  for (const m of encoded) {
+    const name = OP_NAMES.get(m.type) ?? String(m.type);
+    byType.set(name, (byType.get(name) ?? 0) + 1);
+  }
+  if (encoded.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
   const seqToIndex = new Map<number, number>();
   const parts: Buffer[] = [];
   const beginSeq = socket.nextSeq();
@@ -296,5 +303,5 @@ export async function commit(socket: NetlinkSocket, tx: Transaction, opts: Commi
     const echoed = decodeRule(m.family, m.payload);
     if (echoed.handle !== undefined) ruleHandles.set(op.rule, echoed.handle);
   }
-  return { messages: encoded.length, bytes: datagram.length, ruleHandles };
+  return { messages: encoded.length, bytes: datagram.length, ruleHandles, byType };
 }

@@ -4,11 +4,14 @@ import { ruleKey } from '../nft/canonical';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
 import { SetElement } from '../nft/types';
-import { chainDefinitionKey, elementValue, RulesetModel, setDefinitionKey } from './model';
+import { chainDefinitionKey, elementKey, elementValue, RulesetModel, setDefinitionKey } from './model';
 
 export interface DiffScope {
   chains: Iterable<string>;
+  /** Sets compared whole (created, removed, redefined). */
   sets: Iterable<string>;
+  /** Sets compared only at these element keys, so a one-element change costs one lookup. */
+  elements?: ReadonlyMap<string, Iterable<string>>;
 }
 
 /** What differs, in a form both the transaction builder and humans (verify) use. */
@@ -53,6 +56,25 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     else if (a && !b) d.removeChains.push(name);
     else if (a && b && (chainDefinitionKey(a.chain) !== chainDefinitionKey(b.chain) || !sameRules(a, b))) d.rewriteChains.push(name);
   }
+  for (const [name, keys] of scope?.elements ?? []) {
+    if (setNames.has(name)) continue;
+    const a = from.sets.get(name);
+    const b = to.sets.get(name);
+    if (!a || !b) {
+      setNames.add(name);
+      continue;
+    }
+    const add: SetElement[] = [];
+    const del: SetElement[] = [];
+    for (const k of keys) {
+      const old = a.elements.get(k);
+      const now = b.elements.get(k);
+      if (old && (!now || elementValue(old) !== elementValue(now))) del.push(old);
+      if (now && (!old || elementValue(old) !== elementValue(now))) add.push(now);
+    }
+    if (add.length) d.addElements.set(name, add);
+    if (del.length) d.removeElements.set(name, del);
+  }
   for (const name of setNames) {
     const a = from.sets.get(name);
     const b = to.sets.get(name);
@@ -84,7 +106,6 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
 /** Orders the changes so every reference resolves at each step of the batch: chains exist
  * before elements and rules point at them; jumps and lookups are gone before their targets. */
 export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSetDiff, tx = new Transaction()): Transaction {
-  const table = to.table;
   for (const name of d.addChains) tx.addChain(to.chains.get(name)!.chain);
   for (const name of d.rewriteChains) {
     const a = from.chains.get(name)!.chain;
@@ -115,8 +136,36 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   }
   for (const name of d.removeChains) tx.deleteChain(from.chains.get(name)!.chain);
   for (const name of d.removeSets) tx.deleteSet(from.sets.get(name)!.set);
-  void table;
   return tx;
+}
+
+/** Makes `committed` what it becomes once the transaction of `d` is committed. Chain models are
+ * shared (they are never mutated once rendered); set element maps are copied or patched. */
+export function applyDiff(committed: RulesetModel, desired: RulesetModel, d: RuleSetDiff): void {
+  for (const name of [...d.addChains, ...d.rewriteChains]) committed.chains.set(name, desired.chains.get(name)!);
+  for (const name of d.removeChains) committed.chains.delete(name);
+  for (const name of [...d.addSets, ...d.replaceSets]) {
+    const s = desired.sets.get(name)!;
+    committed.sets.set(name, { set: s.set, elements: new Map(s.elements) });
+  }
+  for (const name of d.removeSets) committed.sets.delete(name);
+  for (const [name, elems] of d.removeElements) {
+    const s = committed.sets.get(name)!;
+    for (const e of elems) s.elements.delete(elementKey(e));
+  }
+  for (const [name, elems] of d.addElements) {
+    const s = committed.sets.get(name)!;
+    for (const e of elems) s.elements.set(elementKey(e), e);
+  }
+}
+
+/** A deep enough copy to diff against later: chains shared, element maps copied. */
+export function cloneModel(m: RulesetModel): RulesetModel {
+  return {
+    table: m.table,
+    chains: new Map(m.chains),
+    sets: new Map([...m.sets].map(([k, s]) => [k, { set: s.set, elements: new Map(s.elements) }])),
+  };
 }
 
 /** The diff in nft syntax, for `nfkube verify` and drift logs: `+` meant but missing, `-`

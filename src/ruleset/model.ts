@@ -88,3 +88,15 @@ export function countRules(m: RulesetModel): number {
   for (const c of m.chains.values()) n += c.rules.length;
   return n;
 }
+
+/** The model in read-back form, for the nft-syntax formatter. */
+export function modelToContents(m: RulesetModel): TableContents {
+  const chains = [...m.chains.values()];
+  return {
+    table: m.table,
+    chains: chains.map((c) => c.chain),
+    rules: chains.flatMap((c) => c.rules),
+    sets: [...m.sets.values()].map((s) => s.set),
+    elements: new Map([...m.sets].map(([k, s]) => [k, [...s.elements.values()]])),
+  };
+}

@@ -1,0 +1,230 @@
+/** Renders the compiled policy intent (src/policy/ir.ts) into nftables objects, part by part, so
+ * an event re-renders only what it touched.
+ *
+ * Layout of the table (default `inet nfkube`):
+ *   forward_egress  hook forward prio 0: ct established,related accept; ip saddr vmap @egress_v4 ...
+ *   forward_ingress hook forward prio 1: ct established,related accept; ip daddr vmap @ingress_v4 ...
+ *   input_egress    hook input   prio 0: as forward_egress, for pod -> node traffic
+ * Two base chains on one hook make ingress and egress independent: an `accept` ends only its own
+ * base chain, so a packet between two local pods must pass both. Traffic the node itself sends to
+ * its pods (kubelet probes) is never matched: nfkube has no output-hook chain.
+ *   vmaps: local pod address -> goto pod_<target>_in|out
+ *   pod chain: jump pol_<policy>_<dir> for each policy isolating the pod; then the default deny
+ *   policy chain: one rule per (rule entry x peer x port match) that accepts
+ *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
+ *         (address . l4proto . port)
+ */
+import * as b from '../nft/build';
+import * as C from '../nft/constants';
+import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
+import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
+import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
+import { ChainModel, elementMap, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
+
+export interface RenderOptions {
+  table: string;
+  denyAction: 'drop' | 'reject';
+}
+
+type Fam = 'v4' | 'v6';
+const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };
+const PROTO: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
+
+export const VMAPS = { ingress: { v4: 'ingress_v4', v6: 'ingress_v6' }, egress: { v4: 'egress_v4', v6: 'egress_v6' } } as const;
+
+export const policyChainName = (policyId: string, dir: Direction) => `pol_${policyId}_${DIR_SUFFIX[dir]}`;
+export const podChainName = (targetId: string, dir: Direction) => `pod_${targetId}_${DIR_SUFFIX[dir]}`;
+export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
+export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
+
+export class Renderer {
+  constructor(readonly opts: RenderOptions) {}
+
+  private chain(name: string, base?: Chain['base']): Chain {
+    const c: Chain = { family: 'inet', table: this.opts.table, name };
+    if (base) c.base = base;
+    return c;
+  }
+
+  private set(name: string, def: Pick<NftSet, 'key' | 'flags'> & { data?: NftSet['data'] }): NftSet {
+    const s: NftSet = { family: 'inet', table: this.opts.table, name, key: def.key, flags: def.flags };
+    if (def.data) s.data = def.data;
+    return s;
+  }
+
+  private rule(chain: string, exprs: Expr[], comment?: string): Rule {
+    const r: Rule = { family: 'inet', table: this.opts.table, chain, exprs };
+    if (comment !== undefined) r.comment = comment.length > 200 ? `${comment.slice(0, 197)}...` : comment;
+    return r;
+  }
+
+  /** Base chains and the four vmaps (empty): the part that never depends on the cluster. */
+  base(): { chains: ChainModel[]; sets: SetModel[] } {
+    const established = [...b.ctState(['established', 'related']), b.accept()];
+    const dispatch = (chain: string, dir: Direction, field: 'saddr' | 'daddr') => [
+      this.rule(chain, established),
+      this.rule(chain, [...b.nfproto('ipv4'), b.load(`ip ${field}`), b.vmap(VMAPS[dir].v4)]),
+      this.rule(chain, [...b.nfproto('ipv6'), b.load(`ip6 ${field}`), b.vmap(VMAPS[dir].v6)]),
+    ];
+    const chains: ChainModel[] = [
+      { chain: this.chain('forward_egress', { hook: 'forward', priority: 0, type: 'filter', policy: 'accept' }), rules: dispatch('forward_egress', 'egress', 'saddr') },
+      { chain: this.chain('forward_ingress', { hook: 'forward', priority: 1, type: 'filter', policy: 'accept' }), rules: dispatch('forward_ingress', 'ingress', 'daddr') },
+      { chain: this.chain('input_egress', { hook: 'input', priority: 0, type: 'filter', policy: 'accept' }), rules: dispatch('input_egress', 'egress', 'saddr') },
+    ];
+    const sets: SetModel[] = [];
+    for (const dir of ['ingress', 'egress'] as const) {
+      sets.push({ set: this.set(VMAPS[dir].v4, { key: ['ipv4_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
+      sets.push({ set: this.set(VMAPS[dir].v6, { key: ['ipv6_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
+    }
+    return { chains, sets };
+  }
+
+  peerSet(ps: PeerSet): SetModel[] {
+    return [
+      { set: this.set(peerSetName(ps.id, 'v4'), { key: ['ipv4_addr'], flags: 0 }), elements: elementMap(ps.v4.map(peerElement)) },
+      { set: this.set(peerSetName(ps.id, 'v6'), { key: ['ipv6_addr'], flags: 0 }), elements: elementMap(ps.v6.map(peerElement)) },
+    ];
+  }
+
+  ipBlockSet(ib: IpBlockSet): SetModel {
+    const toBuf = ib.family === 'v4' ? ipv4 : ipv6;
+    const elements = ib.ranges.map(([first, last]): SetElement => (first === last ? { key: toBuf(first) } : { key: toBuf(first), keyEnd: toBuf(last) }));
+    return { set: this.set(ib.id, { key: [ib.family === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: C.NFT_SET_INTERVAL }), elements: elementMap(elements) };
+  }
+
+  namedPortSet(np: NamedPortSet): SetModel[] {
+    return [
+      { set: this.set(namedPortSetName(np.id, 'v4'), { key: ['ipv4_addr', 'inet_proto', 'inet_service'], flags: 0 }), elements: elementMap(np.v4.map(tripleElement)) },
+      { set: this.set(namedPortSetName(np.id, 'v6'), { key: ['ipv6_addr', 'inet_proto', 'inet_service'], flags: 0 }), elements: elementMap(np.v6.map(tripleElement)) },
+    ];
+  }
+
+  /** The policy's chains (one per direction it isolates). ipBlocks tells each block's family. */
+  policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
+    const out: ChainModel[] = [];
+    for (const dir of ['ingress', 'egress'] as const) {
+      const entries = p[dir];
+      if (!entries) continue;
+      const name = policyChainName(p.id, dir);
+      const rules: Rule[] = [];
+      entries.forEach((entry, i) => {
+        const comment = `${p.namespace}/${p.name} ${dir}[${i}]`;
+        for (const exprs of this.entryMatches(entry, dir, ipBlocks)) rules.push(this.rule(name, [...exprs, b.counter(), b.accept()], comment));
+      });
+      out.push({ chain: this.chain(name), rules });
+    }
+    return out;
+  }
+
+  /** Every (peer x port) match of one rule entry; each becomes one accepting rule. */
+  private entryMatches(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>): Expr[][] {
+    const peerField = dir === 'ingress' ? 'saddr' : 'daddr';
+    // Peer alternatives, each tagged with the address family it pins (undefined: any).
+    const peers: { fam?: Fam; exprs: Expr[] }[] = [];
+    if (entry.peers === 'any') peers.push({ exprs: [] });
+    else {
+      for (const ref of entry.peers) {
+        if (ref.kind === 'pods') {
+          peers.push({ fam: 'v4', exprs: b.matchAddrInSet(`ip ${peerField}`, peerSetName(ref.set, 'v4')) });
+          peers.push({ fam: 'v6', exprs: b.matchAddrInSet(`ip6 ${peerField}`, peerSetName(ref.set, 'v6')) });
+        } else {
+          const block = ipBlocks.get(ref.set);
+          if (!block) continue;
+          const field = block.family === 'v4' ? (`ip ${peerField}` as const) : (`ip6 ${peerField}` as const);
+          peers.push({ fam: block.family, exprs: b.matchAddrInSet(field, ref.set) });
+        }
+      }
+    }
+    const out: Expr[][] = [];
+    for (const peer of peers) {
+      if (entry.ports === 'any') {
+        out.push(peer.exprs);
+        continue;
+      }
+      for (const pm of entry.ports) out.push([...peer.exprs, ...portMatch(pm)]);
+      if (entry.namedPorts) {
+        for (const fam of peer.fam ? [peer.fam] : (['v4', 'v6'] as const)) {
+          const field = fam === 'v4' ? 'ip daddr' : 'ip6 daddr';
+          const loads = b.concatLoads([field, 'meta l4proto', 'th dport']);
+          // The peer match already pinned the family; the concat loads repeat its dependency.
+          const deps = peer.fam ? loads.exprs.slice(2) : loads.exprs;
+          out.push([...peer.exprs, ...deps, b.lookup(namedPortSetName(entry.namedPorts, fam), loads.sreg)]);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** A target's pod chains, one per direction it is isolated in. */
+  podChains(t: Target, policyNames: (id: string) => string): ChainModel[] {
+    const out: ChainModel[] = [];
+    for (const dir of ['ingress', 'egress'] as const) {
+      const policies = t[dir];
+      if (!policies) continue;
+      const name = podChainName(t.id, dir);
+      const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], policyNames(pid)));
+      const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
+      rules.push(this.rule(name, [b.counter(), deny], `default deny ${dir} ${t.key}`));
+      out.push({ chain: this.chain(name), rules });
+    }
+    return out;
+  }
+
+  /** The vmap entries a target contributes: set name -> elements. */
+  vmapEntries(t: Target): [string, SetElement][] {
+    const out: [string, SetElement][] = [];
+    for (const dir of ['ingress', 'egress'] as const) {
+      if (!t[dir]) continue;
+      const verdict = { kind: 'goto' as const, chain: podChainName(t.id, dir) };
+      for (const a of t.v4) out.push([VMAPS[dir].v4, { key: ipv4(a), verdict }]);
+      for (const a of t.v6) out.push([VMAPS[dir].v6, { key: ipv6(a), verdict }]);
+    }
+    return out;
+  }
+
+  /** The whole table for an IR. */
+  full(ir: PolicyIR): RulesetModel {
+    const m = emptyModel({ family: 'inet', name: this.opts.table });
+    const base = this.base();
+    for (const c of base.chains) m.chains.set(c.chain.name, c);
+    for (const s of base.sets) m.sets.set(s.set.name, s);
+    for (const ps of ir.peerSets.values()) for (const s of this.peerSet(ps)) m.sets.set(s.set.name, s);
+    for (const ib of ir.ipBlockSets.values()) {
+      const s = this.ipBlockSet(ib);
+      m.sets.set(s.set.name, s);
+    }
+    for (const np of ir.namedPortSets.values()) for (const s of this.namedPortSet(np)) m.sets.set(s.set.name, s);
+    for (const p of ir.policies.values()) for (const c of this.policyChains(p, ir.ipBlockSets)) m.chains.set(c.chain.name, c);
+    const names = (id: string) => policyLabel(ir.policies.get(id));
+    const owner = new Map<string, string>();
+    for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
+      for (const c of this.podChains(t, names)) m.chains.set(c.chain.name, c);
+      for (const [set, e] of this.vmapEntries(t)) {
+        const k = `${set} ${e.key.toString('hex')}`;
+        if (owner.has(k)) continue; // two local pods claiming one address: the first keeps it
+        owner.set(k, t.key);
+        m.sets.get(set)!.elements.set(e.key.toString('hex'), e);
+      }
+    }
+    return m;
+  }
+}
+
+export function policyLabel(p: CompiledPolicy | undefined): string {
+  return p ? `${p.namespace}/${p.name}` : 'unknown policy';
+}
+
+function portMatch(pm: PortMatch): Expr[] {
+  const proto = PROTO[pm.protocol];
+  if (pm.port === undefined) return b.l4proto(proto);
+  return b.matchPort(proto, 'th dport', pm.port, pm.endPort);
+}
+
+export function peerElement(addr: string): SetElement {
+  return { key: addr.includes(':') ? ipv6(addr) : ipv4(addr) };
+}
+
+export function tripleElement(t: PortTriple): SetElement {
+  const addr = t.ip.includes(':') ? ipv6(t.ip) : ipv4(t.ip);
+  return { key: concatKey([addr, Buffer.from([b.IPPROTO[PROTO[t.protocol]]]), be16(t.port)]) };
+}

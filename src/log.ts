@@ -1,0 +1,9 @@
+/** The process logger: pino JSON lines on stderr, so stdout stays free for command output. */
+import pino, { Logger } from 'pino';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export function createLogger(level: string = 'info'): Logger {
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new Error(`--log-level: "${level}" is not one of ${LOG_LEVELS.join(', ')}`);
+  return pino({ level, base: { component: 'nfkube' } }, pino.destination({ fd: 2, sync: true }));
+}

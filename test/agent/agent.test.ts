@@ -1,0 +1,196 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { Agent } from '../../src/agent/agent';
+import { Renderer } from '../../src/agent/render';
+import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
+import { ClusterChange, ClusterSnapshot } from '../../src/k8s/source';
+import { listTable } from '../../src/nft/readback';
+import { compileFull } from '../../src/policy/compile';
+import { diffRulesets, isEmptyDiff } from '../../src/ruleset/diff';
+import { modelFromKernel } from '../../src/ruleset/model';
+import { Sandbox, withSandbox } from '../helpers/netns';
+import { namespace, NODE, pod, policy } from './fixtures';
+
+const silent = pino({ level: 'silent' });
+
+type Raw = Record<string, any>;
+
+/** A cluster held as normalized objects, driving an agent the way a source does. */
+class FakeCluster {
+  pods = new Map<string, any>();
+  namespaces = new Map<string, any>();
+  policies = new Map<string, any>();
+  agent?: Agent;
+
+  apply(obj: Raw): void {
+    const key = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+    const [map, norm, kind] =
+      obj.kind === 'Pod' ? [this.pods, normalizePod(obj), 'Pod'] : obj.kind === 'Namespace' ? [this.namespaces, normalizeNamespace(obj), 'Namespace'] : [this.policies, normalizeNetworkPolicy(obj), 'NetworkPolicy'];
+    map.set(key, norm);
+    this.agent?.onChange({ kind, type: 'upsert', key, object: norm } as ClusterChange);
+  }
+
+  remove(kind: 'Pod' | 'NetworkPolicy' | 'Namespace', key: string): void {
+    const map = kind === 'Pod' ? this.pods : kind === 'Namespace' ? this.namespaces : this.policies;
+    const object = map.get(key);
+    map.delete(key);
+    this.agent?.onChange({ kind, type: 'delete', key, object } as ClusterChange);
+  }
+
+  snapshot(): ClusterSnapshot {
+    return { pods: new Map(this.pods), namespaces: new Map(this.namespaces), policies: new Map(this.policies) };
+  }
+}
+
+function baseCluster(): FakeCluster {
+  const c = new FakeCluster();
+  for (const ns of ['x', 'y']) c.apply(namespace(ns));
+  c.apply(pod('x', 'a', '198.18.0.2', { app: 'web' }, { ports: [{ name: 'http', containerPort: 80 }], ip6: '2001:db8::2' }));
+  c.apply(pod('x', 'b', '198.18.0.3', { app: 'client' }));
+  c.apply(pod('y', 'c', '198.18.0.4', { app: 'client' }));
+  c.apply(policy('x', 'web', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ port: 'http' }] }] }));
+  c.apply(policy('y', 'deny-egress', { podSelector: {}, policyTypes: ['Egress'] }));
+  return c;
+}
+
+async function startAgent(sb: Sandbox, cluster: FakeCluster, extra: Partial<ConstructorParameters<typeof Agent>[0]> = {}): Promise<Agent> {
+  const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent, ...extra });
+  await agent.start(cluster.snapshot());
+  cluster.agent = agent;
+  return agent;
+}
+
+/** The kernel's table equals a from-scratch compile of the cluster. */
+async function assertEnforced(sb: Sandbox, cluster: FakeCluster): Promise<void> {
+  const snap = cluster.snapshot();
+  const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE);
+  const desired = new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(ir);
+  const back = await listTable(sb.socket, 'inet', 'nfkube');
+  assert.ok(back, 'table exists');
+  const d = diffRulesets(modelFromKernel(back), desired);
+  assert.ok(isEmptyDiff(d), `kernel differs from desired: ${JSON.stringify(d, (_k, v) => (v instanceof Map ? [...v.keys()] : v))}`);
+}
+
+const messagesSince = (agent: Agent, before: number) => agent.totals.messages - before;
+
+test('start-up replaces the previous table in one transaction and enforces the cluster state', async () => {
+  await withSandbox(async (sb) => {
+    // A leftover table from an earlier run, with content nfkube no longer means.
+    sb.run('nft', ['add table inet nfkube; add chain inet nfkube stale; add set inet nfkube old { type ipv4_addr; }']);
+    const cluster = baseCluster();
+    const agent = await startAgent(sb, cluster);
+    assert.equal(agent.totals.commits, 1);
+    await assertEnforced(sb, cluster);
+    const text = sb.run('nft', ['list', 'table', 'inet', 'nfkube']);
+    assert.doesNotMatch(text, /stale|set old/);
+    await agent.stop();
+  });
+});
+
+test('event cost is counted: irrelevant events write nothing, a pod joining a selector adds elements only', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const agent = await startAgent(sb, cluster);
+
+    let before = agent.totals.messages;
+    cluster.apply(pod('z', 'far', '198.18.9.9', { app: 'other' }, { node: 'node-2' }));
+    cluster.apply(pod('x', 'b', '198.18.0.3', { app: 'client', 'pod-template-hash': 'abc' }));
+    await agent.idle();
+    assert.equal(messagesSince(agent, before), 0, 'a pod elsewhere that no selector matches, and a label no selector reads');
+
+    before = agent.totals.messages;
+    const byTypeBefore = new Map(agent.totals.byType);
+    cluster.apply(pod('x', 'd', '198.18.0.5', { app: 'client' }, { node: 'node-2' }));
+    await agent.idle();
+    const added = [...agent.totals.byType].filter(([k, v]) => v !== (byTypeBefore.get(k) ?? 0)).map(([k]) => k);
+    assert.deepEqual(added, ['NFT_MSG_NEWSETELEM'], 'a new peer pod is one element add');
+    assert.equal(messagesSince(agent, before), 1);
+    await assertEnforced(sb, cluster);
+
+    before = agent.totals.messages;
+    cluster.remove('Pod', 'x/d');
+    await agent.idle();
+    assert.equal(messagesSince(agent, before), 1, 'a peer pod leaving is one element delete');
+    await assertEnforced(sb, cluster);
+    await agent.stop();
+  });
+});
+
+test('a changed policy rewrites only its own chain', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const agent = await startAgent(sb, cluster);
+    const handlesBefore = sb.run('nft', ['-a', 'list', 'chain', 'inet', 'nfkube', 'forward_ingress']);
+    const before = new Map(agent.totals.byType);
+    cluster.apply(policy('x', 'web', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ port: 8080 }] }] }));
+    await agent.idle();
+    const delta = Object.fromEntries([...agent.totals.byType].map(([k, v]) => [k, v - (before.get(k) ?? 0)]).filter(([, v]) => v !== 0));
+    // One chain flushed and refilled (one rule per peer family); the named-port sets it no longer
+    // uses are deleted. No other chain is touched.
+    assert.deepEqual(delta, { NFT_MSG_DELRULE: 1, NFT_MSG_NEWRULE: 2, NFT_MSG_DELSET: 2 });
+    assert.equal(sb.run('nft', ['-a', 'list', 'chain', 'inet', 'nfkube', 'forward_ingress']), handlesBefore, 'base chains untouched');
+    await assertEnforced(sb, cluster);
+    await agent.stop();
+  });
+});
+
+test('events during a commit are coalesced into the next one and the result is exact', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const agent = await startAgent(sb, cluster);
+    const commitsBefore = agent.totals.commits;
+    for (let i = 0; i < 200; i++) cluster.apply(pod('y', `p${i}`, `198.18.1.${i}`, { app: 'client' }, { node: i % 2 ? NODE : 'node-2' }));
+    for (let i = 0; i < 200; i += 3) cluster.remove('Pod', `y/p${i}`);
+    await agent.idle();
+    assert.ok(agent.totals.commits - commitsBefore < 20, `${agent.totals.commits - commitsBefore} commits for 267 events`);
+    await assertEnforced(sb, cluster);
+    await agent.stop();
+  });
+});
+
+test('drift is found by read-back and repaired in one transaction', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const agent = await startAgent(sb, cluster);
+    const clean = await agent.resync();
+    assert.equal(clean.drift, '');
+    assert.equal(clean.messages, 0);
+
+    const handle = /ct state established,related accept # handle (\d+)/.exec(sb.run('nft', ['-a', 'list', 'chain', 'inet', 'nfkube', 'forward_ingress']))![1];
+    sb.run('nft', ['delete', 'rule', 'inet', 'nfkube', 'forward_ingress', 'handle', handle]);
+    const set = [...(await listTable(sb.socket, 'inet', 'nfkube'))!.sets].find((s) => s.name.startsWith('ps') && s.name.endsWith('_v4'))!.name;
+    sb.run('nft', ['flush', 'set', 'inet', 'nfkube', set]);
+    sb.run('nft', ['add', 'rule', 'inet', 'nfkube', 'forward_egress', 'meta', 'mark', '0x1', 'accept']);
+    const repaired = await agent.resync();
+    assert.match(repaired.drift ?? '', /~ chain forward_ingress/);
+    assert.match(repaired.drift ?? '', new RegExp(`\\+ element ${set}`));
+    assert.match(repaired.drift ?? '', /-   meta mark 0x00000001 accept/);
+    await assertEnforced(sb, cluster);
+
+    sb.run('nft', ['delete', 'table', 'inet', 'nfkube']);
+    const recreated = await agent.resync();
+    assert.match(recreated.drift ?? '', /missing/);
+    await assertEnforced(sb, cluster);
+    await agent.stop();
+  });
+});
+
+test('a commit the kernel rejects keeps the previous state, is retried, and repaired', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const failures: unknown[] = [];
+    const agent = await startAgent(sb, cluster, { observer: { failed: (_k, err) => failures.push(err) } });
+    // Someone deletes a chain nfkube owns; the next change to it is refused by the kernel.
+    const podChain = /chain (pod_\w+_in)/.exec(sb.run('nft', ['list', 'table', 'inet', 'nfkube']))![1];
+    sb.run('nft', ['flush', 'chain', 'inet', 'nfkube', podChain]);
+    sb.run('nft', ['-f', '-'], `flush map inet nfkube ingress_v4\nflush map inet nfkube ingress_v6\ndelete chain inet nfkube ${podChain}\n`);
+    cluster.apply(policy('x', 'web-2', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 443 }] }] }));
+    await agent.idle();
+    assert.ok(failures.length >= 1, 'the kernel refused the incremental commit');
+    const repaired = await agent.resync();
+    assert.ok(repaired.drift);
+    await assertEnforced(sb, cluster);
+    await agent.stop();
+  });
+});
