@@ -2,7 +2,13 @@
 import { Command } from './command';
 
 // Loaded lazily so a command never pays for another's dependencies.
-const commands: Record<string, () => Command> = {};
+const commands: Record<string, () => Command> = {
+  agent: () => require('./commands/agent').default,
+  render: () => require('./commands/render').default,
+  verify: () => require('./commands/verify').default,
+  cleanup: () => require('./commands/cleanup').default,
+  ipset: () => require('./commands/ipset').default,
+};
 
 function help(): string {
   const lines = Object.entries(commands).map(([name, load]) => `  ${name.padEnd(10)} ${load().summary}`);
