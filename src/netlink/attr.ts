@@ -97,15 +97,25 @@ export class AttrWriter {
 
   /** Nested attribute; NLA_F_NESTED is set, as the kernel's strict validation requires. */
   nest(type: number, fill: (w: AttrWriter) => void): this {
+    const at = this.beginNest(type);
+    fill(this);
+    this.endNest(at);
+    return this;
+  }
+
+  /** Opens a nest for hot loops that cannot afford a closure; close it with endNest. */
+  beginNest(type: number): number {
     this.reserve(NLA_HDRLEN);
     const at = this.len;
-    this.len += NLA_HDRLEN;
-    fill(this);
-    const total = this.len - at;
-    if (total > MAX_ATTR_LEN) throw new RangeError(`nested attribute ${type} too long: ${total} bytes (limit 65535)`);
-    this.buf.writeUInt16LE(total, at);
     this.buf.writeUInt16LE(type | NLA_F_NESTED, at + 2);
-    return this;
+    this.len += NLA_HDRLEN;
+    return at;
+  }
+
+  endNest(at: number): void {
+    const total = this.len - at;
+    if (total > MAX_ATTR_LEN) throw new RangeError(`nested attribute ${this.buf.readUInt16LE(at + 2) & NLA_TYPE_MASK} too long: ${total} bytes (limit 65535)`);
+    this.buf.writeUInt16LE(total, at);
   }
 
   get length(): number {

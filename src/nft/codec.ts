@@ -301,31 +301,31 @@ export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
   return out;
 }
 
-function encodeElement(w: AttrWriter, e: SetElement): void {
-  w.nest(C.NFTA_LIST_ELEM, (n) => {
-    encodeValue(n, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
-    if (e.keyEnd) encodeValue(n, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
-    if (e.flags) n.be32(C.NFTA_SET_ELEM_FLAGS, e.flags);
-    if (e.verdict) encodeVerdict(n, C.NFTA_SET_ELEM_DATA, e.verdict, 'element data');
-    else if (e.data) encodeValue(n, C.NFTA_SET_ELEM_DATA, e.data, 'element data');
-  });
-}
-
 // Nested attribute lengths are 16-bit: keep every element list well under 64 KiB.
 const MAX_ELEMENT_LIST_BYTES = 60_000;
 
-/** Element list messages for one set, split so that no nest overflows. */
+/** Element list messages for one set, split so that no nest overflows. Element lists are the bulk
+ * of a large sync, so the common shapes (a key, a range, a verdict) are written without closures
+ * through one pre-sized writer per message. */
 export function encodeSetElements(set: { table: string; name: string; id?: number }, elems: SetElement[], withKeysOnly = false): Buffer[] {
   const out: Buffer[] = [];
   let i = 0;
   do {
-    const w = new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
+    const w = new AttrWriter(MAX_ELEMENT_LIST_BYTES + 4096).str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
     if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
     w.nest(C.NFTA_SET_ELEM_LIST_ELEMENTS, (list) => {
       const start = list.length;
       while (i < elems.length && list.length - start < MAX_ELEMENT_LIST_BYTES) {
         const e = elems[i++];
-        encodeElement(list, withKeysOnly ? { key: e.key, keyEnd: e.keyEnd, flags: e.flags } : e);
+        const begin = list.beginNest(C.NFTA_LIST_ELEM);
+        encodeValue(list, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
+        if (e.keyEnd) encodeValue(list, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
+        if (e.flags) list.be32(C.NFTA_SET_ELEM_FLAGS, e.flags);
+        if (!withKeysOnly) {
+          if (e.verdict) encodeVerdict(list, C.NFTA_SET_ELEM_DATA, e.verdict, 'element data');
+          else if (e.data) encodeValue(list, C.NFTA_SET_ELEM_DATA, e.data, 'element data');
+        }
+        list.endNest(begin);
       }
     });
     out.push(w.finish());

@@ -1,0 +1,205 @@
+/** Issue 4 benchmark: initial sync and 1,000 pod events at 5,000 pods/500 policies and 20,000
+ * pods/2,000 policies. nfkube (the Agent, in-process) vs the same intent applied kube-router style
+ * (full `ipset restore` + `iptables-restore` per event) vs `nft -f` (the whole ruleset, and one
+ * element delta). Each method runs in its own fresh namespace.
+ * Run: npm run build && node --expose-gc dist/bench/agent.bench.js [--quick] */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pino from 'pino';
+import { Agent } from '../src/agent/agent';
+import { peerSetName, Renderer } from '../src/agent/render';
+import { ClusterChange } from '../src/k8s/source';
+import { PodInfo } from '../src/k8s/model';
+import { formatTable } from '../src/nft/format';
+import { compileFull } from '../src/policy/compile';
+import { PolicyIR } from '../src/policy/ir';
+import { modelToContents } from '../src/ruleset/model';
+import { openSandbox, Sandbox } from '../test/helpers/netns';
+import { buildCluster, makePod, NODE, rng } from './cluster';
+import { ms, ratio, table } from './harness';
+
+const EVENTS = 1000;
+const quick = process.argv.includes('--quick');
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+function time(fn: () => void): number {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+}
+
+/** kube-router's dataplane for the same intent: one ipset per peer set and family, a chain per
+ * policy and per pod, FORWARD dispatch per pod address; re-rendered whole on every event. */
+function kubeRouterStyle(ir: PolicyIR): { ipsets: string; iptables: string } {
+  const sets: string[] = [];
+  const setName = (id: string, fam: string) => `KR-${id}-${fam}`.slice(0, 31);
+  for (const ps of ir.peerSets.values()) {
+    for (const [fam, members] of [['4', ps.v4], ['6', ps.v6]] as const) {
+      const name = setName(ps.id, fam);
+      sets.push(`create ${name} hash:ip family ${fam === '4' ? 'inet' : 'inet6'} hashsize 1024 maxelem 65536 -exist`, `flush ${name}`);
+      for (const m of members) sets.push(`add ${name} ${m}`);
+    }
+  }
+  const lines = ['*filter', ':KUBE-ROUTER-FORWARD - [0:0]'];
+  const rules: string[] = [];
+  for (const p of ir.policies.values()) {
+    for (const dir of ['ingress', 'egress'] as const) {
+      const entries = p[dir];
+      if (!entries) continue;
+      const chain = `KUBE-NWPLCY-${p.id}-${dir === 'ingress' ? 'I' : 'E'}`.slice(0, 28);
+      lines.push(`:${chain} - [0:0]`);
+      for (const e of entries) {
+        const peers = e.peers === 'any' ? [''] : e.peers.filter((r) => r.kind === 'pods').map((r) => `-m set --match-set ${setName(r.set, '4')} ${dir === 'ingress' ? 'src' : 'dst'} `);
+        const ports = e.ports === 'any' ? [''] : e.ports.map((pm) => `-p ${pm.protocol.toLowerCase()} ${pm.port !== undefined ? `--dport ${pm.port}${pm.endPort ? `:${pm.endPort}` : ''} ` : ''}`);
+        for (const peer of peers) for (const port of ports.length ? ports : ['']) rules.push(`-A ${chain} ${peer}${port}-j ACCEPT`);
+      }
+    }
+  }
+  for (const t of ir.targets.values()) {
+    const chain = `KUBE-POD-FW-${t.id}`.slice(0, 28);
+    lines.push(`:${chain} - [0:0]`);
+    for (const dir of ['ingress', 'egress'] as const) {
+      for (const pid of t[dir] ?? []) rules.push(`-A ${chain} -j ${`KUBE-NWPLCY-${pid}-${dir === 'ingress' ? 'I' : 'E'}`.slice(0, 28)}`);
+    }
+    rules.push(`-A ${chain} -j DROP`);
+    for (const ip of t.v4) rules.push(`-A KUBE-ROUTER-FORWARD -d ${ip} -j ${chain}`, `-A KUBE-ROUTER-FORWARD -s ${ip} -j ${chain}`);
+  }
+  lines.push(':FORWARD ACCEPT [0:0]', '-A FORWARD -j KUBE-ROUTER-FORWARD', ...rules, 'COMMIT', '');
+  return { ipsets: sets.join('\n') + '\n', iptables: lines.join('\n') };
+}
+
+interface Result {
+  size: string;
+  nfkubeFull: number;
+  nftFull: number;
+  krFull: number;
+  eventP50: number;
+  eventP99: number;
+  eventCpuUs: number;
+  msgsPerEvent: number;
+  emptyEvents: number;
+  nftEvent: number;
+  krEvent: number;
+  rssMB: number;
+}
+
+async function run(pods: number, policies: number): Promise<Result> {
+  const cluster = buildCluster(pods, policies, 42);
+  const snapshot = {
+    pods: new Map(cluster.pods.map((p) => [`${p.namespace}/${p.name}`, p])),
+    namespaces: new Map(cluster.namespaces.map((n) => [n.name, n])),
+    policies: new Map(cluster.policies.map((p) => [`${p.namespace}/${p.name}`, p])),
+  };
+
+  // nfkube
+  const sb = openSandbox();
+  const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+  let t0 = performance.now();
+  await agent.start(snapshot);
+  const nfkubeFull = performance.now() - t0;
+  const rand = rng(7);
+  const live = [...snapshot.pods.values()];
+  const latencies: number[] = [];
+  const msgs0 = agent.totals.messages;
+  const empty0 = agent.totals.emptyEvents;
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < EVENTS; i++) {
+    let change: ClusterChange;
+    if (i % 2 === 0) {
+      const p: PodInfo = makePod(rand, pods + i, `ns-${Math.floor(rand() * (pods / 50))}`, rand() < 0.5 ? 0 : 1 + Math.floor(rand() * 10));
+      live.push(p);
+      change = { kind: 'Pod', type: 'upsert', key: `${p.namespace}/${p.name}`, object: p };
+    } else {
+      const p = live.splice(Math.floor(rand() * live.length), 1)[0];
+      change = { kind: 'Pod', type: 'delete', key: `${p.namespace}/${p.name}`, object: p };
+    }
+    t0 = performance.now();
+    agent.onChange(change);
+    await agent.idle();
+    latencies.push(performance.now() - t0);
+  }
+  const cpu = process.cpuUsage(cpu0);
+  latencies.sort((a, b) => a - b);
+  const msgsPerEvent = (agent.totals.messages - msgs0) / EVENTS;
+  const emptyEvents = agent.totals.emptyEvents - empty0;
+  const rssMB = process.resourceUsage().maxRSS / 1024;
+  await agent.stop();
+  await sb.close();
+
+  // The same intent through nft -f and kube-router style, each in its own namespace.
+  const ir = compileFull({ pods: snapshot.pods.values(), namespaces: snapshot.namespaces.values(), policies: snapshot.policies.values() }, NODE);
+  const model = new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(ir);
+  const dir = mkdtempSync(join(tmpdir(), 'nfkube-agent-bench-'));
+  const full = join(dir, 'full.nft');
+  writeFileSync(full, formatTable(modelToContents(model)));
+  const oneSet = [...ir.peerSets.values()][0];
+  const delta = join(dir, 'delta.nft');
+  writeFileSync(delta, `add element inet nfkube ${peerSetName(oneSet.id, 'v4')} { 198.19.250.1 }\ndelete element inet nfkube ${peerSetName(oneSet.id, 'v4')} { 198.19.250.1 }\n`);
+  const kr = kubeRouterStyle(ir);
+  const ipsetFile = join(dir, 'ipsets');
+  const iptFile = join(dir, 'iptables');
+  writeFileSync(ipsetFile, kr.ipsets);
+  writeFileSync(iptFile, kr.iptables);
+
+  const nftSb: Sandbox = openSandbox();
+  const nftFull = time(() => nftSb.run('nft', ['-f', full]));
+  const deltas: number[] = [];
+  for (let i = 0; i < (quick ? 5 : 20); i++) deltas.push(time(() => nftSb.run('nft', ['-f', delta])));
+  await nftSb.close();
+  deltas.sort((a, b) => a - b);
+
+  const krSb = openSandbox();
+  const krApply = () => {
+    krSb.run('ipset', ['restore'], kr.ipsets);
+    krSb.run('iptables-restore', [iptFile]);
+  };
+  const krFull = time(krApply);
+  const krEvents: number[] = [];
+  for (let i = 0; i < (quick ? 2 : 5); i++) krEvents.push(time(krApply));
+  krEvents.sort((a, b) => a - b);
+  await krSb.close();
+
+  return {
+    size: `${pods / 1000}k pods / ${policies} policies`,
+    nfkubeFull,
+    nftFull,
+    krFull,
+    eventP50: percentile(latencies, 50),
+    eventP99: percentile(latencies, 99),
+    eventCpuUs: ((cpu.user + cpu.system) / EVENTS),
+    msgsPerEvent,
+    emptyEvents,
+    nftEvent: percentile(deltas, 50),
+    krEvent: percentile(krEvents, 50),
+    rssMB,
+  };
+}
+
+async function main(): Promise<void> {
+  const sizes: [number, number][] = quick ? [[5000, 500]] : [[5000, 500], [20000, 2000]];
+  const rows: Result[] = [];
+  for (const [p, n] of sizes) rows.push(await run(p, n));
+  process.stdout.write(
+    `## NetworkPolicy agent: full sync and ${EVENTS} pod events\n\n` +
+      table(
+        ['size', 'nfkube full sync', 'nft -f full', 'kube-router style full', 'nfkube / nft -f', 'nfkube / kube-router'],
+        rows.map((r) => [r.size, ms(r.nfkubeFull), ms(r.nftFull), ms(r.krFull), ratio(r.nfkubeFull, r.nftFull), ratio(r.nfkubeFull, r.krFull)]),
+      ) +
+      '\n\n' +
+      table(
+        ['size', 'nfkube event p50 / p99 (event to committed)', 'CPU per event', 'kernel messages per event', 'events with 0 messages', 'nft -f element delta', 'kube-router style per event', 'peak RSS'],
+        rows.map((r) => [r.size, `${r.eventP50.toFixed(3)} / ${r.eventP99.toFixed(3)} ms`, `${r.eventCpuUs.toFixed(0)} µs`, r.msgsPerEvent.toFixed(2), `${r.emptyEvents} of ${EVENTS}`, ms(r.nftEvent), ms(r.krEvent), `${r.rssMB.toFixed(0)} MB`]),
+      ) +
+      '\n\nEvents alternate pod adds (half on this node) and deletes of random pods. Peak RSS is the whole benchmark process so far.\n\n',
+  );
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err.stack ?? err}\n`);
+  process.exit(1);
+});
