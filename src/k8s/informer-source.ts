@@ -1,0 +1,265 @@
+/** Cluster state from an API server: a list-then-watch loop per kind (Pods, Namespaces,
+ * NetworkPolicies) through @kubernetes/client-node.
+ *
+ * client-node's own ListWatch keeps every full object it has seen and gives up on the first
+ * non-410 error, so the loop is ours: it uses client-node's typed list calls (paged) and its
+ * Watch stream, and keeps only normalized objects (ClusterState). A watch that ends is resumed
+ * from the last resourceVersion seen (bookmarks included); one that is expired (410 Gone) is
+ * replaced by a re-list that is diffed against the cache, so enforcement never drops state and
+ * only real differences are delivered. Connection failures are retried with backoff. */
+import type { KubeConfig, Watch } from '@kubernetes/client-node';
+import { sourceErrorFrom } from './errors';
+import { normalizers, objectId, type ObjectKind } from './normalize';
+import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+
+/** client-node takes seconds to load (its generated API is large): only load it when a cluster
+ * is the source, so `--manifests` and `render` start at once. */
+function clientNode(): typeof import('@kubernetes/client-node') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('@kubernetes/client-node');
+}
+
+/** A kubeconfig file, or the pod's service account when no path is given. */
+export function loadKubeConfig(path?: string): KubeConfig {
+  const kc = new (clientNode().KubeConfig)();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromCluster();
+  return kc;
+}
+
+export interface InformerSourceOptions extends SourceHandlers {
+  kubeConfig: KubeConfig;
+  /** Objects per LIST page, so a re-list never holds the whole cluster's raw objects. */
+  pageSize?: number;
+  /** Asked of the server per watch; it ends the watch after that long and we resume. */
+  watchTimeoutSeconds?: number;
+  /** Backoff between failed attempts, doubling from initialMs up to maxMs. */
+  retry?: { initialMs: number; maxMs: number };
+}
+
+interface ListPage {
+  items?: unknown[];
+  metadata?: { resourceVersion?: string; _continue?: string };
+}
+
+interface KindAccess {
+  kind: ObjectKind;
+  watchPath: string;
+  list(page: { limit: number; _continue?: string }): Promise<ListPage>;
+}
+
+export class InformerSource implements ClusterSource {
+  private readonly state: ClusterState;
+  private readonly reflectors: Reflector[];
+
+  constructor(private readonly opts: InformerSourceOptions) {
+    this.state = new ClusterState(opts);
+    const { CoreV1Api, NetworkingV1Api, Watch } = clientNode();
+    const core = opts.kubeConfig.makeApiClient(CoreV1Api);
+    const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);
+    const watch = new Watch(opts.kubeConfig);
+    const kinds: KindAccess[] = [
+      { kind: 'Namespace', watchPath: '/api/v1/namespaces', list: (p) => core.listNamespace(p) },
+      { kind: 'Pod', watchPath: '/api/v1/pods', list: (p) => core.listPodForAllNamespaces(p) },
+      {
+        kind: 'NetworkPolicy',
+        watchPath: '/apis/networking.k8s.io/v1/networkpolicies',
+        list: (p) => networking.listNetworkPolicyForAllNamespaces(p),
+      },
+    ];
+    this.reflectors = kinds.map((k) => new Reflector(k, watch, this.state, opts));
+  }
+
+  async start(): Promise<ClusterSnapshot> {
+    for (const r of this.reflectors) r.run();
+    await Promise.all(this.reflectors.map((r) => r.synced));
+    return this.state.goLive();
+  }
+
+  snapshot(): ClusterSnapshot {
+    return this.state.snapshot();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.reflectors.map((r) => r.stop()));
+  }
+}
+
+interface WatchEnd {
+  expired: boolean;
+  error?: unknown;
+  events: number;
+}
+
+class SourceStopped extends Error {
+  constructor() {
+    super('source stopped before its initial state was complete');
+  }
+}
+
+/** Keeps one kind of ClusterState equal to the server's. */
+class Reflector {
+  /** Resumption point; empty means a (re-)list is needed. */
+  private resourceVersion = '';
+  private stopped = false;
+  private controller?: AbortController;
+  private wakeUp?: () => void;
+  private running?: Promise<void>;
+  private resolveSynced!: () => void;
+  private rejectSynced!: (err: Error) => void;
+  readonly synced: Promise<void>;
+
+  constructor(
+    private readonly access: KindAccess,
+    private readonly watcher: Watch,
+    private readonly state: ClusterState,
+    private readonly opts: InformerSourceOptions,
+  ) {
+    this.synced = new Promise((resolve, reject) => {
+      this.resolveSynced = resolve;
+      this.rejectSynced = reject;
+    });
+    // stop() before sync rejects start(); nobody else waits on it.
+    this.synced.catch(() => undefined);
+  }
+
+  run(): void {
+    this.running ??= this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.rejectSynced(new SourceStopped());
+    this.controller?.abort();
+    this.wakeUp?.();
+    await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        if (!this.resourceVersion) {
+          await this.relist();
+          this.resolveSynced();
+        }
+        const started = Date.now();
+        const end = await this.watchOnce();
+        if (this.stopped) break;
+        if (end.expired) this.resourceVersion = '';
+        if (end.error !== undefined) throw end.error;
+        // A watch that ends at once without news counts as a failure, so we never spin.
+        failures = end.events > 0 || Date.now() - started >= 1000 ? 0 : failures + 1;
+      } catch (err) {
+        if (this.stopped) break;
+        failures += 1;
+        const e = sourceErrorFrom(err);
+        this.opts.onError({ ...e, message: `${this.access.kind} list/watch failed (attempt ${failures}): ${e.message}` });
+      }
+      if (failures > 0) await this.sleep(this.backoff(failures));
+    }
+  }
+
+  private backoff(failures: number): number {
+    const { initialMs, maxMs } = this.opts.retry ?? { initialMs: 250, maxMs: 15_000 };
+    return Math.min(maxMs, initialMs * 2 ** Math.min(failures - 1, 16));
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** Reads every object page by page, normalizing as it goes, then delivers the differences. */
+  private async relist(): Promise<void> {
+    const { kind } = this.access;
+    const next = new Map<string, never>();
+    let cont: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await this.access.list({ limit: this.opts.pageSize ?? 500, _continue: cont });
+      for (const item of page.items ?? []) {
+        const normalized = this.normalize(item);
+        if (normalized) next.set(normalized.key, normalized.object as never);
+      }
+      cont = page.metadata?._continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion ?? '';
+    } while (cont && !this.stopped);
+    if (this.stopped) return;
+    this.state.replaceKind(kind, next);
+    this.resourceVersion = resourceVersion;
+  }
+
+  /** A malformed object is reported and its last good version (if any) kept. */
+  private normalize(raw: unknown): { key: string; object: unknown } | undefined {
+    const { kind } = this.access;
+    const report = (err: unknown) => this.opts.onError(sourceErrorFrom(err));
+    let key: string | undefined;
+    try {
+      key = objectId(kind, raw).key;
+      return { key, object: normalizers[kind](raw, { onProblem: report }) };
+    } catch (err) {
+      report(err);
+      const kept = key === undefined ? undefined : this.state.get(kind, key);
+      return kept && key ? { key, object: kept } : undefined;
+    }
+  }
+
+  private watchOnce(): Promise<WatchEnd> {
+    return new Promise((resolve) => {
+      let expired = false;
+      let failure: unknown;
+      let events = 0;
+      let ended = false;
+      const done = (err: unknown) => {
+        if (ended) return;
+        ended = true;
+        this.controller = undefined;
+        const gone = (err as { statusCode?: number } | null)?.statusCode === 410;
+        resolve({ expired: expired || gone, error: gone ? undefined : (err ?? failure), events });
+      };
+      const onEvent = (type: string, obj: unknown) => {
+        events += 1;
+        if (type === 'ERROR') {
+          const status = obj as { code?: number; message?: string } | undefined;
+          if (status?.code === 410) expired = true;
+          else failure = new Error(`watch error: ${status?.message ?? JSON.stringify(obj)}`);
+          return;
+        }
+        this.onWatchEvent(type, obj);
+      };
+      const timeoutSeconds = this.opts.watchTimeoutSeconds ?? Math.floor(300 + Math.random() * 300);
+      this.watcher
+        .watch(this.access.watchPath, { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds }, onEvent, done)
+        .then(
+          (controller) => {
+            if (ended) return;
+            if (this.stopped) controller.abort();
+            else this.controller = controller;
+          },
+          (err) => done(err),
+        );
+    });
+  }
+
+  private onWatchEvent(type: string, raw: unknown): void {
+    const { kind } = this.access;
+    const rv = (raw as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
+    if (typeof rv === 'string' && rv) this.resourceVersion = rv;
+    if (type === 'ADDED' || type === 'MODIFIED') {
+      const normalized = this.normalize(raw);
+      if (normalized) this.state.upsert(kind, normalized.key, normalized.object as never);
+    } else if (type === 'DELETED') {
+      try {
+        this.state.delete(kind, objectId(kind, raw).key);
+      } catch (err) {
+        this.opts.onError(sourceErrorFrom(err));
+      }
+    }
+  }
+}

@@ -1,0 +1,348 @@
+/** One path from any form of a Kubernetes object to the slice enforcement needs (model.ts).
+ *
+ * Three forms arrive here: typed models from client-node LISTs (`_from` instead of `from`, Date
+ * timestamps, absent fields present as `undefined`), raw JSON from WATCH events, and parsed
+ * manifest documents. Only the fields below are read, so the forms converge, and the output is
+ * built in a fixed shape (absent optional fields are omitted, never `undefined`) so two
+ * normalizations of the same object are deep-equal. Values are checked for type only; what they
+ * mean (a CIDR, a protocol, an operator) is judged by the compiler. */
+import { isIP } from 'node:net';
+import { K8sObjectError } from './errors';
+import type {
+  ContainerPortInfo,
+  IPBlockInfo,
+  LabelSelector,
+  LabelSelectorRequirement,
+  NamespaceInfo,
+  NetworkPolicyInfo,
+  PeerInfo,
+  PodInfo,
+  PolicyPortInfo,
+  PolicyRuleInfo,
+} from './model';
+
+export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy';
+
+export interface NormalizeOptions {
+  /** Namespace for namespaced objects that carry none (manifests: `default`, like kubectl). */
+  defaultNamespace?: string;
+  /** Receives problems that were survived by failing closed (a malformed policy rule is dropped,
+   * a malformed rule list becomes deny-all). Without it they are thrown. */
+  onProblem?: (err: K8sObjectError) => void;
+}
+
+type Obj = Record<string, unknown>;
+
+/** Reads fields of one object, failing with its name and the field's path. */
+class FieldReader {
+  constructor(readonly object: string) {}
+
+  fail(field: string, problem: string): never {
+    throw new K8sObjectError(this.object, field, problem);
+  }
+
+  record(v: unknown, field: string): Obj {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) this.fail(field, `expected an object, got ${describe(v)}`);
+    return v as Obj;
+  }
+
+  optRecord(v: unknown, field: string): Obj | undefined {
+    return v === undefined || v === null ? undefined : this.record(v, field);
+  }
+
+  optArray(v: unknown, field: string): unknown[] | undefined {
+    if (v === undefined || v === null) return undefined;
+    if (!Array.isArray(v)) this.fail(field, `expected a list, got ${describe(v)}`);
+    return v;
+  }
+
+  string(v: unknown, field: string): string {
+    if (typeof v !== 'string') this.fail(field, `expected a string, got ${describe(v)}`);
+    return v;
+  }
+
+  optString(v: unknown, field: string): string | undefined {
+    return v === undefined || v === null ? undefined : this.string(v, field);
+  }
+
+  optInteger(v: unknown, field: string): number | undefined {
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'number' || !Number.isInteger(v)) this.fail(field, `expected an integer, got ${describe(v)}`);
+    return v;
+  }
+
+  optBoolean(v: unknown, field: string): boolean | undefined {
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'boolean') this.fail(field, `expected true or false, got ${describe(v)}`);
+    return v;
+  }
+
+  stringList(v: unknown, field: string): string[] | undefined {
+    const list = this.optArray(v, field);
+    return list?.map((item, i) => this.string(item, `${field}[${i}]`));
+  }
+
+  stringMap(v: unknown, field: string): Record<string, string> {
+    const rec = this.optRecord(v, field);
+    const out: Record<string, string> = {};
+    if (!rec) return out;
+    for (const key of Object.keys(rec).sort()) {
+      const value = rec[key];
+      if (value === undefined) continue;
+      out[key] = this.string(value, `${field}.${key}`);
+    }
+    return out;
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'string') return `"${v.length > 40 ? v.slice(0, 40) + '…' : v}"`;
+  if (typeof v === 'object') return 'an object';
+  return `${typeof v} ${String(v)}`;
+}
+
+/** The identity of an object (enough to key it, even if the rest is malformed). */
+export interface ObjectId {
+  kind: ObjectKind;
+  namespace?: string;
+  name: string;
+  /** `ns/name` for namespaced kinds, `name` for Namespaces. */
+  key: string;
+}
+
+export function objectKey(kind: ObjectKind, namespace: string | undefined, name: string): string {
+  return kind === 'Namespace' ? name : `${namespace}/${name}`;
+}
+
+export function describeObject(kind: ObjectKind, key: string): string {
+  return `${kind} ${key}`;
+}
+
+/** Reads kind-specific identity from metadata; throws K8sObjectError if it is missing. */
+export function objectId(kind: ObjectKind, raw: unknown, opts: NormalizeOptions = {}): ObjectId {
+  const r = new FieldReader(`${kind} (unnamed)`);
+  const obj = r.record(raw, '(object)');
+  const meta = r.record(obj.metadata, 'metadata');
+  const name = r.string(meta.name, 'metadata.name');
+  if (name === '') r.fail('metadata.name', 'must not be empty');
+  if (kind === 'Namespace') return { kind, name, key: name };
+  const named = new FieldReader(`${kind} ${name}`);
+  const namespace = named.optString(meta.namespace, 'metadata.namespace') || opts.defaultNamespace;
+  if (!namespace) named.fail('metadata.namespace', 'missing');
+  return { kind, namespace, name, key: objectKey(kind, namespace, name) };
+}
+
+export function normalizeNamespace(raw: unknown, opts: NormalizeOptions = {}): NamespaceInfo {
+  const id = objectId('Namespace', raw, opts);
+  const r = new FieldReader(describeObject('Namespace', id.key));
+  const meta = (raw as Obj).metadata as Obj;
+  return { name: id.name, labels: r.stringMap(meta.labels, 'metadata.labels') };
+}
+
+export function normalizePod(raw: unknown, opts: NormalizeOptions = {}): PodInfo {
+  const id = objectId('Pod', raw, opts);
+  const r = new FieldReader(describeObject('Pod', id.key));
+  const obj = raw as Obj;
+  const meta = obj.metadata as Obj;
+  const spec = r.optRecord(obj.spec, 'spec') ?? {};
+  const status = r.optRecord(obj.status, 'status') ?? {};
+
+  const pod: PodInfo = {
+    namespace: id.namespace!,
+    name: id.name,
+    labels: r.stringMap(meta.labels, 'metadata.labels'),
+    ips: podIPs(r, status),
+    hostNetwork: r.optBoolean(spec.hostNetwork, 'spec.hostNetwork') ?? false,
+    ports: containerPorts(r, spec),
+  };
+  const nodeName = r.optString(spec.nodeName, 'spec.nodeName');
+  if (nodeName) pod.nodeName = nodeName;
+  const phase = r.optString(status.phase, 'status.phase');
+  if (phase) pod.phase = phase;
+  return pod;
+}
+
+/** status.podIPs when present (it is the dual-stack list, podIP is its first entry), else podIP. */
+function podIPs(r: FieldReader, status: Obj): string[] {
+  const list = r.optArray(status.podIPs, 'status.podIPs');
+  const ips: string[] = [];
+  if (list && list.length > 0) {
+    list.forEach((entry, i) => {
+      const field = `status.podIPs[${i}].ip`;
+      ips.push(checkIP(r, r.string(r.record(entry, `status.podIPs[${i}]`).ip, field), field));
+    });
+    return ips;
+  }
+  const single = r.optString(status.podIP, 'status.podIP');
+  if (single) ips.push(checkIP(r, single, 'status.podIP'));
+  return ips;
+}
+
+function checkIP(r: FieldReader, ip: string, field: string): string {
+  if (isIP(ip) === 0) r.fail(field, `"${ip}" is not an IP address`);
+  return ip;
+}
+
+function containerPorts(r: FieldReader, spec: Obj): ContainerPortInfo[] {
+  const ports: ContainerPortInfo[] = [];
+  const containers = r.optArray(spec.containers, 'spec.containers') ?? [];
+  containers.forEach((c, ci) => {
+    const container = r.record(c, `spec.containers[${ci}]`);
+    const list = r.optArray(container.ports, `spec.containers[${ci}].ports`) ?? [];
+    list.forEach((p, pi) => {
+      const field = `spec.containers[${ci}].ports[${pi}]`;
+      const port = r.record(p, field);
+      const containerPort = r.optInteger(port.containerPort, `${field}.containerPort`);
+      if (containerPort === undefined) r.fail(`${field}.containerPort`, 'missing');
+      const info: ContainerPortInfo = {
+        containerPort,
+        protocol: r.optString(port.protocol, `${field}.protocol`) || 'TCP',
+      };
+      const name = r.optString(port.name, `${field}.name`);
+      if (name) info.name = name;
+      ports.push(info);
+    });
+  });
+  return ports;
+}
+
+/** A policy whose identity or podSelector is malformed throws: its targets are unknown. Problems
+ * inside its rules are survived by failing closed (see NormalizeOptions.onProblem): a malformed
+ * rule is dropped (it allows nothing), a malformed rule list or policyTypes isolates. */
+export function normalizeNetworkPolicy(raw: unknown, opts: NormalizeOptions = {}): NetworkPolicyInfo {
+  const id = objectId('NetworkPolicy', raw, opts);
+  const r = new FieldReader(describeObject('NetworkPolicy', id.key));
+  const onProblem =
+    opts.onProblem ??
+    ((err: K8sObjectError) => {
+      throw err;
+    });
+  const survive = <T>(fn: () => T, fallback: T): T => {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof K8sObjectError)) throw err;
+      onProblem(err);
+      return fallback;
+    }
+  };
+
+  const spec = r.optRecord((raw as Obj).spec, 'spec') ?? {};
+  const policy: NetworkPolicyInfo = {
+    namespace: id.namespace!,
+    name: id.name,
+    podSelector: labelSelector(r, spec.podSelector, 'spec.podSelector') ?? {},
+  };
+  // MALFORMED marks a rule list that is not a list: it allows nothing and, for egress, isolates.
+  const policyTypes = survive(() => r.stringList(spec.policyTypes, 'spec.policyTypes'), ['Ingress', 'Egress']);
+  const ingress = survive<RuleList>(() => rules(r, spec.ingress, 'spec.ingress', 'from', survive), MALFORMED);
+  const egress = survive<RuleList>(() => rules(r, spec.egress, 'spec.egress', 'to', survive), MALFORMED);
+  // Defaulting applies to an empty list as to a missing one.
+  if (policyTypes && policyTypes.length > 0) policy.policyTypes = policyTypes;
+  else if (egress === MALFORMED) policy.policyTypes = ['Ingress', 'Egress'];
+  if (ingress) policy.ingress = ingress === MALFORMED ? [] : ingress;
+  if (egress) policy.egress = egress === MALFORMED ? [] : egress;
+  return policy;
+}
+
+const MALFORMED = 'malformed';
+type RuleList = PolicyRuleInfo[] | undefined | typeof MALFORMED;
+
+function rules(
+  r: FieldReader,
+  v: unknown,
+  field: string,
+  peersName: 'from' | 'to',
+  survive: <T>(fn: () => T, fallback: T) => T,
+): PolicyRuleInfo[] | undefined {
+  const list = r.optArray(v, field);
+  if (!list) return undefined;
+  const out: PolicyRuleInfo[] = [];
+  list.forEach((item, i) => {
+    const rule = survive(() => policyRule(r, item, `${field}[${i}]`, peersName), undefined);
+    if (rule) out.push(rule);
+  });
+  return out;
+}
+
+function policyRule(r: FieldReader, v: unknown, field: string, peersName: 'from' | 'to'): PolicyRuleInfo {
+  const rule = r.record(v, field);
+  // Typed client models rename `from` (a TypeScript keyword) to `_from`.
+  const rawPeers = peersName === 'from' ? (rule.from ?? rule._from) : rule.to;
+  const out: PolicyRuleInfo = {};
+  const ports = r.optArray(rule.ports, `${field}.ports`);
+  // An empty list means the same as a missing one (all ports, all peers): keep one form.
+  if (ports && ports.length > 0) out.ports = ports.map((p, i) => policyPort(r, p, `${field}.ports[${i}]`));
+  const peers = r.optArray(rawPeers, `${field}.${peersName}`);
+  if (peers && peers.length > 0) out.peers = peers.map((p, i) => peer(r, p, `${field}.${peersName}[${i}]`));
+  return out;
+}
+
+function policyPort(r: FieldReader, v: unknown, field: string): PolicyPortInfo {
+  const p = r.record(v, field);
+  const out: PolicyPortInfo = { protocol: r.optString(p.protocol, `${field}.protocol`) || 'TCP' };
+  if (p.port !== undefined && p.port !== null) {
+    if (typeof p.port === 'string') out.port = p.port;
+    else out.port = r.optInteger(p.port, `${field}.port`);
+  }
+  const endPort = r.optInteger(p.endPort, `${field}.endPort`);
+  if (endPort !== undefined) out.endPort = endPort;
+  return out;
+}
+
+function peer(r: FieldReader, v: unknown, field: string): PeerInfo {
+  const p = r.record(v, field);
+  const out: PeerInfo = {};
+  const podSelector = labelSelector(r, p.podSelector, `${field}.podSelector`);
+  const namespaceSelector = labelSelector(r, p.namespaceSelector, `${field}.namespaceSelector`);
+  const block = ipBlock(r, p.ipBlock, `${field}.ipBlock`);
+  if (podSelector) out.podSelector = podSelector;
+  if (namespaceSelector) out.namespaceSelector = namespaceSelector;
+  if (block) {
+    if (podSelector || namespaceSelector) r.fail(`${field}.ipBlock`, 'cannot be combined with a selector in one peer');
+    out.ipBlock = block;
+  }
+  if (!podSelector && !namespaceSelector && !block) r.fail(field, 'a peer needs podSelector, namespaceSelector or ipBlock');
+  return out;
+}
+
+function ipBlock(r: FieldReader, v: unknown, field: string): IPBlockInfo | undefined {
+  const b = r.optRecord(v, field);
+  if (!b) return undefined;
+  const out: IPBlockInfo = { cidr: r.string(b.cidr, `${field}.cidr`) };
+  const except = r.stringList(b.except, `${field}.except`);
+  if (except && except.length > 0) out.except = except;
+  return out;
+}
+
+/** Empty matchLabels/matchExpressions are omitted: `{}` is the one form of "everything". */
+function labelSelector(r: FieldReader, v: unknown, field: string): LabelSelector | undefined {
+  const s = r.optRecord(v, field);
+  if (!s) return undefined;
+  const out: LabelSelector = {};
+  const matchLabels = r.stringMap(s.matchLabels, `${field}.matchLabels`);
+  if (Object.keys(matchLabels).length > 0) out.matchLabels = matchLabels;
+  const exprs = r.optArray(s.matchExpressions, `${field}.matchExpressions`);
+  if (exprs && exprs.length > 0) {
+    out.matchExpressions = exprs.map((e, i) => {
+      const ef = `${field}.matchExpressions[${i}]`;
+      const rec = r.record(e, ef);
+      const req: LabelSelectorRequirement = {
+        key: r.string(rec.key, `${ef}.key`),
+        operator: r.string(rec.operator, `${ef}.operator`),
+      };
+      const values = r.stringList(rec.values, `${ef}.values`);
+      if (values) req.values = values;
+      return req;
+    });
+  }
+  return out;
+}
+
+export const normalizers: Record<ObjectKind, (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo> = {
+  Pod: normalizePod,
+  Namespace: normalizeNamespace,
+  NetworkPolicy: normalizeNetworkPolicy,
+};
