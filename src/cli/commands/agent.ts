@@ -1,5 +1,9 @@
 /** `nfkube agent`: enforce NetworkPolicy for this node's pods until stopped (or once). */
 import { Agent } from '../../agent/agent';
+import { metricsObserver, policyCounterReader } from '../../agent/metrics-bridge';
+import { AgentMetrics } from '../../observe/metrics';
+import { DEFAULT_METRICS_ADDR, parseListenAddress, startObserveServer } from '../../observe/server';
+import { logCoexistence } from '../../agent/coexist';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { Command } from '../command';
@@ -16,14 +20,35 @@ const command: Command = {
     const v = parse(args, { ...SOURCE_OPTIONS, once: { type: 'boolean' }, 'resync-period': { type: 'string' }, 'metrics-addr': { type: 'string' } }, usage);
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
+    const metricsAddr = parseListenAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
+    const table = tableName(v.table);
     const socket = NetlinkSocket.open();
-    const agent = new Agent({ socket, nodeName: nodeName(v['node-name']), table: tableName(v.table), denyAction: denyAction(v['deny-action']), logger });
+    await logCoexistence(socket, table, logger);
+    const metrics = new AgentMetrics();
+    const agent = new Agent({ socket, nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics) });
     const source = openSource(v, {
       onChange: (c) => agent.onChange(c),
       onError: (e) => logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message),
     });
+    let ready = false;
+    const server = v.once
+      ? undefined
+      : await startObserveServer({
+          address: metricsAddr,
+          metrics: () => metrics.expose(),
+          lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(),
+          resyncPeriodMs: resyncMs,
+          ready: () => ready,
+        });
+    if (server) {
+      // Counters are read on their own socket so a scrape never queues behind a sync.
+      const counterSocket = NetlinkSocket.open();
+      metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
+      logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
+    }
     const snapshot = await source.start();
     await agent.start(snapshot);
+    ready = true;
     if (v.once) {
       await source.stop();
       await agent.idle();
@@ -41,6 +66,7 @@ const command: Command = {
       process.once('SIGINT', shutdown);
     });
     clearInterval(timer);
+    await server?.close();
     await source.stop();
     await agent.stop();
     await socket.close();

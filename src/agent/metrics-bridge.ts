@@ -1,0 +1,53 @@
+/** Connects the agent to its Prometheus metrics: sync reports become observations, and the
+ * counters on policy accepts and pod default denies are read from the kernel at scrape time. */
+import { NetlinkError } from '../netlink/errors';
+import { NetlinkSocket } from '../netlink/socket';
+import { listRules } from '../nft/readback';
+import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
+import { AgentObserver } from './agent';
+
+export function metricsObserver(metrics: AgentMetrics): AgentObserver {
+  return {
+    synced(r) {
+      metrics.observeSync(r.kind, r.durationMs / 1000);
+      if (r.messages > 0) metrics.recordBatch(r.kind, expand(r.byType));
+      metrics.recordSuccessfulSync();
+      if (r.drift) metrics.recordDriftRepairs(r.kind, r.drift.split('\n').filter((l) => /^[-+~] /.test(l)).length);
+    },
+    failed(_kind, err) {
+      metrics.recordTransactionFailure(err instanceof NetlinkError ? err.code : 'other');
+    },
+    queueDepth: (n) => metrics.setEventQueueDepth(n),
+    sizes: (s) => metrics.setObjectCounts({ pods: s.pods, policies: s.policies, sets: s.sets, elements: s.elements }),
+  };
+}
+
+function* expand(byType: Map<string, number>): Generator<string> {
+  for (const [k, n] of byType) for (let i = 0; i < n; i++) yield k;
+}
+
+const POLICY_COMMENT = /^(\S+) (ingress|egress)\[\d+\]$/;
+const DENY_COMMENT = /^default deny (ingress|egress) (\S+)$/;
+
+/** Reads every counted rule of the table: policy accepts (by policy and direction) and pod
+ * default denies (by pod), summed. The rule comments the renderer writes carry the names. */
+export function policyCounterReader(socket: NetlinkSocket, table: string): () => Promise<PolicyCounterRow[]> {
+  return async () => {
+    const rows = new Map<string, PolicyCounterRow>();
+    for (const r of await listRules(socket, 'inet', table)) {
+      const counter = r.exprs.find((e) => e.type === 'counter');
+      if (!counter || counter.type !== 'counter' || !r.comment) continue;
+      const verdict = r.exprs.some((e) => e.type === 'reject') ? 'reject' : r.exprs.some((e) => e.type === 'immediate' && e.verdict?.kind === 'drop') ? 'drop' : 'accept';
+      const p = POLICY_COMMENT.exec(r.comment);
+      const d = DENY_COMMENT.exec(r.comment);
+      const [policy, direction] = p ? [p[1], p[2]] : d ? [d[2], d[1]] : [undefined, undefined];
+      if (!policy) continue;
+      const key = `${policy} ${direction} ${verdict}`;
+      const row = rows.get(key) ?? { policy, direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
+      row.packets = BigInt(row.packets) + counter.packets;
+      row.bytes = BigInt(row.bytes) + counter.bytes;
+      rows.set(key, row);
+    }
+    return [...rows.values()];
+  };
+}
