@@ -7,18 +7,19 @@
  *   fixed delay, no full recompute.
  * - A failed commit leaves the previous state in force (the kernel applies all or nothing); it is
  *   retried with backoff and, after repeated failures, replaced by a full reconcile.
- * - Every resync period the table is read back and any drift repaired in one transaction, guarded
- *   by the generation it was read at. */
+ * - Chains a commit rewrote are read back at once and compared; every resync period the whole
+ *   table is read back and any drift repaired in one transaction, guarded by the generation it
+ *   was read at. */
 import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
-import { readTable } from '../nft/readback';
+import { listRules, readTable } from '../nft/readback';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
 import { isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, formatDiff, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
-import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel } from '../ruleset/model';
+import { chainRulesKey, countElements, countRules, emptyModel, modelFromKernel, RulesetModel } from '../ruleset/model';
 import { ChangeScope, DesiredTable } from './desired';
 import { Renderer } from './render';
 
@@ -168,6 +169,7 @@ export class Agent {
         applyDiff(this.committed, this.desired!.model, d);
         this.failures = 0;
         this.recordCommit('incremental', res, t0, { events });
+        await this.verifyChains([...d.addChains, ...d.rewriteChains]);
       } catch (err) {
         this.pending.merge(scope);
         this.pendingEvents += events;
@@ -204,6 +206,21 @@ export class Agent {
     this.opts.observer?.sizes?.(sizes);
     this.opts.logger.info({ kind, events: extra.events, messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...sizes }, 'sync committed');
     return report;
+  }
+
+  /** Reads back the chains a commit wrote and compares them with what was meant; a difference
+   * (another writer, or a kernel that stored something else) triggers a full resync. */
+  private async verifyChains(names: string[]): Promise<void> {
+    for (const name of names) {
+      const meant = this.committed.chains.get(name);
+      if (!meant) continue;
+      const back = await listRules(this.opts.socket, 'inet', this.opts.table, name);
+      if (chainRulesKey(back) === chainRulesKey(meant.rules)) continue;
+      this.opts.logger.warn({ chain: name }, 'a chain read back differs from what was committed; scheduling a full resync');
+      this.opts.observer?.failed?.('incremental', new Error(`chain ${name} read back differs`));
+      setImmediate(() => void this.resync().catch(() => undefined));
+      return;
+    }
   }
 
   /** Replaces the whole table in one transaction: add, delete, add again, then every object.
