@@ -2,6 +2,8 @@
 import { DecodeError } from './errors';
 
 export const NLA_HDRLEN = 4;
+const NLMSG_HDRLEN = 16;
+const NFGENMSG_LEN = 4;
 export const NLA_F_NESTED = 1 << 15;
 export const NLA_F_NET_BYTEORDER = 1 << 14;
 export const NLA_TYPE_MASK = ~(NLA_F_NESTED | NLA_F_NET_BYTEORDER) & 0xffff;
@@ -50,8 +52,11 @@ export class AttrWriter {
 
   /** NUL-terminated string, as NLA_STRING/NLA_NUL_STRING policies expect. */
   str(type: number, s: string): this {
-    const b = Buffer.from(s + '\0', 'utf8');
-    return this.bytes(type, b);
+    const n = Buffer.byteLength(s, 'utf8');
+    const at = this.header(type, n + 1);
+    this.buf.write(s, at, n, 'utf8');
+    this.buf[at + n] = 0;
+    return this;
   }
 
   u8(type: number, v: number): this {
@@ -116,6 +121,32 @@ export class AttrWriter {
     const total = this.len - at;
     if (total > MAX_ATTR_LEN) throw new RangeError(`nested attribute ${this.buf.readUInt16LE(at + 2) & NLA_TYPE_MASK} too long: ${total} bytes (limit 65535)`);
     this.buf.writeUInt16LE(total, at);
+  }
+
+  /** Starts a netlink message (nlmsghdr + nfgenmsg, linux/netlink.h and nfnetlink.h) in the same
+   * buffer, so a whole batch is written once with no intermediate copies. Close with endMessage. */
+  beginMessage(type: number, flags: number, seq: number, family: number, resId = 0): number {
+    this.reserve(NLMSG_HDRLEN + NFGENMSG_LEN);
+    const at = this.len;
+    this.buf.writeUInt32LE(0, at);
+    this.buf.writeUInt16LE(type, at + 4);
+    this.buf.writeUInt16LE(flags, at + 6);
+    this.buf.writeUInt32LE(seq >>> 0, at + 8);
+    this.buf.writeUInt32LE(0, at + 12);
+    this.buf.writeUInt8(family, at + 16);
+    this.buf.writeUInt8(0, at + 17);
+    this.buf.writeUInt16BE(resId, at + 18);
+    this.len += NLMSG_HDRLEN + NFGENMSG_LEN;
+    return at;
+  }
+
+  endMessage(at: number): void {
+    this.buf.writeUInt32LE(this.len - at, at);
+  }
+
+  /** Adds flags to the header of the message started at `at`. */
+  addMessageFlags(at: number, flags: number): void {
+    this.buf.writeUInt16LE(this.buf.readUInt16LE(at + 6) | flags, at + 6);
   }
 
   get length(): number {

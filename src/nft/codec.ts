@@ -34,14 +34,15 @@ function hookName(family: Family, n: number): HookName {
 
 // --- tables ---------------------------------------------------------------------------------
 
-export function encodeTable(t: Table): Buffer {
-  const w = new AttrWriter().str(C.NFTA_TABLE_NAME, t.name);
+// Encoders write a message's attributes into the caller's writer (one buffer per batch).
+
+export function encodeTable(w: AttrWriter, t: Table): void {
+  w.str(C.NFTA_TABLE_NAME, t.name);
   if (t.flags !== undefined) w.be32(C.NFTA_TABLE_FLAGS, t.flags);
-  return w.finish();
 }
 
-export function encodeTableRef(t: { name: string }): Buffer {
-  return new AttrWriter().str(C.NFTA_TABLE_NAME, t.name).finish();
+export function encodeTableRef(w: AttrWriter, t: { name: string }): void {
+  w.str(C.NFTA_TABLE_NAME, t.name);
 }
 
 export function decodeTable(family: number, payload: Buffer): Table {
@@ -57,8 +58,8 @@ export function decodeTable(family: number, payload: Buffer): Table {
 
 // --- chains ---------------------------------------------------------------------------------
 
-export function encodeChain(c: Chain): Buffer {
-  const w = new AttrWriter().str(C.NFTA_CHAIN_TABLE, c.table).str(C.NFTA_CHAIN_NAME, c.name);
+export function encodeChain(w: AttrWriter, c: Chain): void {
+  w.str(C.NFTA_CHAIN_TABLE, c.table).str(C.NFTA_CHAIN_NAME, c.name);
   if (c.base) {
     const base = c.base;
     w.nest(C.NFTA_CHAIN_HOOK, (h) => {
@@ -69,11 +70,10 @@ export function encodeChain(c: Chain): Buffer {
     w.be32(C.NFTA_CHAIN_POLICY, base.policy === 'accept' ? C.NF_ACCEPT : C.NF_DROP);
     w.str(C.NFTA_CHAIN_TYPE, base.type);
   }
-  return w.finish();
 }
 
-export function encodeChainRef(c: { table: string; name: string }): Buffer {
-  return new AttrWriter().str(C.NFTA_CHAIN_TABLE, c.table).str(C.NFTA_CHAIN_NAME, c.name).finish();
+export function encodeChainRef(w: AttrWriter, c: { table: string; name: string }): void {
+  w.str(C.NFTA_CHAIN_TABLE, c.table).str(C.NFTA_CHAIN_NAME, c.name);
 }
 
 export function decodeChain(family: number, payload: Buffer): Chain {
@@ -133,18 +133,17 @@ export interface RuleEncodeOptions {
   id?: number;
 }
 
-export function encodeRule(r: Rule, opts: RuleEncodeOptions = {}): Buffer {
-  const w = new AttrWriter().str(C.NFTA_RULE_TABLE, r.table).str(C.NFTA_RULE_CHAIN, r.chain);
+export function encodeRule(w: AttrWriter, r: Rule, opts: RuleEncodeOptions = {}): void {
+  w.str(C.NFTA_RULE_TABLE, r.table).str(C.NFTA_RULE_CHAIN, r.chain);
   if (r.handle !== undefined) w.be64(C.NFTA_RULE_HANDLE, r.handle);
   if (r.position !== undefined) w.be64(C.NFTA_RULE_POSITION, r.position);
   encodeExprList(w, C.NFTA_RULE_EXPRESSIONS, r.exprs);
   if (r.comment !== undefined) w.bytes(C.NFTA_RULE_USERDATA, encodeComment(r.comment));
   if (opts.id !== undefined) w.be32(C.NFTA_RULE_ID, opts.id);
-  return w.finish();
 }
 
-export function encodeRuleRef(r: { table: string; chain: string; handle: bigint }): Buffer {
-  return new AttrWriter().str(C.NFTA_RULE_TABLE, r.table).str(C.NFTA_RULE_CHAIN, r.chain).be64(C.NFTA_RULE_HANDLE, r.handle).finish();
+export function encodeRuleRef(w: AttrWriter, r: { table: string; chain: string; handle: bigint }): void {
+  w.str(C.NFTA_RULE_TABLE, r.table).str(C.NFTA_RULE_CHAIN, r.chain).be64(C.NFTA_RULE_HANDLE, r.handle);
 }
 
 export function decodeRule(family: number, payload: Buffer): Rule {
@@ -193,8 +192,8 @@ export function setFlags(s: NftSet): number {
   return flags;
 }
 
-export function encodeSet(s: NftSet): Buffer {
-  const w = new AttrWriter().str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name);
+export function encodeSet(w: AttrWriter, s: NftSet): void {
+  w.str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name);
   w.be32(C.NFTA_SET_FLAGS, setFlags(s));
   w.be32(C.NFTA_SET_KEY_TYPE, keyTypeId(s.key));
   w.be32(C.NFTA_SET_KEY_LEN, keyLength(s.key));
@@ -214,11 +213,10 @@ export function encodeSet(s: NftSet): Buffer {
     );
   }
   if (s.id !== undefined) w.be32(C.NFTA_SET_ID, s.id);
-  return w.finish();
 }
 
-export function encodeSetRef(s: { table: string; name: string }): Buffer {
-  return new AttrWriter().str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name).finish();
+export function encodeSetRef(w: AttrWriter, s: { table: string; name: string }): void {
+  w.str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name);
 }
 
 export function decodeSet(family: number, payload: Buffer): NftSet {
@@ -304,33 +302,28 @@ export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
 // Nested attribute lengths are 16-bit: keep every element list well under 64 KiB.
 const MAX_ELEMENT_LIST_BYTES = 60_000;
 
-/** Element list messages for one set, split so that no nest overflows. Element lists are the bulk
- * of a large sync, so the common shapes (a key, a range, a verdict) are written without closures
- * through one pre-sized writer per message. */
-export function encodeSetElements(set: { table: string; name: string; id?: number }, elems: SetElement[], withKeysOnly = false): Buffer[] {
-  const out: Buffer[] = [];
-  let i = 0;
-  do {
-    const w = new AttrWriter(MAX_ELEMENT_LIST_BYTES + 4096).str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
-    if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
-    w.nest(C.NFTA_SET_ELEM_LIST_ELEMENTS, (list) => {
-      const start = list.length;
-      while (i < elems.length && list.length - start < MAX_ELEMENT_LIST_BYTES) {
-        const e = elems[i++];
-        const begin = list.beginNest(C.NFTA_LIST_ELEM);
-        encodeValue(list, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
-        if (e.keyEnd) encodeValue(list, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
-        if (e.flags) list.be32(C.NFTA_SET_ELEM_FLAGS, e.flags);
-        if (!withKeysOnly) {
-          if (e.verdict) encodeVerdict(list, C.NFTA_SET_ELEM_DATA, e.verdict, 'element data');
-          else if (e.data) encodeValue(list, C.NFTA_SET_ELEM_DATA, e.data, 'element data');
-        }
-        list.endNest(begin);
-      }
-    });
-    out.push(w.finish());
-  } while (i < elems.length);
-  return out;
+/** Writes one element-list message payload for a set, starting at elems[from]; returns the index
+ * of the first element left for the next message (nested attribute lengths are 16-bit). Element
+ * lists are the bulk of a large sync, so the loop uses no closures. */
+export function encodeSetElements(w: AttrWriter, set: { table: string; name: string; id?: number }, elems: SetElement[], from: number, withKeysOnly = false): number {
+  let i = from;
+  w.str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
+  if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
+  const list = w.beginNest(C.NFTA_SET_ELEM_LIST_ELEMENTS);
+  while (i < elems.length && w.length - list < MAX_ELEMENT_LIST_BYTES) {
+    const e = elems[i++];
+    const begin = w.beginNest(C.NFTA_LIST_ELEM);
+    encodeValue(w, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
+    if (e.keyEnd) encodeValue(w, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
+    if (e.flags) w.be32(C.NFTA_SET_ELEM_FLAGS, e.flags);
+    if (!withKeysOnly) {
+      if (e.verdict) encodeVerdict(w, C.NFTA_SET_ELEM_DATA, e.verdict, 'element data');
+      else if (e.data) encodeValue(w, C.NFTA_SET_ELEM_DATA, e.data, 'element data');
+    }
+    w.endNest(begin);
+  }
+  w.endNest(list);
+  return i;
 }
 
 export function decodeSetElements(payload: Buffer): { table: string; set: string; elements: SetElement[] } {

@@ -49,12 +49,15 @@ export type Operation =
   | { kind: 'set'; verb: SetVerb; set: NftSet }
   | { kind: 'element'; verb: ElementVerb; set: NftSet; elements: SetElement[] };
 
-interface EncodedMessage {
+interface BatchMessage {
   type: number;
-  flags: number;
-  family: number;
-  payload: Buffer;
+  seq: number;
   opIndex: number;
+}
+
+export interface EncodedBatch {
+  datagram: Buffer;
+  messages: BatchMessage[];
 }
 
 export interface CommitOptions {
@@ -169,60 +172,70 @@ export class Transaction {
     return this.operations.map(formatOperation).join('\n');
   }
 
-  /** The kernel messages of this transaction, without batch framing. */
-  encode(echo = true): EncodedMessage[] {
-    const out: EncodedMessage[] = [];
+  /** The whole batch (BEGIN, every message, END) written into one buffer, with each message's
+   * type, sequence number and operation for mapping the kernel's answers back. */
+  encodeBatch(nextSeq: () => number, opts: CommitOptions = {}): EncodedBatch {
+    const echo = opts.echo ?? true;
+    const w = new AttrWriter(64 * 1024);
+    const messages: BatchMessage[] = [];
+    const begin = w.beginMessage(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, nextSeq(), 0, NFNL_SUBSYS_NFTABLES);
+    if (opts.genId !== undefined) w.be32(NFNL_BATCH_GENID, opts.genId);
+    w.endMessage(begin);
+    let last = -1;
     this.operations.forEach((op, opIndex) => {
-      const push = (type: number, flags: number, family: number, payload: Buffer) =>
-        out.push({ type: msg(type), flags: NLM_F_REQUEST | flags, family, payload, opIndex });
+      const message = (type: number, flags: number, family: number, write: () => void) => {
+        const seq = nextSeq();
+        last = w.beginMessage(msg(type), NLM_F_REQUEST | flags, seq, family);
+        write();
+        w.endMessage(last);
+        messages.push({ type: msg(type), seq, opIndex });
+      };
       switch (op.kind) {
         case 'table': {
-          const fam = NFPROTO[op.table.family];
-          if (op.verb === 'add') push(C.NFT_MSG_NEWTABLE, NLM_F_CREATE, fam, encodeTable(op.table));
-          else if (op.verb === 'create') push(C.NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL, fam, encodeTable(op.table));
-          else if (op.verb === 'delete') push(C.NFT_MSG_DELTABLE, 0, fam, encodeTableRef(op.table));
-          else if (op.verb === 'destroy') push(C.NFT_MSG_DESTROYTABLE, 0, fam, encodeTableRef(op.table));
-          else push(C.NFT_MSG_DELRULE, 0, fam, new AttrWriter().str(C.NFTA_RULE_TABLE, op.table.name).finish());
+          const t = op.table;
+          const fam = NFPROTO[t.family];
+          if (op.verb === 'add') message(C.NFT_MSG_NEWTABLE, NLM_F_CREATE, fam, () => encodeTable(w, t));
+          else if (op.verb === 'create') message(C.NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL, fam, () => encodeTable(w, t));
+          else if (op.verb === 'delete') message(C.NFT_MSG_DELTABLE, 0, fam, () => encodeTableRef(w, t));
+          else if (op.verb === 'destroy') message(C.NFT_MSG_DESTROYTABLE, 0, fam, () => encodeTableRef(w, t));
+          else message(C.NFT_MSG_DELRULE, 0, fam, () => w.str(C.NFTA_RULE_TABLE, t.name));
           break;
         }
         case 'chain': {
-          const fam = NFPROTO[op.chain.family];
-          if (op.verb === 'add') push(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE, fam, encodeChain(op.chain));
-          else if (op.verb === 'create') push(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, fam, encodeChain(op.chain));
-          else if (op.verb === 'delete') push(C.NFT_MSG_DELCHAIN, 0, fam, encodeChainRef(op.chain));
-          else if (op.verb === 'destroy') push(C.NFT_MSG_DESTROYCHAIN, 0, fam, encodeChainRef(op.chain));
-          else {
-            const w = new AttrWriter().str(C.NFTA_RULE_TABLE, op.chain.table).str(C.NFTA_RULE_CHAIN, op.chain.name);
-            push(C.NFT_MSG_DELRULE, 0, fam, w.finish());
-          }
+          const c = op.chain;
+          const fam = NFPROTO[c.family];
+          if (op.verb === 'add') message(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE, fam, () => encodeChain(w, c));
+          else if (op.verb === 'create') message(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, fam, () => encodeChain(w, c));
+          else if (op.verb === 'delete') message(C.NFT_MSG_DELCHAIN, 0, fam, () => encodeChainRef(w, c));
+          else if (op.verb === 'destroy') message(C.NFT_MSG_DESTROYCHAIN, 0, fam, () => encodeChainRef(w, c));
+          else message(C.NFT_MSG_DELRULE, 0, fam, () => w.str(C.NFTA_RULE_TABLE, c.table).str(C.NFTA_RULE_CHAIN, c.name));
           break;
         }
         case 'rule': {
           const r = op.rule;
           const fam = NFPROTO[r.family];
           const e = echo ? NLM_F_ECHO : 0;
-          if (op.verb === 'add') push(C.NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | e, fam, encodeRule({ ...r, handle: undefined }));
-          else if (op.verb === 'insert') push(C.NFT_MSG_NEWRULE, NLM_F_CREATE | e, fam, encodeRule({ ...r, handle: undefined }));
+          if (op.verb === 'add') message(C.NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | e, fam, () => encodeRule(w, { ...r, handle: undefined }));
+          else if (op.verb === 'insert') message(C.NFT_MSG_NEWRULE, NLM_F_CREATE | e, fam, () => encodeRule(w, { ...r, handle: undefined }));
           else if (op.verb === 'replace') {
             if (r.handle === undefined) throw new Error(`replace ${describeObject(op)}: the rule has no handle`);
-            push(C.NFT_MSG_NEWRULE, NLM_F_REPLACE | e, fam, encodeRule({ ...r, position: undefined }));
+            message(C.NFT_MSG_NEWRULE, NLM_F_REPLACE | e, fam, () => encodeRule(w, { ...r, position: undefined }));
           } else {
-            if (r.handle === undefined) throw new Error(`${op.verb} ${describeObject(op)}: the rule has no handle`);
-            push(op.verb === 'delete' ? C.NFT_MSG_DELRULE : C.NFT_MSG_DESTROYRULE, 0, fam, encodeRuleRef({ table: r.table, chain: r.chain, handle: r.handle }));
+            const handle = r.handle;
+            if (handle === undefined) throw new Error(`${op.verb} ${describeObject(op)}: the rule has no handle`);
+            message(op.verb === 'delete' ? C.NFT_MSG_DELRULE : C.NFT_MSG_DESTROYRULE, 0, fam, () => encodeRuleRef(w, { table: r.table, chain: r.chain, handle }));
           }
           break;
         }
         case 'set': {
-          const fam = NFPROTO[op.set.family];
-          const withId = () => encodeSet({ ...op.set, id: op.set.id ?? nextSetId() });
-          if (op.verb === 'add') push(C.NFT_MSG_NEWSET, NLM_F_CREATE, fam, withId());
-          else if (op.verb === 'create') push(C.NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, fam, withId());
-          else if (op.verb === 'delete') push(C.NFT_MSG_DELSET, 0, fam, encodeSetRef(op.set));
-          else if (op.verb === 'destroy') push(C.NFT_MSG_DESTROYSET, 0, fam, encodeSetRef(op.set));
-          else {
-            const w = new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, op.set.table).str(C.NFTA_SET_ELEM_LIST_SET, op.set.name);
-            push(C.NFT_MSG_DELSETELEM, 0, fam, w.finish());
-          }
+          const set = op.set;
+          const fam = NFPROTO[set.family];
+          const withId = () => encodeSet(w, { ...set, id: set.id ?? nextSetId() });
+          if (op.verb === 'add') message(C.NFT_MSG_NEWSET, NLM_F_CREATE, fam, withId);
+          else if (op.verb === 'create') message(C.NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, fam, withId);
+          else if (op.verb === 'delete') message(C.NFT_MSG_DELSET, 0, fam, () => encodeSetRef(w, set));
+          else if (op.verb === 'destroy') message(C.NFT_MSG_DESTROYSET, 0, fam, () => encodeSetRef(w, set));
+          else message(C.NFT_MSG_DELSETELEM, 0, fam, () => w.str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name));
           break;
         }
         case 'element': {
@@ -233,12 +246,17 @@ export class Transaction {
             op.verb === 'delete' ? C.NFT_MSG_DELSETELEM : op.verb === 'destroy' ? C.NFT_MSG_DESTROYSETELEM : C.NFT_MSG_NEWSETELEM;
           const flags = op.verb === 'add' ? NLM_F_CREATE : op.verb === 'create' ? NLM_F_CREATE | NLM_F_EXCL : 0;
           const ref = { table: op.set.table, name: op.set.name };
-          for (const payload of encodeSetElements(ref, elems, removing)) push(type, flags, fam, payload);
+          for (let i = 0; i < elems.length; ) message(type, flags, fam, () => (i = encodeSetElements(w, ref, elems, i, removing)));
           break;
         }
       }
     });
-    return out;
+    // Only the last message asks for an ack: its ack proves the whole batch was processed;
+    // failures are always reported.
+    if (last >= 0) w.addMessageFlags(last, NLM_F_ACK);
+    const end = w.beginMessage(NFNL_MSG_BATCH_END, NLM_F_REQUEST, nextSeq(), 0, NFNL_SUBSYS_NFTABLES);
+    w.endMessage(end);
+    return { datagram: w.finish(), messages };
   }
 }
 
@@ -256,29 +274,17 @@ export async function getGeneration(socket: NetlinkSocket): Promise<number> {
 /** Commits tx as one batch. On any failure nothing was applied, and the error names the
  * failing operation, its object, the kernel's errno and extended-ack text. */
 export async function commit(socket: NetlinkSocket, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
-  const encoded = tx.encode(opts.echo ?? true);
   const ruleHandles = new Map<Rule, bigint>();
   const byType = new Map<string, number>();
-  for (const m of encoded) {
+  if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
+  const { datagram, messages } = tx.encodeBatch(() => socket.nextSeq(), opts);
+  if (messages.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
+  const seqToIndex = new Map<number, number>();
+  messages.forEach((m, i) => {
+    seqToIndex.set(m.seq, i);
     const name = OP_NAMES.get(m.type) ?? String(m.type);
     byType.set(name, (byType.get(name) ?? 0) + 1);
-  }
-  if (encoded.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
-  const seqToIndex = new Map<number, number>();
-  const parts: Buffer[] = [];
-  const beginSeq = socket.nextSeq();
-  const beginPayload = opts.genId !== undefined ? new AttrWriter().be32(NFNL_BATCH_GENID, opts.genId).finish() : undefined;
-  parts.push(encodeNfMessage({ type: NFNL_MSG_BATCH_BEGIN, flags: NLM_F_REQUEST, seq: beginSeq, family: 0, resId: NFNL_SUBSYS_NFTABLES, payload: beginPayload }));
-  encoded.forEach((m, i) => {
-    const seq = socket.nextSeq();
-    seqToIndex.set(seq, i);
-    // Only the last message asks for an ack: its ack proves the whole batch was processed;
-    // failures are always reported.
-    const flags = i === encoded.length - 1 ? m.flags | NLM_F_ACK : m.flags;
-    parts.push(encodeNfMessage({ type: m.type, flags, seq, family: m.family, payload: m.payload }));
   });
-  parts.push(encodeNfMessage({ type: NFNL_MSG_BATCH_END, flags: NLM_F_REQUEST, seq: socket.nextSeq(), family: 0, resId: NFNL_SUBSYS_NFTABLES }));
-  const datagram = Buffer.concat(parts);
   const reply = await socket.transact([datagram]);
 
   const failures = reply.acks.filter((a) => a.errno !== 0);
@@ -287,21 +293,20 @@ export async function commit(socket: NetlinkSocket, tx: Transaction, opts: Commi
     const index = seqToIndex.get(first.seq);
     const fields = { code: first.code ?? `E${first.errno}`, errno: first.errno, extAck: first.extAck, offset: first.offset };
     if (index === undefined) throw new NetlinkError({ ...fields, op: 'NFNL_MSG_BATCH_BEGIN', object: 'batch' });
-    const m = encoded[index];
-    const op = tx.operations[m.opIndex];
-    throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(op) });
+    const m = messages[index];
+    throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(tx.operations[m.opIndex]) });
   }
-  const lastSeq = [...seqToIndex.keys()].pop()!;
+  const lastSeq = messages[messages.length - 1].seq;
   if (!reply.acks.some((a) => a.seq === lastSeq)) {
     throw new NetlinkError({ code: 'EPROTO', errno: 71, op: 'batch', message: 'the kernel did not acknowledge the batch' });
   }
   for (const m of reply.messages) {
     const index = seqToIndex.get(m.seq);
     if (index === undefined || m.type !== msg(C.NFT_MSG_NEWRULE)) continue;
-    const op = tx.operations[encoded[index].opIndex];
+    const op = tx.operations[messages[index].opIndex];
     if (op.kind !== 'rule') continue;
     const echoed = decodeRule(m.family, m.payload);
     if (echoed.handle !== undefined) ruleHandles.set(op.rule, echoed.handle);
   }
-  return { messages: encoded.length, bytes: datagram.length, ruleHandles, byType };
+  return { messages: messages.length, bytes: datagram.length, ruleHandles, byType };
 }
