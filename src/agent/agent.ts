@@ -259,7 +259,10 @@ export class Agent {
           genId = read.genId;
           kernel = read.value ? modelFromKernel(read.value) : undefined;
         } catch (err) {
-          if (!(err instanceof DecodeError)) throw err;
+          if (!(err instanceof DecodeError)) {
+            this.commitFailed('resync', err);
+            throw err;
+          }
           // Bytes nfkube cannot even parse in its own table: replace all of it.
           this.opts.logger.warn({ err }, 'own table unreadable; replacing it');
           return this.replaceTable('resync');

@@ -31,8 +31,20 @@ export function canonicalExprs(exprs: Expr[]): Expr[] {
   return exprs.map(canonicalExpr);
 }
 
+// Rendered rules are never mutated, so their keys are computed once.
+const keys = new WeakMap<object, string>();
+
 /** A stable text key for a rule body, for set-like comparison of rule lists. */
 export function ruleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
+  let k = keys.get(r);
+  if (k === undefined) {
+    k = computeRuleKey(r);
+    keys.set(r, k);
+  }
+  return k;
+}
+
+function computeRuleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
   return JSON.stringify({ e: canonicalExprs(r.exprs), c: r.comment ?? null }, (_k, v) =>
     typeof v === 'bigint' ? `${v}n` : v && v.type === 'Buffer' && Array.isArray(v.data) ? Buffer.from(v.data).toString('hex') : v,
   );

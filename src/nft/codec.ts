@@ -15,19 +15,23 @@ export function familyFromNumber(n: number): Family {
   return f;
 }
 
-// linux/netfilter.h: NF_INET_* (and NF_NETDEV_* for the netdev family).
+// linux/netfilter.h NF_INET_*, NF_NETDEV_*; linux/netfilter_arp.h NF_ARP_IN, NF_ARP_OUT, NF_ARP_FORWARD.
 const INET_HOOKS: HookName[] = ['prerouting', 'input', 'forward', 'output', 'postrouting', 'ingress'];
 const NETDEV_HOOKS: HookName[] = ['ingress', 'egress'];
+const ARP_HOOKS: HookName[] = ['input', 'output', 'forward'];
+
+function hooksOf(family: Family): HookName[] {
+  return family === 'netdev' ? NETDEV_HOOKS : family === 'arp' ? ARP_HOOKS : INET_HOOKS;
+}
 
 function hookNumber(family: Family, hook: HookName): number {
-  const table = family === 'netdev' ? NETDEV_HOOKS : INET_HOOKS;
-  const n = table.indexOf(hook);
+  const n = hooksOf(family).indexOf(hook);
   if (n < 0) throw new Error(`hook ${hook} does not exist in family ${family}`);
   return n;
 }
 
 function hookName(family: Family, n: number): HookName {
-  const h = (family === 'netdev' ? NETDEV_HOOKS : INET_HOOKS)[n];
+  const h = hooksOf(family)[n];
   if (!h) throw new DecodeError(`unknown hook number ${n} in family ${family}`);
   return h;
 }

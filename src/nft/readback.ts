@@ -58,6 +58,8 @@ export async function consistentRead<T>(socket: NetlinkSocket, read: () => Promi
     const value = await read();
     const after = await getGeneration(socket);
     if (before === after) return { value, genId: after };
+    // A busy writer commits back to back: wait a growing, jittered while for a quiet moment.
+    await new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 2 ** i)));
   }
   throw new Error(`the ruleset kept changing during ${attempts} attempts to read it`);
 }
