@@ -158,11 +158,35 @@ export class AttrWriter {
   }
 }
 
-/** One attribute as read: its type without flags, and a view of its payload. */
-export interface Attr {
-  type: number;
-  nested: boolean;
-  data: Buffer;
+/** One attribute as read: its type without flags, and where its payload lies in the buffer.
+ * Payload views are made only on demand: a large dump holds hundreds of thousands of attributes,
+ * and most are read as numbers straight from the buffer. */
+export class Attr {
+  private view?: Buffer;
+
+  constructor(
+    readonly type: number,
+    readonly nested: boolean,
+    readonly buf: Buffer,
+    readonly start: number,
+    readonly end: number,
+  ) {}
+
+  get length(): number {
+    return this.end - this.start;
+  }
+
+  get data(): Buffer {
+    this.view ??= this.buf.subarray(this.start, this.end);
+    return this.view;
+  }
+
+  /** The payload up to its first NUL, as NLA_STRING attributes are read. */
+  text(): string {
+    let nul = this.start;
+    while (nul < this.end && this.buf[nul] !== 0) nul++;
+    return this.buf.toString('utf8', this.start, nul);
+  }
 }
 
 /** Splits an attribute stream; throws DecodeError on any length that does not fit. */
@@ -176,11 +200,7 @@ export function parseAttrs(buf: Buffer, start = 0, end = buf.length): Attr[] {
     if (len < NLA_HDRLEN || pos + len > end) {
       throw new DecodeError(`attribute ${rawType & NLA_TYPE_MASK} at offset ${pos} has bad length ${len}`);
     }
-    out.push({
-      type: rawType & NLA_TYPE_MASK,
-      nested: (rawType & NLA_F_NESTED) !== 0,
-      data: buf.subarray(pos + NLA_HDRLEN, pos + len),
-    });
+    out.push(new Attr(rawType & NLA_TYPE_MASK, (rawType & NLA_F_NESTED) !== 0, buf, pos + NLA_HDRLEN, pos + len));
     pos += align4(len);
   }
   return out;
@@ -208,42 +228,46 @@ export class AttrMap {
     return this.byType.get(type);
   }
 
-  private need(type: number, size: number): Buffer | undefined {
+  /** The attribute of `type` when its payload holds at least `size` bytes; read numbers at .start. */
+  private need(type: number, size: number): Attr | undefined {
     const a = this.byType.get(type);
     if (!a) return undefined;
-    if (a.data.length < size) throw new DecodeError(`${this.what}: attribute ${type} has ${a.data.length} bytes, expected ${size}`);
-    return a.data;
+    if (a.length < size) throw new DecodeError(`${this.what}: attribute ${type} has ${a.length} bytes, expected ${size}`);
+    return a;
   }
 
   str(type: number): string | undefined {
-    const a = this.byType.get(type);
-    if (!a) return undefined;
-    const nul = a.data.indexOf(0);
-    return a.data.toString('utf8', 0, nul < 0 ? a.data.length : nul);
+    return this.byType.get(type)?.text();
   }
 
   u8(type: number): number | undefined {
-    return this.need(type, 1)?.readUInt8(0);
+    const a = this.need(type, 1);
+    return a && a.buf.readUInt8(a.start);
   }
 
   u16(type: number): number | undefined {
-    return this.need(type, 2)?.readUInt16LE(0);
+    const a = this.need(type, 2);
+    return a && a.buf.readUInt16LE(a.start);
   }
 
   be16(type: number): number | undefined {
-    return this.need(type, 2)?.readUInt16BE(0);
+    const a = this.need(type, 2);
+    return a && a.buf.readUInt16BE(a.start);
   }
 
   u32(type: number): number | undefined {
-    return this.need(type, 4)?.readUInt32LE(0);
+    const a = this.need(type, 4);
+    return a && a.buf.readUInt32LE(a.start);
   }
 
   be32(type: number): number | undefined {
-    return this.need(type, 4)?.readUInt32BE(0);
+    const a = this.need(type, 4);
+    return a && a.buf.readUInt32BE(a.start);
   }
 
   be64(type: number): bigint | undefined {
-    return this.need(type, 8)?.readBigUInt64BE(0);
+    const a = this.need(type, 8);
+    return a && a.buf.readBigUInt64BE(a.start);
   }
 
   bytes(type: number): Buffer | undefined {
@@ -252,7 +276,7 @@ export class AttrMap {
 
   nested(type: number): AttrMap | undefined {
     const a = this.byType.get(type);
-    return a ? new AttrMap(parseAttrs(a.data), `${this.what}/${type}`) : undefined;
+    return a ? new AttrMap(parseAttrs(a.buf, a.start, a.end), `${this.what}/${type}`) : undefined;
   }
 
   /** Like the accessors above but absence is an error naming the attribute. */

@@ -1,6 +1,6 @@
 /** The shape every expression codec has, and the strict attribute readers and checked writers
  * they share. Sizes follow the kernel's nla_policy for each expression (net/netfilter/nft_*.c). */
-import { AttrMap, AttrWriter } from '../../netlink/attr';
+import { Attr, AttrMap, AttrWriter } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { Expr } from '../types';
@@ -45,13 +45,14 @@ export class ExprReader {
     private readonly prefix: string,
   ) {}
 
-  private sized(type: number, size: number): Buffer | undefined {
+  /** The attribute when its payload is exactly `size` bytes; numbers are read at its .start. */
+  private sized(type: number, size: number): Attr | undefined {
     const a = this.map.get(type);
     if (!a) return undefined;
-    if (a.data.length !== size) {
-      throw new DecodeError(`${this.kind}: ${attrName(this.prefix, type)} has ${a.data.length} bytes, expected ${size}`);
+    if (a.length !== size) {
+      throw new DecodeError(`${this.kind}: ${attrName(this.prefix, type)} has ${a.length} bytes, expected ${size}`);
     }
-    return a.data;
+    return a;
   }
 
   has(type: number): boolean {
@@ -59,27 +60,28 @@ export class ExprReader {
   }
 
   u8(type: number): number | undefined {
-    return this.sized(type, 1)?.readUInt8(0);
+    const a = this.sized(type, 1);
+    return a && a.buf.readUInt8(a.start);
   }
 
   be16(type: number): number | undefined {
-    return this.sized(type, 2)?.readUInt16BE(0);
+    const a = this.sized(type, 2);
+    return a && a.buf.readUInt16BE(a.start);
   }
 
   be32(type: number): number | undefined {
-    return this.sized(type, 4)?.readUInt32BE(0);
+    const a = this.sized(type, 4);
+    return a && a.buf.readUInt32BE(a.start);
   }
 
   be64(type: number): bigint | undefined {
-    return this.sized(type, 8)?.readBigUInt64BE(0);
+    const a = this.sized(type, 8);
+    return a && a.buf.readBigUInt64BE(a.start);
   }
 
   /** NLA_STRING: up to the first NUL, which the sender may or may not have included. */
   str(type: number): string | undefined {
-    const a = this.map.get(type);
-    if (!a) return undefined;
-    const nul = a.data.indexOf(0);
-    return a.data.toString('utf8', 0, nul < 0 ? a.data.length : nul);
+    return this.map.get(type)?.text();
   }
 
   /** A nested attribute's members, for nft_data nests. */
