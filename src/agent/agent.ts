@@ -38,7 +38,10 @@ export interface SyncReport {
   messages: number;
   byType: Map<string, number>;
   durationMs: number;
+  /** Resyncs: the difference found, in formatDiff's notation ('' when none). */
   drift?: string;
+  /** Resyncs: objects repaired, by kind (table, chain, set, element). */
+  repaired?: Record<string, number>;
 }
 
 export interface AgentObserver {
@@ -195,13 +198,14 @@ export class Agent {
     this.retryTimer.unref();
   }
 
-  private recordCommit(kind: SyncReport['kind'], res: CommitResult, t0: number, extra: { events?: number; drift?: string } = {}): SyncReport {
+  private recordCommit(kind: SyncReport['kind'], res: CommitResult, t0: number, extra: { events?: number; drift?: string; repaired?: Record<string, number> } = {}): SyncReport {
     this.totals.commits++;
     this.totals.messages += res.messages;
     for (const [k, v] of res.byType) this.totals.byType.set(k, (this.totals.byType.get(k) ?? 0) + v);
-    const report: SyncReport = { kind, messages: res.messages, byType: res.byType, durationMs: performance.now() - t0, drift: extra.drift };
+    const report: SyncReport = { kind, messages: res.messages, byType: res.byType, durationMs: performance.now() - t0, drift: extra.drift, repaired: extra.repaired };
     const m = this.desired!.model;
-    const sizes = { pods: this.engine.stats().pods ?? 0, policies: this.engine.stats().policies ?? 0, sets: m.sets.size, elements: countElements(m), rules: countRules(m) };
+    const stats = this.engine.stats();
+    const sizes = { pods: stats.targets ?? 0, policies: stats.policies ?? 0, sets: m.sets.size, elements: countElements(m), rules: countRules(m) };
     this.opts.observer?.synced?.(report);
     this.opts.observer?.sizes?.(sizes);
     this.opts.logger.info({ kind, events: extra.events, messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...sizes }, 'sync committed');
@@ -272,6 +276,7 @@ export class Agent {
             this.opts.logger.warn({ table: this.opts.table }, 'own table missing; recreating it');
             const r = await this.replaceTable('resync', genId);
             r.drift = `table inet ${this.opts.table} missing`;
+            r.repaired = { table: 1 };
             return r;
           }
           // Pending changes are part of the desired model now; they are committed by this repair.
@@ -298,7 +303,7 @@ export class Agent {
           }
           this.committed = target;
           this.failures = 0;
-          return this.recordCommit('resync', res, t0, { drift });
+          return this.recordCommit('resync', res, t0, { drift, repaired: repairedCounts(d) });
         } catch (err) {
           if (isGenerationMismatch(err) && attempt < 5) continue; // someone committed meanwhile: read again
           this.commitFailed('resync', err);
@@ -318,4 +323,17 @@ export class Agent {
   get desiredModel(): RulesetModel | undefined {
     return this.desired?.model;
   }
+}
+
+function repairedCounts(d: RuleSetDiff): Record<string, number> {
+  let elements = 0;
+  for (const e of d.addElements.values()) elements += e.length;
+  for (const e of d.removeElements.values()) elements += e.length;
+  const counts: Record<string, number> = {
+    chain: d.addChains.length + d.removeChains.length + d.rewriteChains.length,
+    set: d.addSets.length + d.removeSets.length + d.replaceSets.length,
+    element: elements,
+  };
+  for (const k of Object.keys(counts)) if (counts[k] === 0) delete counts[k];
+  return counts;
 }

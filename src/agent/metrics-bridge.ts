@@ -10,9 +10,9 @@ export function metricsObserver(metrics: AgentMetrics): AgentObserver {
   return {
     synced(r) {
       metrics.observeSync(r.kind, r.durationMs / 1000);
-      if (r.messages > 0) metrics.recordBatch(r.kind, expand(r.byType));
+      if (r.messages > 0) metrics.recordBatch('nftables', expand(r.byType));
       metrics.recordSuccessfulSync();
-      if (r.drift) metrics.recordDriftRepairs(r.kind, r.drift.split('\n').filter((l) => /^[-+~] /.test(l)).length);
+      for (const [kind, n] of Object.entries(r.repaired ?? {})) metrics.recordDriftRepairs(kind, n);
     },
     failed(_kind, err) {
       metrics.recordTransactionFailure(err instanceof NetlinkError ? err.code : 'other');

@@ -8,6 +8,7 @@ const commands: Record<string, () => Command> = {
   verify: () => require('./commands/verify').default,
   cleanup: () => require('./commands/cleanup').default,
   ipset: () => require('./commands/ipset').default,
+  install: () => require('./commands/install').default,
 };
 
 function help(): string {

@@ -1,0 +1,201 @@
+/** The agent's Prometheus metrics, on a private registry so an embedding program's own
+ * prom-client registry is never polluted. The agent reports through the record/set methods;
+ * per-policy packet and byte counters are read from the kernel only when scraped. Every name is
+ * listed in the README's "Metrics" section. */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type SyncKind = 'full' | 'incremental' | 'resync';
+
+/** One kernel counter attached to a policy's accept rule or to a pod's default deny. */
+export interface PolicyCounterRow {
+  /** `<namespace>/<name>` of the policy; for a default deny, the pod it isolates. */
+  policy: string;
+  direction: 'ingress' | 'egress';
+  verdict: 'accept' | 'drop' | 'reject';
+  packets: number | bigint;
+  bytes: number | bigint;
+}
+
+/** Reads the per-policy counters from the kernel; called once per scrape. */
+export type PolicyCounterReader = () => Promise<PolicyCounterRow[]>;
+
+export interface AgentMetricsOptions {
+  /** Also export prom-client's process metrics (CPU, memory, event loop lag). Default true. */
+  processMetrics?: boolean;
+  /** Sync duration histogram buckets, in seconds. */
+  syncBuckets?: number[];
+}
+
+const POLICY_LABELS = ['policy', 'direction', 'verdict'] as const;
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+
+  private readonly syncDuration: Histogram<'kind'>;
+  private readonly kernelMessages: Counter<'kind'>;
+  private readonly kernelBatches: Counter<'kind'>;
+  private readonly transactionFailures: Counter<'errno'>;
+  private readonly driftRepairs: Counter<'kind'>;
+  private readonly objects: Record<'pods' | 'policies' | 'sets' | 'elements' | 'queueDepth', Gauge>;
+  private readonly lastSuccessfulSync: Gauge;
+  private readonly policyCounterReadFailures: Counter;
+  private policyCounterReader?: PolicyCounterReader;
+  private onPolicyCounterError?: (err: unknown) => void;
+  /** The kernel read shared by the packet and byte metrics of one scrape. */
+  private pendingRead?: Promise<PolicyCounterRow[] | undefined>;
+  private lastSyncSeconds?: number;
+
+  constructor(options: AgentMetricsOptions = {}) {
+    const registers = [this.registry];
+    this.syncDuration = new Histogram({
+      name: 'nfkube_sync_duration_seconds',
+      help: 'Time from starting a sync to the kernel committing it, by kind (full, incremental, resync).',
+      labelNames: ['kind'],
+      buckets: options.syncBuckets ?? [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.kernelMessages = new Counter({
+      name: 'nfkube_kernel_messages_total',
+      help: 'Netlink messages sent to the kernel, by message kind (e.g. NFT_MSG_NEWSETELEM).',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.kernelBatches = new Counter({
+      name: 'nfkube_kernel_batches_total',
+      help: 'Netlink batches (one sendmsg each) sent to the kernel, by subsystem (nftables, ipset).',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.transactionFailures = new Counter({
+      name: 'nfkube_transaction_failures_total',
+      help: 'Kernel transactions refused, by errno name (e.g. EEXIST, ERESTART).',
+      labelNames: ['errno'],
+      registers,
+    });
+    this.driftRepairs = new Counter({
+      name: 'nfkube_drift_repairs_total',
+      help: 'Kernel objects found different from the intended state and repaired, by object kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    const gauge = (name: string, help: string) => new Gauge({ name, help, registers });
+    this.objects = {
+      pods: gauge('nfkube_pods', 'Pods on this node that the agent enforces policy for.'),
+      policies: gauge('nfkube_policies', 'NetworkPolicies known to the agent.'),
+      sets: gauge('nfkube_sets', 'nftables sets in the agent\'s table.'),
+      elements: gauge('nfkube_set_elements', 'Elements across all sets in the agent\'s table.'),
+      queueDepth: gauge('nfkube_event_queue_depth', 'Kubernetes events waiting to be applied.'),
+    };
+    this.lastSuccessfulSync = gauge(
+      'nfkube_last_successful_sync_timestamp_seconds',
+      'Unix time of the last sync the kernel committed.',
+    );
+    const metrics = this;
+    this.policyCounterReadFailures = new Counter({
+      name: 'nfkube_policy_counter_read_failures_total',
+      help: 'Scrapes where reading the per-policy counters from the kernel failed.',
+      registers,
+      async collect() {
+        await metrics.readPolicyCounters(); // so this scrape's failure is already counted
+      },
+    });
+    new Counter({
+      name: 'nfkube_policy_packets_total',
+      help: 'Packets counted by the kernel on each policy\'s accept rules and each pod\'s default deny.',
+      labelNames: POLICY_LABELS,
+      registers,
+      async collect() {
+        await metrics.fillPolicyCounter(this, 'packets');
+      },
+    });
+    new Counter({
+      name: 'nfkube_policy_bytes_total',
+      help: 'Bytes counted by the kernel on each policy\'s accept rules and each pod\'s default deny.',
+      labelNames: POLICY_LABELS,
+      registers,
+      async collect() {
+        await metrics.fillPolicyCounter(this, 'bytes');
+      },
+    });
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'nfkube_' });
+  }
+
+  observeSync(kind: SyncKind, seconds: number): void {
+    this.syncDuration.observe({ kind }, seconds);
+  }
+
+  /** One batch sent as one sendmsg: counts the batch and each message in it by name. */
+  recordBatch(kind: string, messageKinds: Iterable<string>): void {
+    this.kernelBatches.inc({ kind });
+    const counts = new Map<string, number>();
+    for (const m of messageKinds) counts.set(m, (counts.get(m) ?? 0) + 1);
+    for (const [m, n] of counts) this.kernelMessages.inc({ kind: m }, n);
+  }
+
+  recordTransactionFailure(errno: string): void {
+    this.transactionFailures.inc({ errno });
+  }
+
+  recordDriftRepairs(kind: string, count = 1): void {
+    this.driftRepairs.inc({ kind }, count);
+  }
+
+  setObjectCounts(counts: Partial<Record<'pods' | 'policies' | 'sets' | 'elements', number>>): void {
+    for (const [key, value] of Object.entries(counts) as [keyof typeof counts, number | undefined][]) {
+      if (value !== undefined) this.objects[key].set(value);
+    }
+  }
+
+  setEventQueueDepth(depth: number): void {
+    this.objects.queueDepth.set(depth);
+  }
+
+  /** Marks a committed sync; `at` is a Date or milliseconds since the epoch (default now). */
+  recordSuccessfulSync(at: Date | number = Date.now()): void {
+    const ms = typeof at === 'number' ? at : at.getTime();
+    this.lastSyncSeconds = ms / 1000;
+    this.lastSuccessfulSync.set(this.lastSyncSeconds);
+  }
+
+  /** Milliseconds since the epoch of the last committed sync, if any (for /healthz). */
+  lastSuccessfulSyncMs(): number | undefined {
+    return this.lastSyncSeconds === undefined ? undefined : this.lastSyncSeconds * 1000;
+  }
+
+  /** Installs the kernel read used at scrape time; without one the policy counters are empty.
+   * A failed read leaves them empty for that scrape, counts a failure and calls `onError`. */
+  setPolicyCounterReader(reader: PolicyCounterReader | undefined, onError?: (err: unknown) => void): void {
+    this.policyCounterReader = reader;
+    this.onPolicyCounterError = onError;
+  }
+
+  /** The exposition text and its content type, as served on /metrics. */
+  async expose(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private async fillPolicyCounter(counter: Counter<(typeof POLICY_LABELS)[number]>, field: 'packets' | 'bytes'): Promise<void> {
+    counter.reset(); // rules of deleted policies must disappear, not linger at their last value
+    const rows = await this.readPolicyCounters();
+    for (const row of rows ?? []) {
+      counter.inc({ policy: row.policy, direction: row.direction, verdict: row.verdict }, Number(row[field]));
+    }
+  }
+
+  private readPolicyCounters(): Promise<PolicyCounterRow[] | undefined> {
+    const reader = this.policyCounterReader;
+    if (!reader) return Promise.resolve(undefined);
+    // Both counters collect concurrently within one scrape; they share one kernel read.
+    this.pendingRead ??= Promise.resolve()
+      .then(reader)
+      .catch((err: unknown) => {
+        this.policyCounterReadFailures.inc();
+        this.onPolicyCounterError?.(err);
+        return undefined;
+      })
+      .finally(() => {
+        this.pendingRead = undefined;
+      });
+    return this.pendingRead;
+  }
+}

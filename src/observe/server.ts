@@ -1,0 +1,126 @@
+/** The agent's HTTP endpoints: /metrics, /healthz and /readyz. The agent supplies callbacks, so
+ * this module knows nothing about syncing; it only turns the agent's answers into status codes. */
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+
+export const DEFAULT_METRICS_ADDR = '127.0.0.1:9476';
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** Parses `host:port`, `[v6]:port` (e.g. `[::1]:9476`). Port 0 asks the kernel for a free one. */
+export function parseListenAddress(text: string, flag = '--metrics-addr'): ListenAddress {
+  const bracketed = /^\[([^\]]+)\]:(\d+)$/.exec(text);
+  const plain = /^([^:\[\]]+):(\d+)$/.exec(text);
+  const m = bracketed ?? plain;
+  if (!m) throw new Error(`${flag}: expected host:port or [ipv6]:port, got "${text}"`);
+  const [, host, portText] = m;
+  if (bracketed && isIP(host) !== 6) throw new Error(`${flag}: "${host}" in brackets is not an IPv6 address`);
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port > 65535) throw new Error(`${flag}: port ${portText} is out of range 0-65535`);
+  return { host, port };
+}
+
+export interface HealthInputs {
+  now: number;
+  /** When the server started; before the first sync the age is measured from here. */
+  startedAt: number;
+  lastSuccessfulSync: number | undefined;
+  resyncPeriodMs: number;
+  /** A reason the agent is not alive (e.g. its event loop stopped), or undefined. */
+  notAlive: string | undefined;
+}
+
+/** Alive and the last committed sync (or the start, before any) is at most 3 resync periods old. */
+export function healthStatus(h: HealthInputs): { ok: boolean; reason: string } {
+  if (h.notAlive) return { ok: false, reason: `not alive: ${h.notAlive}` };
+  const limit = 3 * h.resyncPeriodMs;
+  const since = h.lastSuccessfulSync ?? h.startedAt;
+  const age = h.now - since;
+  const what = h.lastSuccessfulSync === undefined ? 'no successful sync since start' : 'last successful sync';
+  const ageText = `${(age / 1000).toFixed(1)}s ago`;
+  if (age > limit) return { ok: false, reason: `${what} ${ageText}, limit ${(limit / 1000).toFixed(1)}s (3 resync periods)` };
+  return { ok: true, reason: `ok: ${what} ${ageText}` };
+}
+
+export interface ObserveServerOptions {
+  address: ListenAddress;
+  /** The exposition body and content type for /metrics. */
+  metrics: () => Promise<{ contentType: string; body: string }>;
+  /** Milliseconds since the epoch of the last sync the kernel committed. */
+  lastSuccessfulSync: () => number | undefined;
+  resyncPeriodMs: number;
+  /** True once the first full sync committed. */
+  ready: () => boolean;
+  /** Returns why the agent is not alive, or undefined when it is. */
+  notAlive?: () => string | undefined;
+  /** Clock, milliseconds since the epoch. */
+  now?: () => number;
+}
+
+export interface ObserveServer {
+  /** The bound address (the real port when 0 was asked for). */
+  address: ListenAddress;
+  close(): Promise<void>;
+}
+
+function reply(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
+  res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+  res.end(body.endsWith('\n') ? body : `${body}\n`);
+}
+
+export async function startObserveServer(options: ObserveServerOptions): Promise<ObserveServer> {
+  const now = options.now ?? Date.now;
+  const startedAt = now();
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') return reply(res, 405, 'method not allowed');
+    switch (path) {
+      case '/metrics': {
+        const { contentType, body } = await options.metrics();
+        return reply(res, 200, body, contentType);
+      }
+      case '/healthz': {
+        const h = healthStatus({
+          now: now(),
+          startedAt,
+          lastSuccessfulSync: options.lastSuccessfulSync(),
+          resyncPeriodMs: options.resyncPeriodMs,
+          notAlive: options.notAlive?.(),
+        });
+        return reply(res, h.ok ? 200 : 503, h.reason);
+      }
+      case '/readyz':
+        return options.ready() ? reply(res, 200, 'ok: first full sync committed') : reply(res, 503, 'not ready: first full sync not committed yet');
+      default:
+        return reply(res, 404, 'not found: try /metrics, /healthz or /readyz');
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) reply(res, 500, `error: ${err instanceof Error ? err.message : String(err)}`);
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.address.port, options.address.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = server.address();
+  const port = typeof bound === 'object' && bound ? bound.port : options.address.port;
+  return {
+    address: { host: options.address.host, port },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

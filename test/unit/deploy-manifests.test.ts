@@ -1,0 +1,84 @@
+/** Every manifest under deploy/kubernetes parses and has the properties the agent relies on. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { DEFAULT_METRICS_ADDR, parseListenAddress } from '../../src/observe/server';
+
+const dir = join(__dirname, '..', '..', '..', 'deploy', 'kubernetes');
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function load(file: string): Obj[] {
+  const docs = parseAllDocuments(readFileSync(join(dir, file), 'utf8'));
+  return docs.map((d) => {
+    assert.deepEqual(d.errors, [], `${file}: ${d.errors.join('; ')}`);
+    return d.toJS() as Obj;
+  }).filter((o) => o !== null);
+}
+
+const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+const byKind = new Map<string, Obj>();
+for (const file of files) for (const o of load(file)) byKind.set(o.kind, o);
+
+test('kustomization lists every manifest and sets the namespace', () => {
+  const k = byKind.get('Kustomization');
+  assert.ok(k, 'kustomization.yaml');
+  assert.deepEqual([...k.resources].sort(), files.filter((f) => f !== 'kustomization.yaml').sort());
+  assert.equal(k.namespace, 'kube-system');
+  for (const kind of ['DaemonSet', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']) assert.ok(byKind.has(kind), kind);
+});
+
+test('DaemonSet: host network, node name, every node, critical, least privilege, probes', () => {
+  const ds = byKind.get('DaemonSet')!;
+  assert.equal(ds.apiVersion, 'apps/v1');
+  const pod = ds.spec.template.spec;
+  assert.deepEqual(ds.spec.selector.matchLabels, ds.spec.template.metadata.labels);
+  assert.equal(pod.hostNetwork, true);
+  assert.equal(pod.priorityClassName, 'system-node-critical');
+  assert.equal(pod.serviceAccountName, byKind.get('ServiceAccount')!.metadata.name);
+  assert.ok(pod.tolerations.some((t: Obj) => t.operator === 'Exists' && t.key === undefined && t.effect === undefined), 'a toleration matching every taint');
+  assert.equal(pod.containers.length, 1);
+  const c = pod.containers[0];
+  const nodeName = c.env.find((e: Obj) => e.name === 'NODE_NAME');
+  assert.equal(nodeName.valueFrom.fieldRef.fieldPath, 'spec.nodeName');
+  assert.equal(c.args[0], 'agent');
+  assert.ok(c.args.includes('--node-name=$(NODE_NAME)'));
+  const sc = c.securityContext;
+  assert.deepEqual(sc.capabilities, { drop: ['ALL'], add: ['NET_ADMIN'] });
+  assert.equal(sc.readOnlyRootFilesystem, true);
+  assert.equal(sc.allowPrivilegeEscalation, false);
+  assert.notEqual(sc.privileged, true);
+  for (const key of ['requests', 'limits']) {
+    assert.ok(c.resources[key].cpu && c.resources[key].memory, `resources.${key} has cpu and memory`);
+  }
+  // Probes go to the metrics server's address: with hostNetwork the kubelet shares the node's
+  // network namespace, so 127.0.0.1 is the agent's loopback too.
+  const metricsArg = c.args.find((a: string) => a.startsWith('--metrics-addr='));
+  const addr = parseListenAddress(metricsArg ? metricsArg.split('=')[1] : DEFAULT_METRICS_ADDR);
+  for (const [probe, path] of [['livenessProbe', '/healthz'], ['readinessProbe', '/readyz']] as const) {
+    const get = c[probe].httpGet;
+    assert.equal(get.path, path, probe);
+    assert.equal(get.port, addr.port, `${probe} port`);
+    if (addr.host !== '0.0.0.0' && addr.host !== '::') assert.equal(get.host, addr.host, `${probe} host`);
+  }
+});
+
+test('ClusterRole: read pods, namespaces, networkpolicies; write only events', () => {
+  const role = byKind.get('ClusterRole')!;
+  const allowed = (group: string, resource: string, verb: string) =>
+    role.rules.some((r: Obj) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
+  for (const [group, resource] of [['', 'pods'], ['', 'namespaces'], ['networking.k8s.io', 'networkpolicies']]) {
+    for (const verb of ['get', 'list', 'watch']) assert.ok(allowed(group, resource, verb), `${verb} ${resource}`);
+  }
+  for (const verb of ['create', 'patch']) assert.ok(allowed('', 'events', verb), `${verb} events`);
+  const writes = role.rules.filter((r: Obj) => r.verbs.some((v: string) => !['get', 'list', 'watch'].includes(v)));
+  assert.ok(writes.every((r: Obj) => r.resources.length === 1 && r.resources[0] === 'events'), 'only events are written');
+  assert.ok(role.rules.every((r: Obj) => !r.verbs.includes('*') && !r.resources.includes('*')), 'no wildcards');
+});
+
+test('ClusterRoleBinding binds the role to the ServiceAccount in the kustomization namespace', () => {
+  const b = byKind.get('ClusterRoleBinding')!;
+  assert.deepEqual(b.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: byKind.get('ClusterRole')!.metadata.name });
+  assert.deepEqual(b.subjects, [{ kind: 'ServiceAccount', name: byKind.get('ServiceAccount')!.metadata.name, namespace: byKind.get('Kustomization')!.namespace }]);
+});
