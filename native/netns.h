@@ -17,4 +17,17 @@ Napi::Value CloseFd(const Napi::CallbackInfo& info);
 // openNetns(path): fd of the namespace at path (e.g. /var/run/netns/x, /proc/PID/ns/net).
 Napi::Value OpenNetns(const Napi::CallbackInfo& info);
 
+// Sockets inside a namespace, for sandboxes that must carry real traffic (`nfkube demo`). The
+// namespace fd must stay open until each call returns or its promise settles.
+// listenInNetns(nsFd, address, port): fd of a non-blocking TCP socket bound to the numeric
+// address and listening, created inside the namespace (hand it to net.Server.listen({ fd })).
+Napi::Value ListenInNetns(const Napi::CallbackInfo& info);
+// connectInNetns(nsFd, address, port, timeoutMs): Promise<number> of one TCP connect made from
+// inside the namespace on a worker thread: 0 when established, else its errno (ECONNREFUSED,
+// ETIMEDOUT after timeoutMs, ...). Rejects only when no socket could be made.
+Napi::Value ConnectInNetns(const Napi::CallbackInfo& info);
+// writeSysctlInNetns(nsFd, key, value): writes /proc/sys/<key> as seen from inside the
+// namespace; key must be under net/ (e.g. net/ipv6/conf/all/forwarding, which rtnetlink cannot set).
+Napi::Value WriteSysctlInNetns(const Napi::CallbackInfo& info);
+
 }  // namespace nfnl

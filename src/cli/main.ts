@@ -9,6 +9,7 @@ const commands: Record<string, () => Command> = {
   cleanup: () => require('./commands/cleanup').default,
   ipset: () => require('./commands/ipset').default,
   install: () => require('./commands/install').default,
+  demo: () => require('./commands/demo').default,
 };
 
 function help(): string {

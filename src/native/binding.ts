@@ -21,6 +21,12 @@ export interface NativeAddon {
   createNetns(): number;
   openNetns(path: string): number;
   closeFd(fd: number): void;
+  /** fd of a non-blocking TCP socket listening on address:port inside the namespace. */
+  listenInNetns(nsFd: number, address: string, port: number): number;
+  /** One TCP connect from inside the namespace: 0 when established, else its errno. */
+  connectInNetns(nsFd: number, address: string, port: number, timeoutMs: number): Promise<number>;
+  /** Writes /proc/sys/<key> (key under net/) as seen from inside the namespace. */
+  writeSysctlInNetns(nsFd: number, key: string, value: string): void;
 }
 
 const root = path.resolve(__dirname, '..', '..', '..');
