@@ -2,8 +2,9 @@
  * an event re-renders only what it touched.
  *
  * Layout of the table (default `inet nfkube`):
- *   forward_egress  hook forward prio 0: ct established,related accept; ip saddr vmap @egress_v4 ...
- *   forward_ingress hook forward prio 1: ct established,related accept; ip daddr vmap @ingress_v4 ...
+ *   forward_egress  hook forward prio 0: ct established,related accept; IPv6 neighbor discovery
+ *                   accept; ip saddr vmap @egress_v4 ...
+ *   forward_ingress hook forward prio 1: the same, with ip daddr vmap @ingress_v4 ...
  *   input_egress    hook input   prio 0: as forward_egress, for pod -> node traffic
  * Two base chains on one hook make ingress and egress independent: an `accept` ends only its own
  * base chain, so a packet between two local pods must pass both. Traffic the node itself sends to
@@ -61,8 +62,12 @@ export class Renderer {
   /** Base chains and the four vmaps (empty): the part that never depends on the cluster. */
   base(): { chains: ChainModel[]; sets: SetModel[] } {
     const established = [...b.ctState(['established', 'related']), b.accept()];
+    // Neighbor discovery is how an IPv6 pod reaches its gateway at all (it may come from the
+    // pod's own address); NetworkPolicy governs connections, not the link.
+    const discovery = [...b.icmpv6NeighborDiscovery(), b.accept()];
     const dispatch = (chain: string, dir: Direction, field: 'saddr' | 'daddr') => [
       this.rule(chain, established),
+      this.rule(chain, discovery),
       this.rule(chain, [...b.nfproto('ipv4'), b.load(`ip ${field}`), b.vmap(VMAPS[dir].v4)]),
       this.rule(chain, [...b.nfproto('ipv6'), b.load(`ip6 ${field}`), b.vmap(VMAPS[dir].v6)]),
     ];

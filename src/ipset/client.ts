@@ -43,7 +43,12 @@ interface Outgoing {
   seq: number;
   bytes: Buffer;
   index: number;
-  elements?: Element[];
+  /** For add and del: the op's elements this message carries. */
+  span?: { from: number; to: number };
+}
+
+function revisionKey(type: SetType, family: SetFamily): string {
+  return `${type}/${family}`;
 }
 
 function opTypeName(op: IpsetOp): string | undefined {
@@ -112,7 +117,7 @@ export class IpsetClient {
 
   /** The revision creates use: the newest both this codec and the kernel know. */
   async revisionFor(type: SetType, family: SetFamily): Promise<number> {
-    const key = `${type}/${family}`;
+    const key = revisionKey(type, family);
     let rev = this.revisions.get(key);
     if (rev === undefined) {
       rev = Math.min(codec.KNOWN_REVISION[type], (await this.type(type, family)).revision);
@@ -147,10 +152,10 @@ export class IpsetClient {
   }
 
   /** Tests members (of any sets) with one IPSET_CMD_TEST message each, many per datagram. */
-  async testEach(probes: { set: string; element: Element }[]): Promise<boolean[]> {
+  async testEach(probes: { set: string; type: SetType; element: Element }[]): Promise<boolean[]> {
     const protocol = await this.protocol();
     const seqs = probes.map(() => this.transport.nextSeq());
-    const msgs = probes.map((p, i) => codec.encodeTest({ seq: seqs[i], protocol }, p.set, p.element));
+    const msgs = probes.map((p, i) => codec.encodeTest({ seq: seqs[i], protocol }, p.set, p.type, p.element));
     this.sent.read += msgs.length;
     const r = await this.transport.transact(packDatagrams(msgs));
     const bySeq = new Map(r.acks.map((a) => [a.seq, a]));
@@ -164,23 +169,23 @@ export class IpsetClient {
     });
   }
 
-  testMany(set: string, elements: Element[]): Promise<boolean[]> {
-    return this.testEach(elements.map((element) => ({ set, element })));
+  testMany(set: string, type: SetType, elements: Element[]): Promise<boolean[]> {
+    return this.testEach(elements.map((element) => ({ set, type, element })));
   }
 
-  async test(set: string, element: Element): Promise<boolean> {
-    return (await this.testMany(set, [element]))[0];
+  async test(set: string, type: SetType, element: Element): Promise<boolean> {
+    return (await this.testMany(set, type, [element]))[0];
   }
 
-  private async encode(op: IpsetOp, index: number, protocol: number): Promise<Outgoing[]> {
-    const h = () => ({ seq: this.transport.nextSeq(), protocol });
-    const one = (build: (x: { seq: number; protocol: number }) => Buffer): Outgoing[] => {
-      const x = h();
-      return [{ seq: x.seq, bytes: build(x), index }];
+  /** Appends an op's messages to out; creates need their type's revision looked up first. */
+  private encode(op: IpsetOp, index: number, protocol: number, out: Outgoing[]): void {
+    const one = (build: (x: { seq: number; protocol: number }) => Buffer) => {
+      const x = { seq: this.transport.nextSeq(), protocol };
+      out.push({ seq: x.seq, bytes: build(x), index });
     };
     switch (op.op) {
       case 'create': {
-        const revision = await this.revisionFor(op.type, op.family);
+        const revision = this.revisions.get(revisionKey(op.type, op.family)) as number;
         return one((x) => codec.encodeCreate(x, { name: op.name, type: op.type, family: op.family, revision, options: op.options }, op.exist ?? false));
       }
       case 'destroy':
@@ -193,10 +198,12 @@ export class IpsetClient {
         return one((x) => codec.encodeSwap(x, op.name, op.with));
       case 'add':
       case 'del':
-        return codec.chunkElements(op.elements).map((elements) => {
-          const x = h();
-          return { seq: x.seq, bytes: codec.encodeAdt(x, op.op as 'add' | 'del', op.name, elements, op.exist ?? false), index, elements };
-        });
+        for (let from = 0; from < op.elements.length; ) {
+          const seq = this.transport.nextSeq();
+          const { bytes, next } = codec.encodeAdt({ seq, protocol }, op.op, op.name, op.type, op.elements, op.exist ?? false, from);
+          out.push({ seq, bytes, index, span: { from, to: next } });
+          from = next;
+        }
     }
   }
 
@@ -205,8 +212,9 @@ export class IpsetClient {
   async run(ops: IpsetOp[]): Promise<OpFailure[]> {
     if (ops.length === 0) return [];
     const protocol = await this.protocol();
+    for (const op of ops) if (op.op === 'create') await this.revisionFor(op.type, op.family);
     const outgoing: Outgoing[] = [];
-    for (let i = 0; i < ops.length; i++) outgoing.push(...(await this.encode(ops[i], i, protocol)));
+    for (let i = 0; i < ops.length; i++) this.encode(ops[i], i, protocol, outgoing);
     this.sent.mutating += outgoing.length;
     const r = await this.transport.transact(packDatagrams(outgoing.map((o) => o.bytes)));
     const bySeq = new Map(r.acks.map((a) => [a.seq, a]));
@@ -218,10 +226,10 @@ export class IpsetClient {
       const errno = ack?.errno ?? 61;
       const code = ack?.code ?? (ack ? `E${errno}` : 'ENODATA');
       const base = { op: op.op, set: op.name, typeName: opTypeName(op), extAck: ack?.extAck };
-      if (o.elements && o.elements.length > 1 && (op.op === 'add' || op.op === 'del')) {
-        failures.push(...(await this.locate(op, o.elements, o.index, { errno, code, ...base })));
+      if ((op.op === 'add' || op.op === 'del') && o.span && o.span.to - o.span.from > 1) {
+        failures.push(...(await this.locate(op, op.elements.slice(o.span.from, o.span.to), o.index, { errno, code, ...base })));
       } else {
-        const element = o.elements?.[0]?.key;
+        const element = (op.op === 'add' || op.op === 'del') && o.span ? op.elements[o.span.from].key : undefined;
         failures.push({ index: o.index, error: new IpsetError({ errno, code, element, ...base }) });
       }
     }

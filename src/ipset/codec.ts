@@ -1,6 +1,6 @@
 /** ipset netlink messages (NFNL_SUBSYS_IPSET): pure encoders for every command and decoders for
  * the kernel's replies. Every message carries IPSET_ATTR_PROTOCOL; decoders throw DecodeError. */
-import { align4, AttrMap, AttrWriter, NLA_F_NET_BYTEORDER, parseAttrs } from '../netlink/attr';
+import { align4, AttrMap, AttrWriter, NLA_F_NET_BYTEORDER, NLA_HDRLEN, NLA_TYPE_MASK } from '../netlink/attr';
 import { DecodeError } from '../netlink/errors';
 import {
   AF_INET,
@@ -14,7 +14,7 @@ import {
   NLM_F_REQUEST,
 } from '../netlink/message';
 import * as C from './constants';
-import { elementKey, ElementSyntaxError } from './element';
+import { Addr, elementKey, ElementSyntaxError, parseMember } from './element';
 import { Element, IpsetSet, isSetType, SetFamily, SetOptions, SetType } from './types';
 
 const NBO = NLA_F_NET_BYTEORDER;
@@ -41,39 +41,13 @@ export function familyFromNfproto(n: number): SetFamily | undefined {
   return n === 2 ? 'inet' : n === 10 ? 'inet6' : n === 0 ? 'unspec' : undefined;
 }
 
-/** Fixed-width writers that go through AttrWriter.bytes(): AttrWriter's own u8/be16/be32/be64
- * read `this.buf` before `header()` may grow it, so a value written at a growth is lost. */
-function u8(w: AttrWriter, type: number, v: number): AttrWriter {
-  return w.bytes(type, Buffer.of(v & 0xff));
-}
-function u32(w: AttrWriter, type: number, v: number): AttrWriter {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(v >>> 0);
-  return w.bytes(type, b);
-}
-function be16(w: AttrWriter, type: number, v: number): AttrWriter {
-  const b = Buffer.alloc(2);
-  b.writeUInt16BE(v & 0xffff);
-  return w.bytes(type, b);
-}
-function be32(w: AttrWriter, type: number, v: number): AttrWriter {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(v >>> 0);
-  return w.bytes(type, b);
-}
-function be64(w: AttrWriter, type: number, v: bigint): AttrWriter {
-  const b = Buffer.alloc(8);
-  b.writeBigUInt64BE(BigInt.asUintN(64, v));
-  return w.bytes(type, b);
-}
-
 interface Header {
   seq: number;
   protocol: number;
 }
 
-function message(cmd: number, h: Header, flags: number, fill: (w: AttrWriter) => void): Buffer {
-  const w = u8(new AttrWriter(), C.IPSET_ATTR_PROTOCOL, h.protocol);
+function message(cmd: number, h: Header, flags: number, fill: (w: AttrWriter) => void, sizeHint?: number): Buffer {
+  const w = new AttrWriter(sizeHint).u8(C.IPSET_ATTR_PROTOCOL, h.protocol);
   fill(w);
   return encodeNfMessage({ type: nfMsgType(NFNL_SUBSYS_IPSET, cmd), flags, seq: h.seq, family: AF_INET, payload: w.finish() });
 }
@@ -94,7 +68,7 @@ export function encodeProtocol(h: Header): Buffer {
 }
 
 export function encodeTypeQuery(h: Header, type: string, family: SetFamily): Buffer {
-  return message(C.IPSET_CMD_TYPE, h, NLM_F_REQUEST | NLM_F_ACK, (w) => u8(w.str(C.IPSET_ATTR_TYPENAME, type), C.IPSET_ATTR_FAMILY, NFPROTO[family]));
+  return message(C.IPSET_CMD_TYPE, h, NLM_F_REQUEST | NLM_F_ACK, (w) => w.str(C.IPSET_ATTR_TYPENAME, type).u8(C.IPSET_ATTR_FAMILY, NFPROTO[family]));
 }
 
 export interface CreateSpec {
@@ -110,16 +84,15 @@ export function encodeCreate(h: Header, spec: CreateSpec, exist: boolean): Buffe
   const o = spec.options;
   return message(C.IPSET_CMD_CREATE, h, flagsFor(exist), (w) => {
     w.str(C.IPSET_ATTR_SETNAME, spec.name).str(C.IPSET_ATTR_TYPENAME, spec.type);
-    u8(w, C.IPSET_ATTR_REVISION, spec.revision);
-    u8(w, C.IPSET_ATTR_FAMILY, NFPROTO[spec.family]);
+    w.u8(C.IPSET_ATTR_REVISION, spec.revision).u8(C.IPSET_ATTR_FAMILY, NFPROTO[spec.family]);
     w.nest(C.IPSET_ATTR_DATA, (d) => {
-      if (o.hashsize !== undefined) be32(d, C.IPSET_ATTR_HASHSIZE | NBO, o.hashsize);
-      if (o.maxelem !== undefined) be32(d, C.IPSET_ATTR_MAXELEM | NBO, o.maxelem);
-      if (o.timeout !== undefined) be32(d, C.IPSET_ATTR_TIMEOUT | NBO, o.timeout);
-      if (o.range) be16(be16(d, C.IPSET_ATTR_PORT | NBO, o.range.from), C.IPSET_ATTR_PORT_TO | NBO, o.range.to);
-      if (o.size !== undefined) be32(d, C.IPSET_ATTR_SIZE | NBO, o.size);
+      if (o.hashsize !== undefined) d.be32(C.IPSET_ATTR_HASHSIZE | NBO, o.hashsize);
+      if (o.maxelem !== undefined) d.be32(C.IPSET_ATTR_MAXELEM | NBO, o.maxelem);
+      if (o.timeout !== undefined) d.be32(C.IPSET_ATTR_TIMEOUT | NBO, o.timeout);
+      if (o.range) d.be16(C.IPSET_ATTR_PORT | NBO, o.range.from).be16(C.IPSET_ATTR_PORT_TO | NBO, o.range.to);
+      if (o.size !== undefined) d.be32(C.IPSET_ATTR_SIZE | NBO, o.size);
       const cadt = (o.counters ? C.IPSET_FLAG_WITH_COUNTERS : 0) | (o.comment ? C.IPSET_FLAG_WITH_COMMENT : 0);
-      if (cadt) be32(d, C.IPSET_ATTR_CADT_FLAGS | NBO, cadt);
+      if (cadt) d.be32(C.IPSET_ATTR_CADT_FLAGS | NBO, cadt);
     });
   });
 }
@@ -149,37 +122,36 @@ export function encodeSwap(h: Header, a: string, b: string): Buffer {
   return message(C.IPSET_CMD_SWAP, h, NLM_F_REQUEST | NLM_F_ACK, (w) => w.str(C.IPSET_ATTR_SETNAME, a).str(C.IPSET_ATTR_SETNAME2, b));
 }
 
-function writeIp(w: AttrWriter, type: number, ip: Buffer): void {
-  w.nest(type, (n) => n.bytes((ip.length === 4 ? C.IPSET_ATTR_IPADDR_IPV4 : C.IPSET_ATTR_IPADDR_IPV6) | NBO, ip));
+function writeAddr(w: AttrWriter, type: number, a: Addr): void {
+  w.nest(type, (n) => (typeof a === 'number' ? n.be32(C.IPSET_ATTR_IPADDR_IPV4 | NBO, a) : n.bytes(C.IPSET_ATTR_IPADDR_IPV6 | NBO, a)));
 }
 
-/** The IPSET_ATTR_DATA payload of one element. */
-export function writeElementData(w: AttrWriter, e: Element): void {
-  if (e.ip) writeIp(w, C.IPSET_ATTR_IP, e.ip);
-  if (e.cidr !== undefined) u8(w, C.IPSET_ATTR_CIDR, e.cidr);
-  if (e.port !== undefined) be16(w, C.IPSET_ATTR_PORT | NBO, e.port);
-  if (e.proto !== undefined) u8(w, C.IPSET_ATTR_PROTO, e.proto);
-  if (e.ip2) writeIp(w, C.IPSET_ATTR_IP2, e.ip2);
-  if (e.cidr2 !== undefined) u8(w, C.IPSET_ATTR_CIDR2, e.cidr2);
-  if (e.name !== undefined) w.str(C.IPSET_ATTR_NAME, e.name);
-  if (e.timeout !== undefined) be32(w, C.IPSET_ATTR_TIMEOUT | NBO, e.timeout);
-  if (e.packets !== undefined) be64(w, C.IPSET_ATTR_PACKETS | NBO, e.packets);
-  if (e.bytes !== undefined) be64(w, C.IPSET_ATTR_BYTES | NBO, e.bytes);
+/** The IPSET_ATTR_DATA payload of one member of a set of this type. The fields come from the
+ * member's key, read in either family: the kernel refuses an address of the wrong one. */
+export function writeElementData(w: AttrWriter, type: SetType, e: Element): void {
+  const p = parseMember(type, 'unspec', e.key);
+  if (p.ip !== undefined) writeAddr(w, C.IPSET_ATTR_IP, p.ip);
+  if (p.cidr !== undefined) w.u8(C.IPSET_ATTR_CIDR, p.cidr);
+  if (p.port !== undefined) w.be16(C.IPSET_ATTR_PORT | NBO, p.port);
+  if (p.proto !== undefined) w.u8(C.IPSET_ATTR_PROTO, p.proto);
+  if (p.ip2 !== undefined) writeAddr(w, C.IPSET_ATTR_IP2, p.ip2);
+  if (p.cidr2 !== undefined) w.u8(C.IPSET_ATTR_CIDR2, p.cidr2);
+  if (p.name !== undefined) w.str(C.IPSET_ATTR_NAME, p.name);
+  if (e.timeout !== undefined) w.be32(C.IPSET_ATTR_TIMEOUT | NBO, e.timeout);
+  if (e.packets !== undefined) w.be64(C.IPSET_ATTR_PACKETS | NBO, e.packets);
+  if (e.bytes !== undefined) w.be64(C.IPSET_ATTR_BYTES | NBO, e.bytes);
   if (e.comment !== undefined) w.str(C.IPSET_ATTR_COMMENT, e.comment);
 }
 
 const attrSize = (payload: number) => align4(4 + payload);
 
-/** Bytes an element adds to an IPSET_ATTR_ADT nest (what writeElementData writes, counted). */
-export function elementSize(e: Element): number {
-  let n = 4;
-  if (e.ip) n += 4 + attrSize(e.ip.length);
-  if (e.ip2) n += 4 + attrSize(e.ip2.length);
-  if (e.cidr !== undefined) n += attrSize(1);
-  if (e.cidr2 !== undefined) n += attrSize(1);
-  if (e.port !== undefined) n += attrSize(2);
-  if (e.proto !== undefined) n += attrSize(1);
-  if (e.name !== undefined) n += attrSize(Buffer.byteLength(e.name) + 1);
+/** The most bytes any member's fields take in an IPSET_ATTR_DATA nest: hash:ip,port,net over
+ * IPv6 (two address nests, cidr2, port, proto) and the nest's own header. */
+const MEMBER_FIELDS_MAX = 4 + 2 * (4 + attrSize(16)) + 3 * attrSize(1) + attrSize(2);
+
+/** An upper bound of what writeElementData writes for a member, known without parsing it. */
+function elementBound(e: Element): number {
+  let n = MEMBER_FIELDS_MAX;
   if (e.timeout !== undefined) n += attrSize(4);
   if (e.packets !== undefined) n += attrSize(8);
   if (e.bytes !== undefined) n += attrSize(8);
@@ -187,46 +159,48 @@ export function elementSize(e: Element): number {
   return n;
 }
 
-/** Largest ADT nest payload per message: the attribute length field is 16 bits. */
+/** Largest message payload the ADT encoder fills: the attribute length field is 16 bits. */
 export const MAX_ADT_BYTES = 60_000;
 
-/** One add or del message with many elements (IPSET_ATTR_ADT); the kernel applies them in order
- * and stops at the first it refuses. IPSET_ATTR_LINENO is required with IPSET_ATTR_ADT. */
-export function encodeAdt(h: Header, op: 'add' | 'del', set: string, elements: Element[], exist: boolean): Buffer {
+/** One add or del message holding elements[from..next) — as many as fit under MAX_ADT_BYTES, at
+ * least one. The kernel applies them in order and stops at the first it refuses.
+ * IPSET_ATTR_LINENO is required with IPSET_ATTR_ADT. */
+export function encodeAdt(
+  h: Header,
+  op: 'add' | 'del',
+  set: string,
+  type: SetType,
+  elements: readonly Element[],
+  exist: boolean,
+  from = 0,
+): { bytes: Buffer; next: number } {
   checkName(set);
   const cmd = op === 'add' ? C.IPSET_CMD_ADD : C.IPSET_CMD_DEL;
-  return message(cmd, h, flagsFor(exist), (w) => {
-    u32(w.str(C.IPSET_ATTR_SETNAME, set), C.IPSET_ATTR_LINENO, 0);
-    w.nest(C.IPSET_ATTR_ADT, (adt) => {
-      for (const e of elements) adt.nest(C.IPSET_ATTR_DATA, (d) => writeElementData(d, e));
-    });
-  });
-}
-
-/** Splits elements into groups that each fit one ADT message. */
-export function chunkElements(elements: Element[], maxBytes = MAX_ADT_BYTES): Element[][] {
-  const out: Element[][] = [];
-  let cur: Element[] = [];
-  let size = 0;
-  for (const e of elements) {
-    const n = elementSize(e);
-    if (cur.length > 0 && size + n > maxBytes) {
-      out.push(cur);
-      cur = [];
-      size = 0;
-    }
-    cur.push(e);
-    size += n;
-  }
-  if (cur.length > 0) out.push(cur);
-  return out;
+  let next = from;
+  const hint = Math.min(MAX_ADT_BYTES, 64 + (elements.length - from) * MEMBER_FIELDS_MAX);
+  const bytes = message(
+    cmd,
+    h,
+    flagsFor(exist),
+    (w) => {
+      w.str(C.IPSET_ATTR_SETNAME, set).u32(C.IPSET_ATTR_LINENO, 0);
+      w.nest(C.IPSET_ATTR_ADT, (adt) => {
+        while (next < elements.length && (next === from || adt.length + elementBound(elements[next]) <= MAX_ADT_BYTES)) {
+          const e = elements[next++];
+          adt.nest(C.IPSET_ATTR_DATA, (d) => writeElementData(d, type, e));
+        }
+      });
+    },
+    hint,
+  );
+  return { bytes, next };
 }
 
 /** Test takes exactly one element (IPSET_ATTR_DATA); the ack is 0 when present. */
-export function encodeTest(h: Header, set: string, e: Element): Buffer {
+export function encodeTest(h: Header, set: string, type: SetType, e: Element): Buffer {
   checkName(set);
   return message(C.IPSET_CMD_TEST, h, NLM_F_REQUEST | NLM_F_ACK, (w) => {
-    w.str(C.IPSET_ATTR_SETNAME, set).nest(C.IPSET_ATTR_DATA, (d) => writeElementData(d, e));
+    w.str(C.IPSET_ATTR_SETNAME, set).nest(C.IPSET_ATTR_DATA, (d) => writeElementData(d, type, e));
   });
 }
 
@@ -240,7 +214,7 @@ export function encodeList(h: Header, opts: { set?: string; headersOnly?: boolea
   if (opts.set !== undefined) checkName(opts.set);
   return message(C.IPSET_CMD_LIST, h, NLM_F_REQUEST | NLM_F_DUMP, (w) => {
     if (opts.set !== undefined) w.str(C.IPSET_ATTR_SETNAME, opts.set);
-    if (opts.headersOnly) be32(w, C.IPSET_ATTR_FLAGS | NBO, C.IPSET_FLAG_LIST_HEADER);
+    if (opts.headersOnly) w.be32(C.IPSET_ATTR_FLAGS | NBO, C.IPSET_FLAG_LIST_HEADER);
   });
 }
 
@@ -268,76 +242,106 @@ export function decodeTypeReply(m: NfMessage): { type: string; family: number; r
   };
 }
 
-function readIp(data: Buffer, family: SetFamily, what: string): Buffer {
+/* The dump reader walks attributes by offset, without an object or a Buffer view per attribute:
+ * a list of every set holds tens of thousands of members. Every length is checked against its
+ * parent's end, so bad bytes give a DecodeError, never a read out of bounds. */
+
+/** The length of the attribute at pos, checked to fit in [pos, end). */
+function attrLen(buf: Buffer, pos: number, end: number, what: string): number {
+  if (end - pos < NLA_HDRLEN) throw new DecodeError(`${what}: truncated attribute at offset ${pos}`);
+  const len = buf[pos] | (buf[pos + 1] << 8);
+  if (len < NLA_HDRLEN || len > end - pos) throw new DecodeError(`${what}: attribute at offset ${pos} has bad length ${len}`);
+  return len;
+}
+
+function attrType(buf: Buffer, pos: number): number {
+  return (buf[pos + 2] | (buf[pos + 3] << 8)) & NLA_TYPE_MASK;
+}
+
+/** The payload offset of a fixed-size attribute at pos whose total length is len. */
+function fixed(pos: number, len: number, size: number, what: string): number {
+  if (len - NLA_HDRLEN < size) throw new DecodeError(`${what}: attribute has ${len - NLA_HDRLEN} bytes, expected ${size}`);
+  return pos + NLA_HDRLEN;
+}
+
+function cString(buf: Buffer, start: number, end: number): string {
+  const nul = buf.indexOf(0, start);
+  return buf.toString('utf8', start, nul < 0 || nul > end ? end : nul);
+}
+
+/** The address inside an IPSET_ATTR_IP/IP2 nest spanning [start, end). */
+function readAddr(buf: Buffer, start: number, end: number, family: SetFamily, what: string): Addr {
   const want = family === 'inet6' ? C.IPSET_ATTR_IPADDR_IPV6 : C.IPSET_ATTR_IPADDR_IPV4;
-  const len = family === 'inet6' ? 16 : 4;
-  const a = parseAttrs(data).find((x) => x.type === want);
-  if (!a || a.data.length !== len) throw new DecodeError(`${what}: address attribute missing or not ${len} bytes`);
-  return a.data;
+  const size = family === 'inet6' ? 16 : 4;
+  for (let pos = start; pos < end; pos += align4(attrLen(buf, pos, end, what))) {
+    if (attrType(buf, pos) !== want) continue;
+    if (attrLen(buf, pos, end, what) !== NLA_HDRLEN + size) break;
+    const at = pos + NLA_HDRLEN;
+    return size === 4 ? buf.readUInt32BE(at) : buf.subarray(at, at + size);
+  }
+  throw new DecodeError(`${what}: address attribute missing or not ${size} bytes`);
 }
 
-function need(a: { data: Buffer }, size: number, what: string): Buffer {
-  if (a.data.length < size) throw new DecodeError(`${what}: attribute has ${a.data.length} bytes, expected ${size}`);
-  return a.data;
-}
-
-/** One IPSET_ATTR_DATA of a listed member. Walks the attributes once: dumps hold many members. */
-export function decodeElement(type: SetType, family: SetFamily, data: Buffer, what: string): Element {
-  const e: Omit<Element, 'key'> = {};
-  for (const a of parseAttrs(data)) {
-    switch (a.type) {
+/** One listed member: the IPSET_ATTR_DATA nest spanning [start, end). */
+function decodeElement(type: SetType, family: SetFamily, buf: Buffer, start: number, end: number, what: string): Element {
+  let ip: Addr | undefined;
+  let ip2: Addr | undefined;
+  let cidr: number | undefined;
+  let cidr2: number | undefined;
+  let port: number | undefined;
+  let proto: number | undefined;
+  let name: string | undefined;
+  const e: Element = { key: '' };
+  for (let pos = start; pos < end; ) {
+    const len = attrLen(buf, pos, end, what);
+    switch (attrType(buf, pos)) {
       case C.IPSET_ATTR_IP:
-        e.ip = readIp(a.data, family, what);
+        ip = readAddr(buf, pos + NLA_HDRLEN, pos + len, family, what);
         break;
       case C.IPSET_ATTR_IP2:
-        e.ip2 = readIp(a.data, family, what);
+        ip2 = readAddr(buf, pos + NLA_HDRLEN, pos + len, family, what);
         break;
       case C.IPSET_ATTR_CIDR:
-        e.cidr = need(a, 1, what)[0];
+        cidr = buf[fixed(pos, len, 1, what)];
         break;
       case C.IPSET_ATTR_CIDR2:
-        e.cidr2 = need(a, 1, what)[0];
+        cidr2 = buf[fixed(pos, len, 1, what)];
         break;
       case C.IPSET_ATTR_PORT:
-        e.port = need(a, 2, what).readUInt16BE(0);
+        port = buf.readUInt16BE(fixed(pos, len, 2, what));
         break;
       case C.IPSET_ATTR_PROTO:
-        e.proto = need(a, 1, what)[0];
+        proto = buf[fixed(pos, len, 1, what)];
         break;
       case C.IPSET_ATTR_NAME:
-      case C.IPSET_ATTR_COMMENT: {
-        const nul = a.data.indexOf(0);
-        const text = a.data.toString('utf8', 0, nul < 0 ? a.data.length : nul);
-        if (a.type === C.IPSET_ATTR_NAME) e.name = text;
-        else e.comment = text;
+        name = cString(buf, pos + NLA_HDRLEN, pos + len);
         break;
-      }
+      case C.IPSET_ATTR_COMMENT:
+        e.comment = cString(buf, pos + NLA_HDRLEN, pos + len);
+        break;
       case C.IPSET_ATTR_TIMEOUT:
-        e.timeout = need(a, 4, what).readUInt32BE(0);
+        e.timeout = buf.readUInt32BE(fixed(pos, len, 4, what));
         break;
       case C.IPSET_ATTR_PACKETS:
-        e.packets = need(a, 8, what).readBigUInt64BE(0);
+        e.packets = buf.readBigUInt64BE(fixed(pos, len, 8, what));
         break;
       case C.IPSET_ATTR_BYTES:
-        e.bytes = need(a, 8, what).readBigUInt64BE(0);
+        e.bytes = buf.readBigUInt64BE(fixed(pos, len, 8, what));
         break;
     }
+    pos += align4(len);
   }
   const maxCidr = family === 'inet6' ? 128 : 32;
-  if (type === 'hash:net' || type === 'hash:net,port') e.cidr ??= maxCidr;
-  else delete e.cidr;
-  if (type === 'hash:ip,port,net') e.cidr2 ??= maxCidr;
-  else delete e.cidr2;
-  if (e.cidr !== undefined && e.cidr > maxCidr) throw new DecodeError(`${what}: prefix length ${e.cidr} out of range`);
-  if (e.cidr2 !== undefined && e.cidr2 > maxCidr) throw new DecodeError(`${what}: prefix length ${e.cidr2} out of range`);
-  let key: string;
+  cidr = type === 'hash:net' || type === 'hash:net,port' ? (cidr ?? maxCidr) : undefined;
+  cidr2 = type === 'hash:ip,port,net' ? (cidr2 ?? maxCidr) : undefined;
+  if ((cidr ?? 0) > maxCidr || (cidr2 ?? 0) > maxCidr) throw new DecodeError(`${what}: prefix length ${cidr}/${cidr2} out of range`);
   try {
-    key = elementKey(type, e);
+    e.key = elementKey(type, { ip, ip2, cidr, cidr2, port, proto, name });
   } catch (err) {
     if (err instanceof ElementSyntaxError) throw new DecodeError(`${what}: ${err.message}`);
     throw err;
   }
-  return { ...e, key };
+  return e;
 }
 
 function decodeOptions(type: SetType, a: AttrMap | undefined): { options: SetOptions; header: Omit<IpsetSet['header'], 'revision'> } {
@@ -390,38 +394,63 @@ export function decodeList(messages: NfMessage[], include: (name: string) => boo
   const other = new Map<string, ForeignTypeSet>();
   for (const m of messages) {
     if (ipsetCmd(m) !== C.IPSET_CMD_LIST && ipsetCmd(m) !== C.IPSET_CMD_SAVE) throw new DecodeError('ipset list reply: wrong command');
-    const a = AttrMap.parse(m.payload, 'ipset list reply');
-    const name = a.required(a.str(C.IPSET_ATTR_SETNAME), 'IPSET_ATTR_SETNAME');
+    const b = m.payload;
+    const top = { name: -1, typeName: -1, family: -1, revision: -1, data: -1, adt: -1 };
+    const ends = { data: 0, adt: 0 };
+    for (let pos = 0; pos < b.length; ) {
+      const len = attrLen(b, pos, b.length, 'ipset list reply');
+      switch (attrType(b, pos)) {
+        case C.IPSET_ATTR_SETNAME:
+          top.name = pos;
+          break;
+        case C.IPSET_ATTR_TYPENAME:
+          top.typeName = pos;
+          break;
+        case C.IPSET_ATTR_FAMILY:
+          top.family = fixed(pos, len, 1, 'ipset list reply IPSET_ATTR_FAMILY');
+          break;
+        case C.IPSET_ATTR_REVISION:
+          top.revision = fixed(pos, len, 1, 'ipset list reply IPSET_ATTR_REVISION');
+          break;
+        case C.IPSET_ATTR_DATA:
+          top.data = pos + NLA_HDRLEN;
+          ends.data = pos + len;
+          break;
+        case C.IPSET_ATTR_ADT:
+          top.adt = pos + NLA_HDRLEN;
+          ends.adt = pos + len;
+          break;
+      }
+      pos += align4(len);
+    }
+    const text = (at: number) => cString(b, at + NLA_HDRLEN, at + (b[at] | (b[at + 1] << 8)));
+    if (top.name < 0) throw new DecodeError('ipset list reply: missing IPSET_ATTR_SETNAME');
+    const name = text(top.name);
     if (!include(name) || other.has(name)) continue;
     let set = byName.get(name);
-    const typeName = a.str(C.IPSET_ATTR_TYPENAME);
-    if (typeName !== undefined) {
+    if (top.typeName >= 0) {
       const what = `ipset set ${name}`;
-      const refs = a.nested(C.IPSET_ATTR_DATA)?.be32(C.IPSET_ATTR_REFERENCES) ?? 0;
+      const typeName = text(top.typeName);
+      const data = top.data >= 0 ? AttrMap.parse(b.subarray(top.data, ends.data), `${what} IPSET_ATTR_DATA`) : undefined;
       if (!isSetType(typeName)) {
-        other.set(name, { name, typeName, references: refs });
+        other.set(name, { name, typeName, references: data?.be32(C.IPSET_ATTR_REFERENCES) ?? 0 });
         continue;
       }
-      const nfproto = a.required(a.u8(C.IPSET_ATTR_FAMILY), 'IPSET_ATTR_FAMILY');
-      const family = familyFromNfproto(nfproto);
-      if (!family) throw new DecodeError(`${what}: unknown family ${nfproto}`);
-      const { options, header } = decodeOptions(typeName, a.nested(C.IPSET_ATTR_DATA));
-      set = {
-        name,
-        type: typeName,
-        family,
-        options,
-        header: { revision: a.required(a.u8(C.IPSET_ATTR_REVISION), 'IPSET_ATTR_REVISION'), ...header },
-        members: [],
-      };
+      if (top.family < 0) throw new DecodeError(`${what}: missing IPSET_ATTR_FAMILY`);
+      if (top.revision < 0) throw new DecodeError(`${what}: missing IPSET_ATTR_REVISION`);
+      const family = familyFromNfproto(b[top.family]);
+      if (!family) throw new DecodeError(`${what}: unknown family ${b[top.family]}`);
+      const { options, header } = decodeOptions(typeName, data);
+      set = { name, type: typeName, family, options, header: { revision: b[top.revision], ...header }, members: [] };
       byName.set(name, set);
     }
     if (!set) throw new DecodeError(`ipset list reply: members of set ${name} arrived before its header`);
-    const adt = a.nested(C.IPSET_ATTR_ADT);
-    if (adt) {
-      for (const d of adt.list) {
-        if (d.type !== C.IPSET_ATTR_DATA) continue;
-        set.members.push(decodeElement(set.type, set.family, d.data, `ipset set ${name} member`));
+    if (top.adt >= 0) {
+      const what = `ipset set ${name} member`;
+      for (let pos = top.adt; pos < ends.adt; ) {
+        const len = attrLen(b, pos, ends.adt, what);
+        if (attrType(b, pos) === C.IPSET_ATTR_DATA) set.members.push(decodeElement(set.type, set.family, b, pos + NLA_HDRLEN, pos + len, what));
+        pos += align4(len);
       }
     }
   }

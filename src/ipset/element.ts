@@ -1,6 +1,7 @@
-/** Set members as text (the form `ipset save` prints) and as structured keys, both ways.
- * Parsing normalises exactly as the kernel stores (networks masked, host prefixes dropped), so a
- * parsed desired member and a member read back from the kernel compare equal by `key`. */
+/** Set members as text (the form `ipset save` prints) and as the fields the kernel's attributes
+ * carry, both ways. A member is kept as its canonical text (its key): parsing normalises exactly
+ * as the kernel stores (networks masked, host prefixes dropped), so a desired member and one read
+ * back compare equal as strings, and every key parses back to the same fields. */
 import { Element, SetFamily, SetType } from './types';
 
 /** A member text that does not fit the set; the message names the member and the problem. */
@@ -11,27 +12,60 @@ export class ElementSyntaxError extends Error {
   }
 }
 
-const PROTO_BY_NAME: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, udplite: 136 };
+/** An IPv4 address as a 32-bit number, an IPv6 address as 16 bytes (network order). */
+export type Addr = number | Buffer;
+
+/** A member's fields, as its IPSET_ATTR_DATA attributes carry them. */
+export interface MemberParts {
+  ip?: Addr;
+  cidr?: number;
+  proto?: number;
+  port?: number;
+  ip2?: Addr;
+  cidr2?: number;
+  /** list:set member. */
+  name?: string;
+}
+
+const IPPROTO_ICMP = 1;
+const IPPROTO_ICMPV6 = 58;
+const PROTO_BY_NAME: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, udplite: 136, icmp: IPPROTO_ICMP, 'ipv6-icmp': IPPROTO_ICMPV6, icmpv6: IPPROTO_ICMPV6 };
 const PROTO_NAME: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
+const PORT_PROTOS = new Set([6, 17, 132, 136]);
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-export function parseIPv4(s: string): Buffer | undefined {
-  const m = IPV4.exec(s);
-  if (!m) return undefined;
-  const a = +m[1], b = +m[2], c = +m[3], d = +m[4];
-  if (a > 255 || b > 255 || c > 255 || d > 255) return undefined;
-  return Buffer.from([a, b, c, d]);
+/** Dotted quad to a number, without a regular expression or a Buffer: desired members and keys
+ * are parsed in bulk. */
+export function parseIPv4(s: string): number | undefined {
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      octet = octet * 10 + c - 48;
+      if (++digits > 3 || octet > 255) return undefined;
+    } else if (c === 46 && digits > 0 && dots < 3) {
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+    } else {
+      return undefined;
+    }
+  }
+  if (dots !== 3 || digits === 0) return undefined;
+  return value * 256 + octet;
 }
 
 export function parseIPv6(s: string): Buffer | undefined {
   if (!/^[0-9a-fA-F:.]+$/.test(s) || s.length > 45) return undefined;
   let head = s;
-  let v4: Buffer | undefined;
+  let v4: number | undefined;
   const lastColon = s.lastIndexOf(':');
   if (s.includes('.')) {
     v4 = parseIPv4(s.slice(lastColon + 1));
-    if (!v4) return undefined;
+    if (v4 === undefined) return undefined;
     head = s.slice(0, lastColon + 1) + '0:0';
   }
   const halves = head.split('::');
@@ -47,12 +81,12 @@ export function parseIPv6(s: string): Buffer | undefined {
     if (!/^[0-9a-fA-F]{1,4}$/.test(words[i])) return undefined;
     out.writeUInt16BE(parseInt(words[i], 16), i * 2);
   }
-  if (v4) v4.copy(out, 12);
+  if (v4 !== undefined) out.writeUInt32BE(v4, 12);
   return out;
 }
 
-export function formatIPv4(b: Buffer): string {
-  return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
+export function formatIPv4(n: number): string {
+  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 }
 
 /** The text glibc's inet_ntop gives, which is what `ipset save` prints: the longest run (the
@@ -83,7 +117,7 @@ export function formatIPv6(b: Buffer): string {
     }
     if (i > 0) out += ':';
     if (i === 6 && bestAt === 0 && (bestLen === 6 || (bestLen === 5 && words[5] === 0xffff))) {
-      return out + formatIPv4(b.subarray(12, 16));
+      return out + formatIPv4(b.readUInt32BE(12));
     }
     out += words[i].toString(16);
   }
@@ -91,12 +125,17 @@ export function formatIPv6(b: Buffer): string {
   return out;
 }
 
-export function formatIp(b: Buffer): string {
-  return b.length === 4 ? formatIPv4(b) : formatIPv6(b);
+export function formatIp(a: Addr): string {
+  return typeof a === 'number' ? formatIPv4(a) : formatIPv6(a);
 }
 
-function maskIp(ip: Buffer, cidr: number): Buffer {
-  const out = Buffer.from(ip);
+function addrBits(a: Addr): number {
+  return typeof a === 'number' ? 32 : 128;
+}
+
+function maskAddr(a: Addr, cidr: number): Addr {
+  if (typeof a === 'number') return cidr === 0 ? 0 : (a & (~0 << (32 - cidr))) >>> 0;
+  const out = Buffer.from(a);
   for (let i = 0; i < out.length; i++) {
     const bits = Math.max(0, Math.min(8, cidr - i * 8));
     out[i] &= bits === 0 ? 0 : (0xff << (8 - bits)) & 0xff;
@@ -104,30 +143,31 @@ function maskIp(ip: Buffer, cidr: number): Buffer {
   return out;
 }
 
-function addrFamily(family: SetFamily): 'inet' | 'inet6' {
-  return family === 'inet6' ? 'inet6' : 'inet';
-}
-
-function parseAddr(text: string, whole: string, family: SetFamily): Buffer {
+/** `unspec` takes either family: keys are parsed for encoding without knowing the set's family,
+ * and the kernel refuses an address of the wrong one. */
+function parseAddr(text: string, whole: string, family: SetFamily): Addr {
   const v4 = parseIPv4(text);
-  const v6 = v4 ? undefined : parseIPv6(text);
-  if (!v4 && !v6) throw new ElementSyntaxError(whole, `"${text}" is not an IP address`);
-  if (addrFamily(family) === 'inet' && !v4) throw new ElementSyntaxError(whole, `IPv6 address ${text} in an inet set`);
-  if (addrFamily(family) === 'inet6' && !v6) throw new ElementSyntaxError(whole, `IPv4 address ${text} in an inet6 set`);
-  return (v4 ?? v6) as Buffer;
+  if (v4 !== undefined) {
+    if (family === 'inet6') throw new ElementSyntaxError(whole, `IPv4 address ${text} in an inet6 set`);
+    return v4;
+  }
+  const v6 = parseIPv6(text);
+  if (!v6) throw new ElementSyntaxError(whole, `"${text}" is not an IP address`);
+  if (family === 'inet') throw new ElementSyntaxError(whole, `IPv6 address ${text} in an inet set`);
+  return v6;
 }
 
-function parseHost(text: string, whole: string, family: SetFamily): Buffer {
+function parseHost(text: string, whole: string, family: SetFamily): Addr {
   if (text.includes('/') || text.includes('-')) {
     throw new ElementSyntaxError(whole, `"${text}" must be a single address (ranges and prefixes are not stored as one member)`);
   }
   return parseAddr(text, whole, family);
 }
 
-function parseNet(text: string, whole: string, family: SetFamily): { ip: Buffer; cidr: number } {
+function parseNet(text: string, whole: string, family: SetFamily): { ip: Addr; cidr: number } {
   const slash = text.indexOf('/');
   const ip = parseAddr(slash < 0 ? text : text.slice(0, slash), whole, family);
-  const max = ip.length * 8;
+  const max = addrBits(ip);
   let cidr = max;
   if (slash >= 0) {
     const c = text.slice(slash + 1);
@@ -136,109 +176,120 @@ function parseNet(text: string, whole: string, family: SetFamily): { ip: Buffer;
     }
     cidr = Number(c);
   }
-  return { ip: maskIp(ip, cidr), cidr };
+  return { ip: maskAddr(ip, cidr), cidr };
 }
 
-function parsePortNumber(text: string, whole: string): number {
-  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) throw new ElementSyntaxError(whole, `port "${text}" is not between 0 and 65535`);
+function parseNumber(text: string, max: number, whole: string, what: string): number {
+  if (!/^\d{1,5}$/.test(text) || Number(text) > max) throw new ElementSyntaxError(whole, `${what} "${text}" is not between 0 and ${max}`);
   return Number(text);
 }
 
+/** PORT, PROTO:PORT, or for ICMP PROTO:TYPE/CODE, which the kernel keeps as one 16-bit port. */
 function parseProtoPort(text: string, whole: string): { proto: number; port: number } {
   const colon = text.indexOf(':');
-  if (colon < 0) return { proto: PROTO_BY_NAME.tcp, port: parsePortNumber(text, whole) };
+  if (colon < 0) return { proto: PROTO_BY_NAME.tcp, port: parseNumber(text, 65535, whole, 'port') };
   const name = text.slice(0, colon).toLowerCase();
-  const proto = PROTO_BY_NAME[name];
-  if (proto === undefined) throw new ElementSyntaxError(whole, `protocol "${name}" is not one of ${Object.keys(PROTO_BY_NAME).join(', ')}`);
-  return { proto, port: parsePortNumber(text.slice(colon + 1), whole) };
+  const proto = PROTO_BY_NAME[name] ?? (/^\d{1,3}$/.test(name) && Number(name) <= 255 ? Number(name) : undefined);
+  if (proto === undefined) throw new ElementSyntaxError(whole, `protocol "${name}" is not one of ${Object.keys(PROTO_BY_NAME).join(', ')} or a number`);
+  const rest = text.slice(colon + 1);
+  if (proto === IPPROTO_ICMP || proto === IPPROTO_ICMPV6) {
+    const [type, code, extra] = rest.split('/');
+    if (code === undefined || extra !== undefined) throw new ElementSyntaxError(whole, `ICMP needs TYPE/CODE, got "${rest}"`);
+    return { proto, port: (parseNumber(type, 255, whole, 'ICMP type') << 8) | parseNumber(code, 255, whole, 'ICMP code') };
+  }
+  const port = parseNumber(rest, 65535, whole, 'port');
+  // The kernel stores port 0 for protocols without ports.
+  if (!PORT_PROTOS.has(proto) && port !== 0) throw new ElementSyntaxError(whole, `protocol ${name} has no ports: use port 0`);
+  return { proto, port };
 }
 
-function netText(ip: Buffer, cidr: number): string {
-  return cidr === ip.length * 8 ? formatIp(ip) : `${formatIp(ip)}/${cidr}`;
+function netText(ip: Addr, cidr: number): string {
+  return cidr === addrBits(ip) ? formatIp(ip) : `${formatIp(ip)}/${cidr}`;
 }
 
 function protoPortText(proto: number, port: number): string {
-  const name = PROTO_NAME[proto];
-  if (proto === 1 || proto === 58) return `${name}:${port >> 8}/${port & 0xff}`;
-  return `${name ?? proto}:${port}`;
+  const name = PROTO_NAME[proto] ?? String(proto);
+  if (proto === IPPROTO_ICMP || proto === IPPROTO_ICMPV6) return `${name}:${port >> 8}/${port & 0xff}`;
+  return `${name}:${port}`;
 }
 
-/** The canonical text of a structured member: what `ipset save` prints for it. */
-export function elementKey(type: SetType, e: Omit<Element, 'key'>): string {
-  const need = <T>(v: T | undefined, what: string): T => {
-    if (v === undefined) throw new ElementSyntaxError('?', `${type} member without ${what}`);
-    return v;
-  };
+function need<T>(v: T | undefined, type: SetType, what: string): T {
+  if (v === undefined) throw new ElementSyntaxError('?', `${type} member without ${what}`);
+  return v;
+}
+
+/** The canonical text of a member: what `ipset save` prints for it. */
+export function elementKey(type: SetType, e: MemberParts): string {
   switch (type) {
     case 'hash:ip':
-      return formatIp(need(e.ip, 'address'));
+      return formatIp(need(e.ip, type, 'address'));
     case 'hash:net':
-      return netText(need(e.ip, 'address'), need(e.cidr, 'prefix length'));
+      return netText(need(e.ip, type, 'address'), need(e.cidr, type, 'prefix length'));
     case 'hash:ip,port':
-      return `${formatIp(need(e.ip, 'address'))},${protoPortText(need(e.proto, 'protocol'), need(e.port, 'port'))}`;
+      return `${formatIp(need(e.ip, type, 'address'))},${protoPortText(need(e.proto, type, 'protocol'), need(e.port, type, 'port'))}`;
     case 'hash:net,port':
-      return `${netText(need(e.ip, 'address'), need(e.cidr, 'prefix length'))},${protoPortText(need(e.proto, 'protocol'), need(e.port, 'port'))}`;
+      return `${netText(need(e.ip, type, 'address'), need(e.cidr, type, 'prefix length'))},${protoPortText(need(e.proto, type, 'protocol'), need(e.port, type, 'port'))}`;
     case 'hash:ip,port,ip':
-      return `${formatIp(need(e.ip, 'address'))},${protoPortText(need(e.proto, 'protocol'), need(e.port, 'port'))},${formatIp(need(e.ip2, 'second address'))}`;
+      return `${formatIp(need(e.ip, type, 'address'))},${protoPortText(need(e.proto, type, 'protocol'), need(e.port, type, 'port'))},${formatIp(need(e.ip2, type, 'second address'))}`;
     case 'hash:ip,port,net':
-      return `${formatIp(need(e.ip, 'address'))},${protoPortText(need(e.proto, 'protocol'), need(e.port, 'port'))},${netText(need(e.ip2, 'second address'), need(e.cidr2, 'second prefix length'))}`;
+      return `${formatIp(need(e.ip, type, 'address'))},${protoPortText(need(e.proto, type, 'protocol'), need(e.port, type, 'port'))},${netText(need(e.ip2, type, 'second address'), need(e.cidr2, type, 'second prefix length'))}`;
     case 'list:set':
-      return need(e.name, 'set name');
+      return need(e.name, type, 'set name');
     case 'bitmap:port':
-      return String(need(e.port, 'port'));
+      return String(need(e.port, type, 'port'));
   }
 }
 
-/** Parses one member text for a set of this type and family (no extensions). */
-export function parseElement(type: SetType, family: SetFamily, text: string): Element {
-  const parts = text.split(',');
-  const arity: Record<SetType, number> = {
-    'hash:ip': 1,
-    'hash:net': 1,
-    'hash:ip,port': 2,
-    'hash:net,port': 2,
-    'hash:ip,port,ip': 3,
-    'hash:ip,port,net': 3,
-    'list:set': 1,
-    'bitmap:port': 1,
-  };
-  if (text === '' || parts.length !== arity[type]) {
-    throw new ElementSyntaxError(text, `a ${type} member has ${arity[type]} comma-separated part${arity[type] > 1 ? 's' : ''}`);
+const ARITY: Record<SetType, number> = {
+  'hash:ip': 1,
+  'hash:net': 1,
+  'hash:ip,port': 2,
+  'hash:net,port': 2,
+  'hash:ip,port,ip': 3,
+  'hash:ip,port,net': 3,
+  'list:set': 1,
+  'bitmap:port': 1,
+};
+
+/** The fields of a member text for a set of this type and family (`unspec`: either family). */
+export function parseMember(type: SetType, family: SetFamily, text: string): MemberParts {
+  if (type === 'hash:ip') {
+    // The common case, without splitting.
+    if (text === '' || text.includes(',')) throw new ElementSyntaxError(text, 'a hash:ip member has 1 comma-separated part');
+    return { ip: parseHost(text, text, family) };
   }
-  let e: Omit<Element, 'key'>;
+  const parts = text.split(',');
+  const arity = ARITY[type];
+  if (text === '' || parts.length !== arity) {
+    throw new ElementSyntaxError(text, `a ${type} member has ${arity} comma-separated part${arity > 1 ? 's' : ''}`);
+  }
   switch (type) {
-    case 'hash:ip':
-      e = { ip: parseHost(parts[0], text, family) };
-      break;
     case 'hash:net':
-      e = parseNet(parts[0], text, family);
-      break;
+      return parseNet(parts[0], text, family);
     case 'hash:ip,port':
-      e = { ip: parseHost(parts[0], text, family), ...parseProtoPort(parts[1], text) };
-      break;
+      return { ip: parseHost(parts[0], text, family), ...parseProtoPort(parts[1], text) };
     case 'hash:net,port':
-      e = { ...parseNet(parts[0], text, family), ...parseProtoPort(parts[1], text) };
-      break;
+      return { ...parseNet(parts[0], text, family), ...parseProtoPort(parts[1], text) };
     case 'hash:ip,port,ip':
-      e = { ip: parseHost(parts[0], text, family), ...parseProtoPort(parts[1], text), ip2: parseHost(parts[2], text, family) };
-      break;
+      return { ip: parseHost(parts[0], text, family), ...parseProtoPort(parts[1], text), ip2: parseHost(parts[2], text, family) };
     case 'hash:ip,port,net': {
       const net = parseNet(parts[2], text, family);
-      e = { ip: parseHost(parts[0], text, family), ...parseProtoPort(parts[1], text), ip2: net.ip, cidr2: net.cidr };
-      break;
+      return { ip: parseHost(parts[0], text, family), ...parseProtoPort(parts[1], text), ip2: net.ip, cidr2: net.cidr };
     }
     case 'list:set':
       if (text.length >= 32 || /\s/.test(text)) throw new ElementSyntaxError(text, 'not a valid set name');
-      e = { name: text };
-      break;
+      return { name: text };
     case 'bitmap:port': {
       const colon = text.indexOf(':');
       if (colon >= 0 && !['tcp', 'udp'].includes(text.slice(0, colon).toLowerCase())) {
         throw new ElementSyntaxError(text, 'bitmap:port members are a port, optionally as tcp:PORT or udp:PORT');
       }
-      e = { port: parsePortNumber(colon >= 0 ? text.slice(colon + 1) : text, text) };
-      break;
+      return { port: parseNumber(colon >= 0 ? text.slice(colon + 1) : text, 65535, text, 'port') };
     }
   }
-  return { ...e, key: elementKey(type, e) };
+}
+
+/** Parses one member text for a set of this type and family (no extensions). */
+export function parseElement(type: SetType, family: SetFamily, text: string): Element {
+  return { key: elementKey(type, parseMember(type, family, text)) };
 }

@@ -171,7 +171,9 @@ function parseAdd(tokens: string[], set: Omit<ParsedSet, 'line'>, name: string):
   }
   if (set.type === 'bitmap:port' && set.options?.range) {
     const { from, to } = set.options.range;
-    if (element.port! < from || element.port! > to) throw new Error(`add ${name}: port ${element.port} is outside the set's range ${from}-${to}`);
+    // A bitmap:port key is the port number.
+    const port = Number(element.key);
+    if (port < from || port > to) throw new Error(`add ${name}: port ${port} is outside the set's range ${from}-${to}`);
   }
   const member: Exclude<MemberInput, string> = { elem: text };
   for (let i = 3; i < tokens.length; i++) {

@@ -5,16 +5,56 @@
  *   stream of messages: the kernel applies them in order), destroy sets no longer wanted.
  * - replace: each changed set is rebuilt in a temporary set and swapped in atomically; one
  *   temporary set per (type, family, options) is reused for the whole run.
- * In both modes a change of type or options is a swap, and an unchanged set sends nothing. */
+ * In both modes a change of type or options is a swap, and an unchanged set sends nothing.
+ *
+ * A run compares with what the kernel holds, read in one dump. A long-lived caller may instead
+ * pass the state its previous run left (`cache`), which saves the dump. */
 import { createHash } from 'node:crypto';
 import { familyOf } from './codec';
 import { IpsetClient, IpsetOp, MessageCounts } from './client';
 import * as C from './constants';
 import { ElementSyntaxError, parseElement } from './element';
 import { IpsetError } from './errors';
-import { DesiredSet, Element, IpsetSet, isSetType, MemberInput, SetFamily, SetOptions, SetType } from './types';
+import { DesiredSet, Element, isSetType, MemberInput, SetFamily, SetOptions, SetType } from './types';
 
 export type SyncMode = 'incremental' | 'replace';
+
+/** A set as the reconciler compares it: its kind, and its members by key. */
+export interface KnownSet {
+  name: string;
+  type: SetType;
+  family: SetFamily;
+  options: SetOptions;
+  /** Everything that must match for the set to be kept (specOf). */
+  spec: string;
+  members: Map<string, Element>;
+  /** The member texts the set was made from, in the caller's order, when they were exactly its
+   * keys (canonical, no duplicates, no extensions): the same texts in the same order next time
+   * mean the same set, found without a look-up per member. */
+  order?: readonly string[];
+}
+
+/** What a run left under its prefix: the sets it made match the desired state, and the sets it
+ * could not destroy yet. Only the reconciler reads it. */
+export class SyncState {
+  private usedByRun = false;
+
+  constructor(
+    readonly prefix: string,
+    readonly prune: boolean,
+    readonly sets: ReadonlyMap<string, KnownSet>,
+    readonly retained: readonly { name: string; typeName: string }[],
+  ) {}
+
+  /** A run updates the member maps it was given, so a state serves one run only. */
+  get used(): boolean {
+    return this.usedByRun;
+  }
+
+  markUsed(): void {
+    this.usedByRun = true;
+  }
+}
 
 export interface SyncOptions {
   /** Only sets whose names start with this are read or written. */
@@ -22,6 +62,11 @@ export interface SyncOptions {
   mode?: SyncMode;
   /** Destroy prefixed sets that are not desired (default true). */
   prune?: boolean;
+  /** The `state` of this caller's previous run (same prefix and prune): the run compares with it
+   * instead of reading the kernel. A state serves one run (which updates it into the state it
+   * returns); a run refused as SyncInputError leaves it unused. Give it only while nothing else
+   * changes the prefixed sets; a run with a failure returns no state, so the next one reads. */
+  cache?: SyncState;
 }
 
 export interface SyncResult {
@@ -41,6 +86,9 @@ export interface SyncResult {
   /** Messages this run sent: reads (list, protocol, type) and mutations. */
   messages: MessageCounts;
   failures: IpsetError[];
+  /** The prefixed sets as this run left them, to pass as the next run's `cache`; absent when
+   * anything failed. */
+  state?: SyncState;
 }
 
 /** Desired state that cannot be applied as given; lists every problem, nothing was sent. */
@@ -51,12 +99,12 @@ export class SyncInputError extends Error {
   }
 }
 
-interface Wanted {
+/** A set present under the prefix; `known` is absent for types this codec does not model. */
+interface PresentSet {
   name: string;
-  type: SetType;
-  family: SetFamily;
-  options: SetOptions;
-  members: Map<string, Element>;
+  typeName: string;
+  references: number;
+  known?: KnownSet;
 }
 
 const TEMP_MARK = '~nfk';
@@ -91,12 +139,34 @@ function specOf(type: string, family: SetFamily, o: SetOptions): string {
   return JSON.stringify([type, family, o.maxelem ?? null, o.timeout ?? 0, !!o.counters, !!o.comment, o.range ?? null, o.size ?? null]);
 }
 
-function tempKey(w: Wanted): string {
-  return `${specOf(w.type, w.family, w.options)}/${w.options.hashsize ?? ''}`;
+function tempKey(w: KnownSet): string {
+  return `${w.spec}/${w.options.hashsize ?? ''}`;
 }
 
-function toElement(type: SetType, family: SetFamily, m: MemberInput): Element {
-  if (typeof m === 'string') return parseElement(type, family, m);
+/** The prefixed sets the kernel holds, read in one dump; `include` narrows it further. */
+async function readPresent(client: IpsetClient, include: (name: string) => boolean): Promise<Map<string, PresentSet>> {
+  const listed = await client.list({ include });
+  const present = new Map<string, PresentSet>();
+  for (const s of listed.sets) {
+    const members = new Map<string, Element>();
+    for (const m of s.members) members.set(m.key, m);
+    const known: KnownSet = { name: s.name, type: s.type, family: s.family, options: s.options, spec: specOf(s.type, s.family, s.options), members };
+    present.set(s.name, { name: s.name, typeName: s.type, references: s.header.references, known });
+  }
+  for (const s of listed.otherTypes) present.set(s.name, { name: s.name, typeName: s.typeName, references: s.references });
+  return present;
+}
+
+/** The sets a previous run left, as it recorded them. References are not recorded: the kernel
+ * refuses what they forbid. */
+function presentFromCache(cache: SyncState): Map<string, PresentSet> {
+  const present = new Map<string, PresentSet>();
+  for (const known of cache.sets.values()) present.set(known.name, { name: known.name, typeName: known.type, references: 0, known });
+  for (const r of cache.retained) present.set(r.name, { name: r.name, typeName: r.typeName, references: 0 });
+  return present;
+}
+
+function withExtensions(type: SetType, family: SetFamily, m: Exclude<MemberInput, string>): Element {
   const e = parseElement(type, family, m.elem);
   if (m.timeout !== undefined) e.timeout = m.timeout;
   if (m.comment !== undefined) e.comment = m.comment;
@@ -105,12 +175,73 @@ function toElement(type: SetType, family: SetFamily, m: MemberInput): Element {
   return e;
 }
 
-/** Checks and parses the desired state. A member given as the exact text of a member the kernel
- * already holds (same set, same kind) is taken from the read-back instead of parsed again. */
-function validate(desired: Map<string, DesiredSet>, prefix: string, actual: Map<string, IpsetSet>): Wanted[] {
+/** The same texts in the same order as the set was made from: the same set. */
+function sameOrder(order: readonly string[] | undefined, members: readonly MemberInput[]): boolean {
+  if (!order || order.length !== members.length) return false;
+  for (let i = 0; i < order.length; i++) if (members[i] !== order[i]) return false;
+  return true;
+}
+
+/** A set whose caller kept its member order, changed at a few positions: only the texts at
+ * changed positions are looked up, and the set's member map is updated, not rebuilt.
+ * Members at unchanged positions are kept; the previous order has each key once, so a member
+ * that left a changed position is gone unless it came back at another changed position. Returns
+ * undefined when most positions changed (the general comparison is then cheaper), and reports
+ * member problems like validate. */
+function changedInPlace(cur: KnownSet, order: readonly string[], texts: readonly string[], parse: (m: string) => Element | undefined): Checked | undefined {
+  const common = Math.min(order.length, texts.length);
+  const arrived: string[] = texts.slice(common);
+  const left: string[] = order.slice(common);
+  for (let i = 0; i < common; i++) {
+    if (texts[i] !== order[i]) {
+      arrived.push(texts[i]);
+      left.push(order[i]);
+    }
+  }
+  if (arrived.length + left.length > texts.length / 2) return undefined;
+  const leftKeys = new Set(left);
+  const arrivedKeys = new Set<string>();
+  const add: Element[] = [];
+  let keepsOrder = true;
+  for (const m of arrived) {
+    const e = cur.members.get(m) ?? parse(m);
+    if (!e) continue;
+    if (e.key !== m) keepsOrder = false;
+    // Twice in the list, or also at an unchanged position: a duplicate.
+    if (arrivedKeys.has(e.key) || (cur.members.has(e.key) && !leftKeys.has(e.key))) keepsOrder = false;
+    else if (!cur.members.has(e.key)) add.push(e);
+    arrivedKeys.add(e.key);
+  }
+  const del = left.filter((k) => !arrivedKeys.has(k)).map((k) => cur.members.get(k) as Element);
+  // The member map is shared and updated once the whole desired state is valid (applyInPlace).
+  const w: KnownSet = { ...cur, order: keepsOrder ? texts.slice() : undefined };
+  return { w, parsed: add, changes: { add, del } };
+}
+
+/** A desired set checked and parsed; `parsed` are the members that were not known keys of the
+ * set as it is, the only ones that can be additions. */
+interface Checked {
+  w: KnownSet;
+  parsed: Element[];
+  /** Found by comparing positions with the set's previous order (changedInPlace); `w.members`
+   * is then the previous map, to be updated by applyInPlace. */
+  changes?: { add: Element[]; del: Element[] };
+}
+
+function applyInPlace(checked: Checked[]): void {
+  for (const { w, changes } of checked) {
+    if (!changes) continue;
+    for (const e of changes.del) w.members.delete(e.key);
+    for (const e of changes.add) w.members.set(e.key, e);
+  }
+}
+
+/** Checks and parses the desired state. A member given as the key of a member the set already
+ * holds (same kind of set) is canonical and valid, so it is taken as is, not parsed again. */
+function validate(desired: Map<string, DesiredSet>, prefix: string, present: Map<string, PresentSet>): Checked[] {
   const problems: string[] = [];
   const temp = tempNamePattern(prefix);
-  const out: Wanted[] = [];
+  const out: Checked[] = [];
   for (const [name, d] of desired) {
     if (!name.startsWith(prefix)) problems.push(`set ${name}: name does not start with the prefix "${prefix}"`);
     if (temp.test(name)) problems.push(`set ${name}: name is reserved for temporary sets`);
@@ -122,42 +253,77 @@ function validate(desired: Map<string, DesiredSet>, prefix: string, actual: Map<
     if (d.type === 'bitmap:port' && !d.options?.range) problems.push(`set ${name}: bitmap:port needs options.range`);
     const family = familyOf(d.type, d.family);
     const options = normalizeOptions(d.type, d.options);
-    const members = new Map<string, Element>();
-    const cur = actual.get(name);
-    const known = cur && specOf(cur.type, cur.family, cur.options) === specOf(d.type, family, options) ? new Map(cur.members.map((e) => [e.key, e])) : undefined;
-    for (const m of d.members) {
-      const hit = typeof m === 'string' ? known?.get(m) : undefined;
-      if (hit && (!options.comment || hit.comment === undefined)) {
-        members.set(m as string, hit);
-        continue;
-      }
+    const spec = specOf(d.type, family, options);
+    const cur = present.get(name)?.known;
+    const sameKind = cur?.spec === spec ? cur : undefined;
+    /** The member, or undefined with the problem recorded. */
+    const parse = (m: MemberInput): Element | undefined => {
       try {
-        const e = toElement(d.type, family, m);
+        const e = typeof m === 'string' ? parseElement(d.type, family, m) : withExtensions(d.type, family, m);
         if (e.timeout !== undefined && options.timeout === undefined) throw new ElementSyntaxError(e.key, 'member timeout needs a set with options.timeout');
         if (e.comment !== undefined && !options.comment) throw new ElementSyntaxError(e.key, 'member comment needs a set with options.comment');
-        if (options.range && e.port !== undefined && (e.port < options.range.from || e.port > options.range.to)) {
+        // A bitmap:port key is the port number.
+        if (options.range && (Number(e.key) < options.range.from || Number(e.key) > options.range.to)) {
           throw new ElementSyntaxError(e.key, `port is outside the set's range ${options.range.from}-${options.range.to}`);
         }
-        members.set(e.key, e);
+        return e;
       } catch (err) {
         if (!(err instanceof ElementSyntaxError)) throw err;
         problems.push(`set ${name}: ${err.message}`);
+        return undefined;
+      }
+    };
+    const order = sameKind?.order;
+    if (sameKind && order && d.members.every((m) => typeof m === 'string')) {
+      if (sameOrder(order, d.members)) {
+        out.push({ w: sameKind, parsed: [] });
+        continue;
+      }
+      const inPlace = changedInPlace(sameKind, order, d.members as string[], parse);
+      if (inPlace) {
+        out.push(inPlace);
+        continue;
       }
     }
-    out.push({ name, type: d.type, family, options, members });
+    const known = sameKind?.members;
+    const members = new Map<string, Element>();
+    const parsed: Element[] = [];
+    let canonical = !options.comment;
+    for (const m of d.members) {
+      if (typeof m === 'string') {
+        const hit = known?.get(m);
+        if (hit && (!options.comment || hit.comment === undefined)) {
+          members.set(m, hit);
+          continue;
+        }
+      }
+      const e = parse(m);
+      if (!e) continue;
+      members.set(e.key, e);
+      parsed.push(e);
+      if (e.key !== m) canonical = false;
+    }
+    const w: KnownSet = { name, type: d.type, family, options, spec, members };
+    if (canonical && members.size === d.members.length) w.order = d.members.slice() as string[];
+    out.push({ w, parsed });
   }
   if (problems.length > 0) throw new SyncInputError(problems);
   return out;
 }
 
-function memberChanges(w: Wanted, actual: IpsetSet): { add: Element[]; del: Element[] } {
-  const have = new Map(actual.members.map((m) => [m.key, m]));
+/** What to add and delete to turn a set of the same kind into the wanted one. Members taken
+ * from the set itself need no look-up: only parsed ones can be new. */
+function memberChanges({ w, parsed, changes }: Checked, actual: KnownSet): { add: Element[]; del: Element[] } {
+  if (changes) return changes;
   const add: Element[] = [];
-  for (const [key, e] of w.members) {
-    const cur = have.get(key);
-    if (!cur || (w.options.comment && (cur.comment ?? '') !== (e.comment ?? ''))) add.push(e);
+  for (const e of parsed) {
+    const cur = actual.members.get(e.key);
+    if ((!cur || (w.options.comment && (cur.comment ?? '') !== (e.comment ?? ''))) && w.members.get(e.key) === e) add.push(e);
   }
-  const del = actual.members.filter((m) => !w.members.has(m.key));
+  const del: Element[] = [];
+  // Every wanted member is present; with equal counts nothing else is.
+  if (add.length === 0 && w.members.size === actual.members.size) return { add, del };
+  for (const e of actual.members.values()) if (!w.members.has(e.key)) del.push(e);
   return { add, del };
 }
 
@@ -173,10 +339,10 @@ class TempSets {
 
   /** The temporary set for a wanted set's kind; the first use creates it, later ones flush what
    * the previous swap left in it. */
-  take(w: Wanted): { name: string; create: boolean; flush: boolean } {
+  take(w: KnownSet): { name: string; create: boolean } {
     const key = tempKey(w);
     const have = this.byKey.get(key);
-    if (have) return { name: have.name, create: false, flush: true };
+    if (have) return { name: have.name, create: false };
     let n = 0;
     let name: string;
     do {
@@ -185,11 +351,11 @@ class TempSets {
     } while (this.used.has(name));
     this.used.add(name);
     this.byKey.set(key, { name, type: w.type });
-    return { name, create: true, flush: false };
+    return { name, create: true };
   }
 
   /** After a swap across kinds the temporary set holds the old kind: the caller destroys it. */
-  forget(w: Wanted): void {
+  forget(w: KnownSet): void {
     this.byKey.delete(tempKey(w));
   }
 
@@ -198,12 +364,29 @@ class TempSets {
   }
 }
 
-function createOp(name: string, w: Wanted): IpsetOp {
-  return { op: 'create', name, type: w.type, family: w.family, options: w.options };
+/** A changed set to rebuild by swap, with its member changes (for the counts). */
+interface Replacement {
+  w: KnownSet;
+  add: Element[];
+  del: Element[];
 }
 
-function addOp(name: string, w: Wanted, elements: Element[]): IpsetOp[] {
+/** The changed sets of one kind, in the order they go through its temporary set. */
+interface TempQueue {
+  temp: { name: string; create: boolean };
+  todo: Replacement[];
+  /** Filled in the previous round, to be swapped in by the next. */
+  filled?: Replacement;
+}
+
+function addOp(name: string, w: KnownSet, elements: Element[]): IpsetOp[] {
   return elements.length > 0 ? [{ op: 'add', name, type: w.type, elements, exist: true }] : [];
+}
+
+/** The temporary set emptied (created on first use) and filled with the wanted members. */
+function fillTempOps(t: { name: string; create: boolean }, w: KnownSet): IpsetOp[] {
+  const first: IpsetOp = t.create ? { op: 'create', name: t.name, type: w.type, family: w.family, options: w.options } : { op: 'flush', name: t.name };
+  return [first, ...addOp(t.name, w, [...w.members.values()])];
 }
 
 export async function syncSets(
@@ -211,21 +394,25 @@ export async function syncSets(
   desired: Map<string, DesiredSet> | Record<string, DesiredSet>,
   opts: SyncOptions,
 ): Promise<SyncResult> {
-  const { prefix } = opts;
+  const { prefix, cache } = opts;
   const mode = opts.mode ?? 'incremental';
   const prune = opts.prune ?? true;
   if (Buffer.byteLength(prefix) > NAME_MAX - TEMP_MARK.length - TEMP_HASH_LEN) {
     throw new SyncInputError([`prefix "${prefix}" is too long: temporary names need ${TEMP_MARK.length + TEMP_HASH_LEN} more bytes within ${NAME_MAX}`]);
   }
+  if (cache && (cache.prefix !== prefix || cache.prune !== prune)) {
+    throw new SyncInputError([`cache is the state of a run with prefix "${cache.prefix}" and prune ${cache.prune}, not "${prefix}" and ${prune}`]);
+  }
+  if (cache?.used) throw new SyncInputError(['cache: this state was already used by a run; pass the state that run returned']);
   const desiredMap = desired instanceof Map ? desired : new Map(Object.entries(desired));
   const isTemp = tempNamePattern(prefix);
   const before = { ...client.sent };
   const inScope = (name: string) => name.startsWith(prefix) && (prune || desiredMap.has(name) || isTemp.test(name));
-  const state = await client.list({ include: inScope });
-  const actual = new Map(state.sets.map((s) => [s.name, s]));
-  const otherTypes = new Map(state.otherTypes.map((s) => [s.name, s]));
-  const wantedList = validate(desiredMap, prefix, actual);
-  const wanted = new Map(wantedList.map((w) => [w.name, w]));
+  const present = cache ? presentFromCache(cache) : await readPresent(client, inScope);
+  const checked = validate(desiredMap, prefix, present);
+  cache?.markUsed();
+  applyInPlace(checked);
+  const wanted = new Map(checked.map((c) => [c.w.name, c.w]));
   const result: SyncResult = {
     created: [],
     updated: [],
@@ -240,119 +427,141 @@ export async function syncSets(
     failures: [],
   };
 
-
+  /** Destroys of sets no longer wanted: a refusal because the set is in use means "retained". */
+  const doomed = new Map<IpsetOp, string>();
   const record = async (ops: IpsetOp[]): Promise<Set<number>> => {
     const failures = await client.run(ops);
-    result.failures.push(...failures.map((f) => f.error));
-    return new Set(failures.map((f) => f.index));
+    for (const f of failures) {
+      const name = doomed.get(ops[f.index]);
+      if (name !== undefined && (f.error.kind === 'in-use' || f.error.kind === 'referenced')) result.retained.push(name);
+      else result.failures.push(f.error);
+    }
+    const failed = new Set(failures.map((f) => f.index));
+    ops.forEach((op, i) => {
+      const name = doomed.get(op);
+      if (name !== undefined && !failed.has(i)) result.destroyed.push(name);
+    });
+    return failed;
   };
 
-  const leftovers = [...actual.values(), ...otherTypes.values()].map((s) => s.name).filter((n) => isTemp.test(n));
+  const leftovers = [...present.keys()].filter((n) => isTemp.test(n));
   const fill: IpsetOp[] = leftovers.map((name) => ({ op: 'destroy', name, exist: true }));
   result.leftoversRemoved.push(...leftovers);
 
-  const respec: Wanted[] = [];
-  const changed: { w: Wanted; add: Element[]; del: Element[] }[] = [];
-  for (const w of listsLast(wantedList)) {
-    const cur = actual.get(w.name);
-    if (!cur && !otherTypes.has(w.name)) {
-      fill.push(createOp(w.name, w), ...addOp(w.name, w, [...w.members.values()]));
+  const respec: KnownSet[] = [];
+  const changed: (Replacement & { type: SetType })[] = [];
+  for (const c of listsLast(checked.map((x) => ({ ...x, type: x.w.type })))) {
+    const { w } = c;
+    const cur = present.get(w.name);
+    if (!cur) {
+      fill.push({ op: 'create', name: w.name, type: w.type, family: w.family, options: w.options }, ...addOp(w.name, w, [...w.members.values()]));
       result.created.push(w.name);
       result.added += w.members.size;
-      continue;
-    }
-    if (!cur || specOf(cur.type, cur.family, cur.options) !== specOf(w.type, w.family, w.options)) {
+    } else if (!cur.known || cur.known.spec !== w.spec) {
       respec.push(w);
-      continue;
+    } else {
+      const diff = memberChanges(c, cur.known);
+      if (diff.add.length === 0 && diff.del.length === 0) result.unchanged++;
+      else changed.push({ w, type: w.type, ...diff });
     }
-    const diff = memberChanges(w, cur);
-    if (diff.add.length === 0 && diff.del.length === 0) result.unchanged++;
-    else changed.push({ w, ...diff });
   }
 
-  const temps = new TempSets(prefix);
   const drain: IpsetOp[] = [];
   if (mode === 'incremental') {
-    for (const { w, add } of changed) {
-      fill.push(...addOp(w.name, w, add));
-      result.added += add.length;
-    }
-    for (const { w, del } of listsLast(changed.map((c) => ({ ...c, type: c.w.type }))).reverse()) {
+    for (const { w, add } of changed) fill.push(...addOp(w.name, w, add));
+    for (const { w, del } of listsLast(changed).reverse()) {
       if (del.length > 0) drain.push({ op: 'del', name: w.name, type: w.type, elements: del, exist: true });
-      result.deleted += del.length;
+    }
+    for (const c of changed) {
+      result.added += c.add.length;
+      result.deleted += c.del.length;
     }
     result.updated.push(...changed.map((c) => c.w.name));
   }
-  await record(fill);
+  const doomedSets = prune ? listsLast([...present.values()].filter((s) => !wanted.has(s.name) && !isTemp.test(s.name)).map((s) => ({ ...s, type: s.typeName }))).reverse() : [];
+  const destroys: IpsetOp[] = doomedSets.map((s) => {
+    const op: IpsetOp = { op: 'destroy', name: s.name, exist: true };
+    doomed.set(op, s.name);
+    return op;
+  });
 
-  if (mode === 'replace') {
-    for (const { w, add, del } of changed) {
-      if (await replaceBySwap(w)) {
-        result.replaced.push(w.name);
-        result.added += add.length;
-        result.deleted += del.length;
-      }
+  const temps = new TempSets(prefix);
+  if (mode === 'incremental' && respec.length === 0) {
+    // Nothing waits for an answer: one ordered stream, additions before removals.
+    await record([...fill, ...drain, ...destroys]);
+  } else {
+    await record(fill);
+    if (mode === 'replace') await replaceChanged(changed);
+    for (const w of respec) {
+      if (await changeSpec(w)) result.replaced.push(w.name);
     }
+    // Temporaries go first: a swapped-out list:set in one still holds its members.
+    await record([...drain, ...temps.all().map((t): IpsetOp => ({ op: 'destroy', name: t.name, exist: true })), ...destroys]);
   }
-  for (const w of respec) {
-    if (await changeSpec(w)) result.replaced.push(w.name);
-  }
-
-  // Temporaries go first: a swapped-out list:set in one still holds its members.
-  for (const t of temps.all()) drain.push({ op: 'destroy', name: t.name, exist: true });
-  const present = [...actual.values()].map((s) => ({ name: s.name, type: s.type as string }));
-  present.push(...[...otherTypes.values()].map((s) => ({ name: s.name, type: s.typeName })));
-  const doomed = prune ? listsLast(present.filter((s) => !wanted.has(s.name) && !isTemp.test(s.name))).reverse() : [];
-  const destroyAt = new Map<number, string>();
-  for (const s of doomed) {
-    destroyAt.set(drain.length, s.name);
-    drain.push({ op: 'destroy', name: s.name, exist: true });
-  }
-  const failures = await client.run(drain);
-  const failed = new Set(failures.map((f) => f.index));
-  for (const f of failures) {
-    const name = destroyAt.get(f.index);
-    if (name && (f.error.kind === 'in-use' || f.error.kind === 'referenced')) result.retained.push(name);
-    else result.failures.push(f.error);
-  }
-  for (const [i, name] of destroyAt) if (!failed.has(i)) result.destroyed.push(name);
 
   result.messages = { read: client.sent.read - before.read, mutating: client.sent.mutating - before.mutating };
+  if (result.failures.length === 0) {
+    const retained = doomedSets.filter((s) => result.retained.includes(s.name)).map((s) => ({ name: s.name, typeName: s.typeName }));
+    result.state = new SyncState(prefix, prune, wanted, retained);
+  }
   return result;
 
-  /** Builds the wanted content in a temporary set and swaps it in; false if anything failed. */
-  async function replaceBySwap(w: Wanted): Promise<boolean> {
-    const t = temps.take(w);
-    const prep: IpsetOp[] = [];
-    if (t.create) prep.push(createOp(t.name, w));
-    if (t.flush) prep.push({ op: 'flush', name: t.name });
-    prep.push(...addOp(t.name, w, [...w.members.values()]));
-    if ((await record(prep)).size > 0) return false;
-    return (await record([{ op: 'swap', name: t.name, with: w.name }])).size === 0;
+  /** Rebuilds each changed set in its kind's temporary set and swaps it in. A swap waits for the
+   * answer to its fill (a partly filled set must never be swapped in), so each round sends, per
+   * temporary set, the swap of the set filled in the previous round and the fill of the next. */
+  async function replaceChanged(sets: Replacement[]): Promise<void> {
+    const queues = new Map<string, TempQueue>();
+    for (const r of sets) {
+      const t = temps.take(r.w);
+      const q = queues.get(t.name) ?? { temp: t, todo: [] };
+      q.todo.push(r);
+      queues.set(t.name, q);
+    }
+    for (;;) {
+      const ops: IpsetOp[] = [];
+      const swaps: { at: number; r: Replacement }[] = [];
+      const fills: { from: number; to: number; q: TempQueue; r: Replacement }[] = [];
+      for (const q of queues.values()) {
+        if (q.filled) {
+          swaps.push({ at: ops.length, r: q.filled });
+          ops.push({ op: 'swap', name: q.temp.name, with: q.filled.w.name });
+          q.filled = undefined;
+        }
+        const r = q.todo.shift();
+        if (!r) continue;
+        const from = ops.length;
+        ops.push(...fillTempOps(q.temp, r.w));
+        q.temp = { name: q.temp.name, create: false };
+        fills.push({ from, to: ops.length, q, r });
+      }
+      if (ops.length === 0) return;
+      const failed = await record(ops);
+      for (const f of fills) {
+        let ok = true;
+        for (let i = f.from; i < f.to; i++) if (failed.has(i)) ok = false;
+        if (ok) f.q.filled = f.r;
+      }
+      for (const { at, r } of swaps) {
+        if (failed.has(at)) continue;
+        result.replaced.push(r.w.name);
+        result.added += r.add.length;
+        result.deleted += r.del.length;
+      }
+    }
   }
 
   /** A set whose type or options differ: swapped when the kernel allows it (same type and
    * family); otherwise, if nothing references the old set, destroyed and the new one renamed in. */
-  async function changeSpec(w: Wanted): Promise<boolean> {
+  async function changeSpec(w: KnownSet): Promise<boolean> {
     const t = temps.take(w);
-    const prep: IpsetOp[] = [];
-    if (t.create) prep.push(createOp(t.name, w));
-    if (t.flush) prep.push({ op: 'flush', name: t.name });
-    prep.push(...addOp(t.name, w, [...w.members.values()]));
-    if ((await record(prep)).size > 0) return false;
+    if ((await record(fillTempOps(t, w))).size > 0) return false;
     temps.forget(w);
     const swap = await client.run([{ op: 'swap', name: t.name, with: w.name }]);
     if (swap.length === 0) {
       await record([{ op: 'destroy', name: t.name, exist: true }]);
       return true;
     }
-    if (swap[0].error.kind !== 'type-mismatch') {
-      result.failures.push(swap[0].error);
-      await record([{ op: 'destroy', name: t.name, exist: true }]);
-      return false;
-    }
-    const refs = actual.get(w.name)?.header.references ?? otherTypes.get(w.name)?.references ?? 0;
-    if (refs > 0) {
+    if (swap[0].error.kind !== 'type-mismatch' || (present.get(w.name)?.references ?? 0) > 0) {
       result.failures.push(swap[0].error);
       await record([{ op: 'destroy', name: t.name, exist: true }]);
       return false;

@@ -47,19 +47,10 @@ export interface SetHeaderInfo {
   initval?: number;
 }
 
-/** One member as a structured key plus its optional extensions. `key` is the text `ipset save`
- * prints for it, which is also how members are compared. */
+/** One member: its canonical text (what `ipset save` prints for it, which is also how members
+ * compare; see element.ts) and its optional extensions. */
 export interface Element {
   key: string;
-  /** 4 or 16 bytes, network order. */
-  ip?: Buffer;
-  cidr?: number;
-  proto?: number;
-  port?: number;
-  ip2?: Buffer;
-  cidr2?: number;
-  /** list:set member. */
-  name?: string;
   timeout?: number;
   comment?: string;
   packets?: bigint;

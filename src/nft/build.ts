@@ -107,6 +107,16 @@ export function ctState(states: (keyof typeof CT_STATE_BITS)[]): Expr[] {
   ];
 }
 
+/** `icmpv6 type nd-router-solicit-nd-neighbor-advert` (133-136): IPv6 neighbor and router
+ * discovery, which a host needs to reach anything at all. */
+export function icmpv6NeighborDiscovery(): Expr[] {
+  return [
+    ...l4proto('ipv6-icmp'),
+    { type: 'payload', base: 'transport', offset: 0, len: 1, dreg: REG },
+    { type: 'range', sreg: REG, op: 'eq', from: Buffer.from([133]), to: Buffer.from([136]) },
+  ];
+}
+
 export function counter(): Expr {
   return { type: 'counter', packets: 0n, bytes: 0n };
 }

@@ -56,6 +56,8 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     }
     case 'mark':
       return `0x${b.readUInt32LE(0).toString(16).padStart(8, '0')}`;
+    case 'integer':
+      return b.length <= 4 ? String(b.readUIntBE(0, b.length)) : `0x${b.toString('hex')}`;
     default:
       return `0x${b.toString('hex')}`;
   }
@@ -73,6 +75,9 @@ function payloadField(e: Extract<Expr, { type: 'payload' }>, l3: 'ip' | 'ip6' | 
     if ((l3 ?? (e.len === 16 ? 'ip6' : undefined)) === 'ip6' && e.len === 16 && (e.offset === 8 || e.offset === 24)) {
       return { text: `ip6 ${e.offset === 8 ? 'saddr' : 'daddr'}`, kind: 'ipv6_addr', impliesL3: 'ip6' };
     }
+  }
+  if (e.base === 'transport' && e.len === 1 && e.offset === 0 && l4 === 'ipv6-icmp') {
+    return { text: 'icmpv6 type', kind: 'integer', impliesL4: true };
   }
   if (e.base === 'transport' && e.len === 2 && (e.offset === 0 || e.offset === 2)) {
     return { text: `${l4 ?? 'th'} ${e.offset === 0 ? 'sport' : 'dport'}`, kind: 'inet_service', impliesL4: l4 !== undefined };
@@ -202,7 +207,7 @@ export function formatRuleBody(exprs: Expr[]): string {
     out.push({ text: describeExpr(e) });
   }
   const printedL3 = out.some((o) => /^ip6? [sd]addr/.test(o.text) || / ip6? [sd]addr/.test(o.text));
-  const printedL4 = out.some((o) => /^(tcp|udp|sctp) [sd]port/.test(o.text) || / (tcp|udp|sctp) [sd]port/.test(o.text));
+  const printedL4 = out.some((o) => /(^| )((tcp|udp|sctp) [sd]port|icmpv6 type)/.test(o.text));
   return out
     .filter((o) => !(o.dependencyOf === 'l3' && printedL3) && !(o.dependencyOf === 'l4' && printedL4))
     .map((o) => o.text)

@@ -221,6 +221,18 @@ export class Prober {
     }));
   }
 
+  /** One connection from a pod (or the node) to a pod: whether the target itself answered. */
+  async probe(from: string, to: string, slice: Slice, timeoutMs = 1000): Promise<{ ok: boolean; outcome: ProbeOutcome | undefined }> {
+    const target = this.topology.pods.find((p) => p.id === to);
+    if (!target) throw new Error(`no pod ${to} in the topology`);
+    const cell: Cell = { from, to, ...slice };
+    const key = cellKey(cell);
+    const host = slice.family === 4 ? target.ipv4 : target.ipv6;
+    const response = await this.request(from, [{ key, host, port: slice.port, protocol: slice.protocol, family: slice.family, timeoutMs }], timeoutMs);
+    const outcome = response.outcomes[key];
+    return { ok: outcome !== undefined && 'reply' in outcome && outcome.reply === to, outcome };
+  }
+
   private request(from: string, probes: ProbeRequest[], timeoutMs: number): Promise<AgentResponse> {
     const agent = this.agents.get(from)!;
     const id = this.nextId++;

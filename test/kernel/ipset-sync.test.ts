@@ -7,6 +7,7 @@ import { decodeNfMessages } from '../../src/netlink/message';
 import { IpsetClient, IpsetTransport } from '../../src/ipset/client';
 import * as C from '../../src/ipset/constants';
 import { SyncInputError, syncSets, tempNamePattern } from '../../src/ipset/sync';
+import { parseElement } from '../../src/ipset/element';
 import { DesiredSet } from '../../src/ipset/types';
 import { Sandbox, withSandbox } from '../helpers/netns';
 
@@ -88,6 +89,92 @@ test('incremental sync: create, update, keep unchanged at zero mutating messages
     assert.match(save(sb, 't-b'), /comment "y"/);
     assert.deepEqual(kernelNames(sb), ['foreign', 't-a', 't-b', 't-l', 't_x']);
     assert.equal(foreign(sb), before);
+  });
+});
+
+test('cache: a long-lived caller skips the dump and gets what a fresh run gets; a failed run returns no state', async () => {
+  await withSandbox(async (sb) => {
+    sb.run('ipset', ['restore'], FOREIGN);
+    const before = foreign(sb);
+    let dumps = 0;
+    const client = new IpsetClient({
+      nextSeq: () => sb.socket.nextSeq(),
+      transact: (d) => sb.socket.transact(d),
+      dump: (req, what) => (dumps++, sb.socket.dump(req, what)),
+    });
+    const desired: Record<string, DesiredSet> = {
+      't-a': { type: 'hash:ip', members: ips(1, 20) },
+      't-n': { type: 'hash:net', family: 'inet6', members: ['2001:db8::/48'] },
+      't-old': { type: 'hash:ip', members: ['198.18.9.1'] },
+    };
+    let r = await syncSets(client, desired, { prefix: PREFIX });
+    assert.ok(r.state);
+    desired['t-a'] = { type: 'hash:ip', members: ips(6, 20) };
+    desired['t-new'] = { type: 'hash:ip,port', members: ['198.18.0.1,udp:53'] };
+    delete desired['t-old'];
+    dumps = 0;
+    r = await syncSets(client, desired, { prefix: PREFIX, cache: r.state });
+    assert.deepEqual(r.failures, []);
+    assert.equal(dumps, 0, 'the kernel is not read');
+    assert.deepEqual(r.updated, ['t-a']);
+    assert.deepEqual(r.created, ['t-new']);
+    assert.deepEqual(r.destroyed, ['t-old']);
+    assert.equal(r.added, 5 + 1);
+    assert.equal(r.deleted, 5);
+    assert.deepEqual(members(sb, 't-a'), [...ips(6, 20)].sort());
+    assert.deepEqual(kernelNames(sb), ['foreign', 't-a', 't-n', 't-new', 't_x']);
+    const same = await syncSets(client, desired, { prefix: PREFIX, cache: r.state });
+    assert.deepEqual(same.messages, { read: 0, mutating: 0 });
+    assert.equal(dumps, 0);
+    assert.equal(same.unchanged, 3);
+    await assert.rejects(syncSets(client, desired, { prefix: 'x-', cache: same.state }), SyncInputError);
+
+    // Someone else removes a set: the cached run fails for it and returns no state; a fresh run converges.
+    sb.run('ipset', ['destroy', 't-n']);
+    desired['t-n'] = { type: 'hash:net', family: 'inet6', members: ['2001:db8::/48', '2001:db8:1::/48'] };
+    r = await syncSets(client, desired, { prefix: PREFIX, cache: same.state });
+    assert.equal(r.failures.length, 1);
+    assert.equal(r.failures[0].kind, 'set-not-found');
+    assert.equal(r.state, undefined);
+    r = await syncSets(client, desired, { prefix: PREFIX });
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual(r.created, ['t-n']);
+    assert.deepEqual(members(sb, 't-n'), ['2001:db8:1::/48', '2001:db8::/48']);
+    assert.equal(foreign(sb), before);
+  });
+});
+
+test('cache: members moved, repeated or written differently sync exactly; a state serves one run', async () => {
+  await withSandbox(async (sb) => {
+    const client = new IpsetClient(sb.socket);
+    const canonical = (texts: string[]) => [...new Set(texts.map((t) => parseElement('hash:ip', 'inet', t).key))].sort();
+    let list = ips(1, 20);
+    let r = await syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX });
+    // Steps that change few positions take the positional comparison (while the previous list
+    // was canonical and without repeats); the others, the general one.
+    const steps: ((l: string[]) => string[])[] = [
+      (l) => [l[1], l[0], ...l.slice(2, 5), '198.18.50.1', ...l.slice(6)], // two swap places, one replaced
+      (l) => [...l.slice(0, 7), '198.18.050.002', ...l.slice(8)], // not canonical text
+      canonical,
+      (l) => [...l.slice(0, 3), l[10], ...l.slice(4)], // a kept member repeated: one member fewer
+      canonical,
+      (l) => [...l.slice(0, 2), '198.18.70.1', '198.18.70.1', ...l.slice(4)], // a new member twice
+      canonical,
+      (l) => [...l.slice(2), '198.18.60.1', '198.18.60.2'], // shifted: most positions differ
+      (l) => l.slice(0, l.length - 2),
+      (l) => [...l, '198.18.80.1'],
+    ];
+    for (const step of steps) {
+      list = step(list);
+      const before = r.state!;
+      await assert.rejects(syncSets(client, { 't-p': { type: 'hash:ip', members: [...list, 'bogus'] } }, { prefix: PREFIX, cache: before }), SyncInputError);
+      r = await syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX, cache: before });
+      assert.deepEqual(r.failures, []);
+      assert.deepEqual(members(sb, 't-p'), canonical(list), list.join(' '));
+      await assert.rejects(syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX, cache: before }), /already used/);
+    }
+    const fresh = await syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX });
+    assert.equal(fresh.messages.mutating, 0);
   });
 });
 

@@ -127,8 +127,8 @@ test('refusals are named kinds naming the set and the element', async () => {
     await expectKind(client.add('l', 'list:set', [el('list:set', 'unspec', 'ghost')]), 'member-set-not-found', /element ghost/);
     await client.add('l', 'list:set', [el('list:set', 'unspec', 'full')]);
     await expectKind(client.destroy('full'), 'in-use', /set full/);
-    assert.equal(await client.test('full', el('hash:ip', 'inet', '198.18.0.2')), true);
-    assert.equal(await client.test('full', el('hash:ip', 'inet', '198.18.0.3')), false);
+    assert.equal(await client.test('full', 'hash:ip', el('hash:ip', 'inet', '198.18.0.2')), true);
+    assert.equal(await client.test('full', 'hash:ip', el('hash:ip', 'inet', '198.18.0.3')), false);
   });
 });
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { parseAttrs, NLA_F_NET_BYTEORDER } from '../../src/netlink/attr';
+import { AttrWriter, parseAttrs, NLA_F_NESTED, NLA_F_NET_BYTEORDER } from '../../src/netlink/attr';
 import { DecodeError } from '../../src/netlink/errors';
 import { decodeNfMessages, encodeNfMessage, nfMsgType, NFNL_SUBSYS_IPSET, NLM_F_EXCL } from '../../src/netlink/message';
 import * as codec from '../../src/ipset/codec';
@@ -9,6 +9,7 @@ import * as C from '../../src/ipset/constants';
 import { ElementSyntaxError, formatIPv6, parseElement, parseIPv6 } from '../../src/ipset/element';
 import { describeIpsetErrno } from '../../src/ipset/errors';
 import { formatSave, parseSave, RestoreSyntaxError } from '../../src/ipset/save-format';
+import { Element, SetFamily, SetType } from '../../src/ipset/types';
 
 const h = { seq: 7, protocol: C.IPSET_PROTOCOL };
 
@@ -62,9 +63,9 @@ test('every message carries IPSET_ATTR_PROTOCOL; numbers are flagged network byt
     codec.encodeFlush(h, 's'),
     codec.encodeRename(h, 's', 't'),
     codec.encodeSwap(h, 's', 't'),
-    codec.encodeAdt(h, 'add', 's', [e, e], false),
-    codec.encodeAdt(h, 'del', 's', [e], true),
-    codec.encodeTest(h, 's', e),
+    codec.encodeAdt(h, 'add', 's', 'hash:ip,port', [e, e], false).bytes,
+    codec.encodeAdt(h, 'del', 's', 'hash:ip,port', [e], true).bytes,
+    codec.encodeTest(h, 's', 'hash:ip,port', e),
     codec.encodeHeaderQuery(h, 's'),
     codec.encodeList(h, {}),
   ];
@@ -95,12 +96,22 @@ test('a missing set name is refused, never sent (the kernel would read it as "al
   assert.throws(() => codec.encodeDestroy(h, 'x'.repeat(32), false), /1 to 31 bytes/);
 });
 
-test('element lists split below the 64 KiB attribute limit', () => {
+test('element lists split below the 64 KiB attribute limit, in order, none lost', () => {
   const els = Array.from({ length: 9000 }, (_, i) => parseElement('hash:ip', 'inet6', `2001:db8::${i.toString(16)}`));
-  const chunks = codec.chunkElements(els);
-  assert.ok(chunks.length > 1);
-  assert.equal(chunks.flat().length, els.length);
-  for (const c of chunks) assert.ok(codec.encodeAdt(h, 'add', 's', c, true).length < 65536);
+  const keys: string[] = [];
+  let messages = 0;
+  for (let from = 0; from < els.length; messages++) {
+    const { bytes, next } = codec.encodeAdt(h, 'add', 's', 'hash:ip', els, true, from);
+    assert.ok(bytes.length < 65536 && next > from);
+    const adt = parseAttrs(decodeNfMessages(bytes)[0].payload).find((a) => a.type === C.IPSET_ATTR_ADT)!;
+    for (const d of parseAttrs(adt.data)) {
+      const ip = parseAttrs(parseAttrs(d.data).find((a) => a.type === C.IPSET_ATTR_IP)!.data)[0].data;
+      keys.push(formatIPv6(ip));
+    }
+    from = next;
+  }
+  assert.ok(messages > 1);
+  assert.deepEqual(keys, els.map((e) => e.key));
 });
 
 test('decoders throw DecodeError, never crash, on random and truncated bytes', () => {
@@ -117,6 +128,39 @@ test('decoders throw DecodeError, never crash, on random and truncated bytes', (
     try {
       const msgs = decodeNfMessages(bytes).map((m) => ({ ...m, type: nfMsgType(NFNL_SUBSYS_IPSET, C.IPSET_CMD_LIST) }));
       codec.decodeList(msgs);
+    } catch (err) {
+      assert.ok(err instanceof DecodeError, `unexpected ${(err as Error).stack}`);
+    }
+  }
+});
+
+test('the member reader throws DecodeError, never crashes, on corrupted and truncated list replies', () => {
+  const kinds: [SetType, SetFamily, string[]][] = [
+    ['hash:ip', 'inet', ['198.18.0.1', '198.18.0.2']],
+    ['hash:ip,port,net', 'inet6', ['2001:db8::1,tcp:80,2001:db8::/48']],
+    ['hash:net,port', 'inet', ['198.18.0.0/16,udp:53']],
+    ['list:set', 'unspec', ['abc']],
+  ];
+  const replies = kinds.map(([type, family, texts]) => {
+    const els = texts.map((t) => ({ ...parseElement(type, family, t), timeout: 9, comment: 'c' }));
+    const adt = parseAttrs(decodeNfMessages(codec.encodeAdt(h, 'add', 's', type, els, true).bytes)[0].payload).find((a) => a.type === C.IPSET_ATTR_ADT)!;
+    return new AttrWriter()
+      .str(C.IPSET_ATTR_SETNAME, 's')
+      .str(C.IPSET_ATTR_TYPENAME, type)
+      .u8(C.IPSET_ATTR_REVISION, 1)
+      .u8(C.IPSET_ATTR_FAMILY, { inet: 2, inet6: 10, unspec: 0 }[family])
+      .nest(C.IPSET_ATTR_DATA, (d) => d.be32(C.IPSET_ATTR_REFERENCES | NLA_F_NET_BYTEORDER, 0))
+      .bytes(C.IPSET_ATTR_ADT | NLA_F_NESTED, adt.data)
+      .finish();
+  });
+  const list = (payload: Buffer) => [{ type: nfMsgType(NFNL_SUBSYS_IPSET, C.IPSET_CMD_LIST), flags: 0, seq: 1, pid: 0, family: 2, version: 0, resId: 0, payload }];
+  for (const [i, reply] of replies.entries()) assert.equal(codec.decodeList(list(reply)).sets[0].members.length, kinds[i][2].length);
+  for (let i = 0; i < 20000; i++) {
+    const reply = replies[i % replies.length];
+    const bytes = Buffer.from(reply.subarray(0, i % 3 === 0 ? i % reply.length : reply.length));
+    for (let k = 0; k <= i % 4; k++) bytes[(i * 7919 + k * 104729) % Math.max(1, bytes.length)] = randomBytes(1)[0];
+    try {
+      codec.decodeList(list(bytes));
     } catch (err) {
       assert.ok(err instanceof DecodeError, `unexpected ${(err as Error).stack}`);
     }
@@ -181,16 +225,34 @@ test('save format: parse and print round-trip; every bad line reported with its 
   );
 });
 
-test('elementSize counts exactly what the encoder writes', () => {
-  const cases = [
-    parseElement('hash:ip', 'inet', '198.18.0.1'),
-    { ...parseElement('hash:ip,port,net', 'inet6', '2001:db8::1,tcp:80,2001:db8::/48'), timeout: 5, packets: 1n, bytes: 2n, comment: 'héllo' },
-    parseElement('list:set', 'unspec', 'abc'),
-    parseElement('bitmap:port', 'unspec', '80'),
+test('every member key parses back to itself, and what the encoder writes decodes to the same key', () => {
+  const cases: [SetType, SetFamily, Element][] = [
+    ['hash:ip', 'inet', parseElement('hash:ip', 'inet', '198.18.0.1')],
+    ['hash:net', 'inet', parseElement('hash:net', 'inet', '198.18.7.9/23')],
+    ['hash:ip,port', 'inet', parseElement('hash:ip,port', 'inet', '198.18.0.1,icmp:8/0')],
+    ['hash:ip,port', 'inet6', parseElement('hash:ip,port', 'inet6', '2001:db8::1,ipv6-icmp:128/0')],
+    ['hash:ip,port', 'inet', parseElement('hash:ip,port', 'inet', '198.18.0.1,47:0')],
+    ['hash:net,port', 'inet6', parseElement('hash:net,port', 'inet6', '2001:db8::/32,udp:53')],
+    ['hash:ip,port,ip', 'inet', parseElement('hash:ip,port,ip', 'inet', '198.18.0.1,tcp:80,198.18.0.2')],
+    ['hash:ip,port,net', 'inet6', { ...parseElement('hash:ip,port,net', 'inet6', '2001:db8::1,tcp:80,2001:db8::/48'), timeout: 5, packets: 1n, bytes: 2n, comment: 'héllo' }],
+    ['list:set', 'unspec', parseElement('list:set', 'unspec', 'abc')],
+    ['bitmap:port', 'unspec', parseElement('bitmap:port', 'unspec', '80')],
   ];
-  for (const e of cases) {
-    const one = decodeNfMessages(codec.encodeAdt(h, 'add', 's', [e], true))[0];
-    const adt = parseAttrs(one.payload).find((a) => a.type === C.IPSET_ATTR_ADT)!;
-    assert.equal(codec.elementSize(e), adt.data.length, e.key);
+  assert.equal(cases[4][2].key, '198.18.0.1,47:0');
+  for (const [type, fam, e] of cases) {
+    assert.equal(parseElement(type, fam, e.key).key, e.key);
+    const { bytes } = codec.encodeAdt(h, 'add', 's', type, [e], true);
+    const adt = parseAttrs(decodeNfMessages(bytes)[0].payload).find((a) => a.type === C.IPSET_ATTR_ADT)!;
+    const family = { inet: 2, inet6: 10, unspec: 0 }[fam];
+    const reply = new AttrWriter()
+      .u8(C.IPSET_ATTR_PROTOCOL, C.IPSET_PROTOCOL)
+      .str(C.IPSET_ATTR_SETNAME, 's')
+      .str(C.IPSET_ATTR_TYPENAME, type)
+      .u8(C.IPSET_ATTR_REVISION, 1)
+      .u8(C.IPSET_ATTR_FAMILY, family)
+      .bytes(C.IPSET_ATTR_ADT | NLA_F_NESTED, adt.data)
+      .finish();
+    const [listed] = codec.decodeList([{ type: nfMsgType(NFNL_SUBSYS_IPSET, C.IPSET_CMD_LIST), flags: 0, seq: 1, pid: 0, family: 2, version: 0, resId: 0, payload: reply }]).sets;
+    assert.deepEqual(listed.members, [e]);
   }
 });
