@@ -3,22 +3,14 @@
  * default-deny, same-namespace podSelectors with named ports, namespaceSelector peers, ipBlocks
  * with except, and egress to DNS. Deterministic for a seed. */
 import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from '../src/k8s/model';
+import { mulberry32 } from '../test/helpers/prng';
 
 export const NODE = 'node-0';
 export const PODS_PER_NAMESPACE = 50;
 export const PODS_PER_NODE = 100;
 export const TIERS = ['frontend', 'backend', 'db'];
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng = mulberry32;
 
 export interface Cluster {
   namespaces: NamespaceInfo[];

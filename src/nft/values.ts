@@ -1,6 +1,7 @@
 /** Typed values as nf_tables carries them: addresses and ports in network byte order, set keys
  * sized per nft data type, concatenation fields padded to 32-bit registers. */
 import { isIPv4, isIPv6 } from 'node:net';
+import { formatIPv6Groups } from '../net/ipv6-text';
 import { NftTypeName } from './types';
 
 /** Byte length of one value of each type, before register padding. */
@@ -78,24 +79,7 @@ export function formatIPv4(b: Buffer): string {
 export function formatIPv6(b: Buffer): string {
   const groups: number[] = [];
   for (let i = 0; i < 16; i += 2) groups.push(b.readUInt16BE(i));
-  let bestStart = -1;
-  let bestLen = 0;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen && j - i > 1) {
-      bestStart = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (bestStart < 0) return hex.join(':');
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLen).join(':')}`;
+  return formatIPv6Groups(groups);
 }
 
 export function be16(n: number): Buffer {

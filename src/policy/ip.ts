@@ -1,6 +1,8 @@
 /** IP address and CIDR arithmetic for policy compilation: parsing to bigints, canonical text,
  * and cidr-minus-excepts as inclusive ranges. */
 
+import { formatIPv6Groups } from '../net/ipv6-text';
+
 export type IpFamily = 'v4' | 'v6';
 
 export interface ParsedIp {
@@ -86,31 +88,9 @@ export function formatIp(family: IpFamily, value: bigint): string {
   }
   const groups: number[] = [];
   for (let i = 7; i >= 0; i--) groups.push(Number((value >> BigInt(i * 16)) & 0xffffn));
-  return formatV6Groups(groups);
+  return formatIPv6Groups(groups);
 }
 
-/** RFC 5952 text of eight 16-bit groups. */
-function formatV6Groups(groups: number[]): string {
-  // RFC 5952: compress the longest run (>= 2) of zero groups, the first one on ties.
-  let bestStart = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestStart = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = (gs: number[]): string => gs.map((g) => g.toString(16)).join(':');
-  if (bestStart < 0) return hex(groups);
-  return hex(groups.slice(0, bestStart)) + '::' + hex(groups.slice(bestStart + bestLen));
-}
 
 const V4_CANONICAL = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$/;
 
@@ -121,7 +101,7 @@ export function canonicalIp(text: string): { family: IpFamily; text: string } | 
   if (V4_CANONICAL.test(trimmed)) return { family: 'v4', text: trimmed };
   if (trimmed.includes(':')) {
     const groups = parseV6Groups(trimmed);
-    return groups && { family: 'v6', text: formatV6Groups(groups) };
+    return groups && { family: 'v6', text: formatIPv6Groups(groups) };
   }
   return undefined;
 }

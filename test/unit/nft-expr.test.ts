@@ -9,6 +9,7 @@ import { DecodeError } from '../../src/netlink/errors';
 import * as C from '../../src/nft/constants';
 import { decodeExpr, decodeExprList, describeExpr, encodeExpr, encodeExprList } from '../../src/nft/expr';
 import { Expr } from '../../src/nft/types';
+import { mulberry32 as prng } from '../helpers/prng';
 
 /** Hex with `#` comments and free spacing, one attribute per line. */
 function golden(text: string): Buffer {
@@ -486,17 +487,6 @@ test('encoding refuses values that would wrap or that the kernel rejects, naming
   for (const [e, message] of cases) assert.throws(() => encodeOne(e), message, message.source);
 });
 
-/** A small deterministic PRNG (mulberry32) so failures reproduce. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Runs a decoder on untrusted bytes: DecodeError or a value that survives a round trip. */
 function probe(decode: () => Expr | Expr[], context: string): 'ok' | 'error' {

@@ -6,20 +6,10 @@ import { compileFull } from '../../src/policy/compile';
 import { applyDelta } from '../../src/policy/delta';
 import { PolicyEngine } from '../../src/policy/engine';
 import { isEmptyDelta, type PolicyDelta, type PolicyIR } from '../../src/policy/ir';
+import { mulberry32 as rng } from '../helpers/prng';
 
 const NODE = 'node-1';
 
-/** Deterministic PRNG (mulberry32) so a failing seed can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class World {
   readonly pods = new Map<string, PodInfo>();
