@@ -66,6 +66,8 @@ export class Agent {
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
   private readonly reportedErrors = new Set<string>();
+  private lastSizes?: { pods: number; policies: number; sets: number; elements: number; rules: number };
+  private sizesAt = 0;
   /** Totals, for tests and logs: kernel messages by kind since start. */
   readonly totals = { commits: 0, messages: 0, events: 0, emptyEvents: 0, byType: new Map<string, number>() };
 
@@ -203,12 +205,9 @@ export class Agent {
     this.totals.messages += res.messages;
     for (const [k, v] of res.byType) this.totals.byType.set(k, (this.totals.byType.get(k) ?? 0) + v);
     const report: SyncReport = { kind, messages: res.messages, byType: res.byType, durationMs: performance.now() - t0, drift: extra.drift, repaired: extra.repaired };
-    const m = this.desired!.model;
-    const stats = this.engine.stats();
-    const sizes = { pods: stats.targets ?? 0, policies: stats.policies ?? 0, sets: m.sets.size, elements: countElements(m), rules: countRules(m) };
     this.opts.observer?.synced?.(report);
-    this.opts.observer?.sizes?.(sizes);
-    this.opts.logger.info({ kind, events: extra.events, messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...sizes }, 'sync committed');
+    this.opts.observer?.sizes?.(this.sizes(kind));
+    this.opts.logger.info({ kind, events: extra.events, messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...this.lastSizes }, 'sync committed');
     return report;
   }
 
@@ -225,6 +224,19 @@ export class Agent {
       setImmediate(() => void this.resync().catch(() => undefined));
       return;
     }
+  }
+
+  /** Object counts for logs and gauges. Counting walks the whole model, so incremental syncs
+   * recount at most once a second: their cost must follow the change, not the cluster. */
+  private sizes(kind: SyncReport['kind']): NonNullable<Agent['lastSizes']> {
+    const now = Date.now();
+    if (!this.lastSizes || kind !== 'incremental' || now - this.sizesAt >= 1000) {
+      const m = this.desired!.model;
+      const stats = this.engine.stats();
+      this.lastSizes = { pods: stats.targets ?? 0, policies: stats.policies ?? 0, sets: m.sets.size, elements: countElements(m), rules: countRules(m) };
+      this.sizesAt = now;
+    }
+    return this.lastSizes;
   }
 
   /** Replaces the whole table in one transaction: add, delete, add again, then every object.

@@ -44,8 +44,24 @@ export function ruleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
   return k;
 }
 
+/** Fields in sorted order, so the key does not depend on the order a decoder or a builder set
+ * them in; values as text (buffers in hex, verdicts as kind:chain). */
 function computeRuleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
-  return JSON.stringify({ e: canonicalExprs(r.exprs), c: r.comment ?? null }, (_k, v) =>
-    typeof v === 'bigint' ? `${v}n` : v && v.type === 'Buffer' && Array.isArray(v.data) ? Buffer.from(v.data).toString('hex') : v,
-  );
+  let key = r.comment === undefined ? '' : `#${r.comment}`;
+  for (const e of r.exprs) {
+    const c = canonicalExpr(e) as unknown as Record<string, unknown>;
+    key += `|${c.type}`;
+    for (const k of Object.keys(c).sort()) {
+      if (k === 'type') continue;
+      const v = c[k];
+      let text: string;
+      if (Buffer.isBuffer(v)) text = v.toString('hex');
+      else if (v !== null && typeof v === 'object') {
+        const verdict = v as { kind: string; chain?: string };
+        text = verdict.chain === undefined ? verdict.kind : `${verdict.kind}:${verdict.chain}`;
+      } else text = String(v);
+      key += ` ${k}=${text}`;
+    }
+  }
+  return key;
 }
