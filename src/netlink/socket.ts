@@ -32,7 +32,7 @@ export class NetlinkSocket {
   private closed = false;
   private readonly dumpTimeoutMs: number;
 
-  private constructor(private readonly sock: NativeSocket, opts: SocketOptions) {
+  private constructor(private readonly sock: NativeSocket, private readonly opts: SocketOptions) {
     this.dumpTimeoutMs = opts.dumpTimeoutMs ?? 30_000;
     // Distinct starting points keep replies of different sockets apart in traces.
     this.seq = Math.floor(Date.now() / 1000) & 0x3fffffff;
@@ -52,6 +52,12 @@ export class NetlinkSocket {
       sock = new (native().NetlinkSocket)(protocol, opts.netns ? opts.netns.fd : -1);
     }
     return new NetlinkSocket(sock, opts);
+  }
+
+  /** Another socket on the same namespace and protocol, for reads that can run in parallel
+   * (a socket carries one dump at a time). The namespace handle must still be open. */
+  sibling(): NetlinkSocket {
+    return NetlinkSocket.open(this.opts);
   }
 
   get portId(): number {

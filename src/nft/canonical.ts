@@ -45,17 +45,21 @@ export function ruleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
 }
 
 /** Fields in sorted order, so the key does not depend on the order a decoder or a builder set
- * them in; values as text (buffers in hex, verdicts as kind:chain). */
+ * them in; values as text (buffers in hex, verdicts as kind:chain). The canonical rules of
+ * canonicalExpr are applied inline: this runs for every rule on every verify. */
 function computeRuleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
   let key = r.comment === undefined ? '' : `#${r.comment}`;
   for (const e of r.exprs) {
-    const c = canonicalExpr(e) as unknown as Record<string, unknown>;
-    key += `|${c.type}`;
-    for (const k of Object.keys(c).sort()) {
-      if (k === 'type') continue;
-      const v = c[k];
+    key += `|${e.type}`;
+    if (e.type === 'counter') continue;
+    const fields = e as unknown as Record<string, unknown>;
+    for (const k of Object.keys(fields).sort()) {
+      const v = fields[k];
+      if (k === 'type' || v === undefined || v === false) continue;
+      if (e.type === 'bitwise' && k === 'op' && v === 'bool') continue;
       let text: string;
-      if (Buffer.isBuffer(v)) text = v.toString('hex');
+      if (typeof v === 'number') text = String(REGISTER_FIELDS.has(k) ? canonicalRegister(v) : v);
+      else if (Buffer.isBuffer(v)) text = v.toString('hex');
       else if (v !== null && typeof v === 'object') {
         const verdict = v as { kind: string; chain?: string };
         text = verdict.chain === undefined ? verdict.kind : `${verdict.kind}:${verdict.chain}`;

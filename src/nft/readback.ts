@@ -89,13 +89,18 @@ export function readTable(socket: NetlinkSocket, family: Family, name: string): 
 async function dumpTable(socket: NetlinkSocket, family: Family, name: string): Promise<TableContents | undefined> {
   const table = (await listTables(socket, family)).find((t) => t.name === name);
   if (!table) return undefined;
-  const [chains, rules, sets] = await Promise.all([
-    listChains(socket, family, name),
-    listRules(socket, family, name),
-    listSets(socket, family, name),
-  ]);
-  const elements = new Map<string, SetElement[]>();
-  const lists = await Promise.all(sets.map((s) => dumpElements(socket, s)));
-  sets.forEach((s, i) => elements.set(s.name, lists[i]));
-  return { table, chains, rules, sets, elements };
+  // A socket carries one dump at a time. A second one reads the rules (the bulk of the bytes)
+  // while the first reads chains, sets and elements; elements are then shared between both.
+  const helper = socket.sibling();
+  try {
+    const rulesRead = listRules(helper, family, name);
+    const [chains, sets] = await Promise.all([listChains(socket, family, name), listSets(socket, family, name)]);
+    const lists = await Promise.all(sets.map((s, i) => dumpElements(i % 2 ? helper : socket, s)));
+    const elements = new Map<string, SetElement[]>();
+    sets.forEach((s, i) => elements.set(s.name, lists[i]));
+    const rules = await rulesRead;
+    return { table, chains, rules, sets, elements };
+  } finally {
+    await helper.close();
+  }
 }
