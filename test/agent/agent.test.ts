@@ -3,58 +3,16 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { Agent } from '../../src/agent/agent';
 import { Renderer } from '../../src/agent/render';
-import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
-import { ClusterChange, ClusterSnapshot } from '../../src/k8s/source';
 import { listTable } from '../../src/nft/readback';
 import { compileFull } from '../../src/policy/compile';
 import { diffRulesets, isEmptyDiff } from '../../src/ruleset/diff';
 import { modelFromKernel } from '../../src/ruleset/model';
 import { Sandbox, withSandbox } from '../helpers/netns';
-import { namespace, NODE, pod, policy } from './fixtures';
+import { baseCluster, Cluster, NODE, pod, policy } from './fixtures';
 
 const silent = pino({ level: 'silent' });
 
-type Raw = Record<string, any>;
-
-/** A cluster held as normalized objects, driving an agent the way a source does. */
-class FakeCluster {
-  pods = new Map<string, any>();
-  namespaces = new Map<string, any>();
-  policies = new Map<string, any>();
-  agent?: Agent;
-
-  apply(obj: Raw): void {
-    const key = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
-    const [map, norm, kind] =
-      obj.kind === 'Pod' ? [this.pods, normalizePod(obj), 'Pod'] : obj.kind === 'Namespace' ? [this.namespaces, normalizeNamespace(obj), 'Namespace'] : [this.policies, normalizeNetworkPolicy(obj), 'NetworkPolicy'];
-    map.set(key, norm);
-    this.agent?.onChange({ kind, type: 'upsert', key, object: norm } as ClusterChange);
-  }
-
-  remove(kind: 'Pod' | 'NetworkPolicy' | 'Namespace', key: string): void {
-    const map = kind === 'Pod' ? this.pods : kind === 'Namespace' ? this.namespaces : this.policies;
-    const object = map.get(key);
-    map.delete(key);
-    this.agent?.onChange({ kind, type: 'delete', key, object } as ClusterChange);
-  }
-
-  snapshot(): ClusterSnapshot {
-    return { pods: new Map(this.pods), namespaces: new Map(this.namespaces), policies: new Map(this.policies) };
-  }
-}
-
-function baseCluster(): FakeCluster {
-  const c = new FakeCluster();
-  for (const ns of ['x', 'y']) c.apply(namespace(ns));
-  c.apply(pod('x', 'a', '198.18.0.2', { app: 'web' }, { ports: [{ name: 'http', containerPort: 80 }], ip6: '2001:db8::2' }));
-  c.apply(pod('x', 'b', '198.18.0.3', { app: 'client' }));
-  c.apply(pod('y', 'c', '198.18.0.4', { app: 'client' }));
-  c.apply(policy('x', 'web', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ port: 'http' }] }] }));
-  c.apply(policy('y', 'deny-egress', { podSelector: {}, policyTypes: ['Egress'] }));
-  return c;
-}
-
-async function startAgent(sb: Sandbox, cluster: FakeCluster, extra: Partial<ConstructorParameters<typeof Agent>[0]> = {}): Promise<Agent> {
+async function startAgent(sb: Sandbox, cluster: Cluster, extra: Partial<ConstructorParameters<typeof Agent>[0]> = {}): Promise<Agent> {
   const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent, ...extra });
   await agent.start(cluster.snapshot());
   cluster.agent = agent;
@@ -62,7 +20,7 @@ async function startAgent(sb: Sandbox, cluster: FakeCluster, extra: Partial<Cons
 }
 
 /** The kernel's table equals a from-scratch compile of the cluster. */
-async function assertEnforced(sb: Sandbox, cluster: FakeCluster): Promise<void> {
+async function assertEnforced(sb: Sandbox, cluster: Cluster): Promise<void> {
   const snap = cluster.snapshot();
   const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE);
   const desired = new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(ir);
