@@ -19,7 +19,7 @@ import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
 import { isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, formatDiff, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
-import { chainRulesKey, countElements, countRules, emptyModel, modelFromKernel, RulesetModel } from '../ruleset/model';
+import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules } from '../ruleset/model';
 import { ChangeScope, DesiredTable } from './desired';
 import { Renderer } from './render';
 
@@ -218,7 +218,7 @@ export class Agent {
       const meant = this.committed.chains.get(name);
       if (!meant) continue;
       const back = await listRules(this.opts.socket, 'inet', this.opts.table, name);
-      if (chainRulesKey(back) === chainRulesKey(meant.rules)) continue;
+      if (sameRules(back, meant.rules)) continue;
       this.opts.logger.warn({ chain: name }, 'a chain read back differs from what was committed; scheduling a full resync');
       this.opts.observer?.failed?.('incremental', new Error(`chain ${name} read back differs`));
       setImmediate(() => void this.resync().catch(() => undefined));

@@ -38,16 +38,10 @@ export class DesiredTable {
   private readonly vmapOwner = new Map<string, string>();
 
   constructor(private readonly renderer: Renderer, ir: PolicyIR) {
-    this.model = renderer.full(ir);
+    this.model = renderer.full(ir, this.vmapOwner);
     for (const [k, t] of ir.targets) this.targets.set(k, t);
     for (const [k, p] of ir.policies) this.policies.set(k, p);
     for (const [k, ib] of ir.ipBlockSets) this.ipBlocks.set(k, ib);
-    for (const t of this.targets.values()) {
-      for (const [set, e] of renderer.vmapEntries(t)) {
-        const k = `${set} ${elementKey(e)}`;
-        if (!this.vmapOwner.has(k)) this.vmapOwner.set(k, t.key);
-      }
-    }
   }
 
   private policyNames = (id: string) => policyLabel(this.policies.get(id));

@@ -20,7 +20,7 @@ import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
 import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
 import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
-import { ChainModel, elementMap, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
+import { ChainModel, elementKey, elementMap, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
 
 export interface RenderOptions {
   table: string;
@@ -187,8 +187,9 @@ export class Renderer {
     return out;
   }
 
-  /** The whole table for an IR. */
-  full(ir: PolicyIR): RulesetModel {
+  /** The whole table for an IR. `owners` receives, per vmap entry (`set key`), the target that
+   * holds it: two local pods may briefly claim one address, and the first by pod key keeps it. */
+  full(ir: PolicyIR, owners = new Map<string, string>()): RulesetModel {
     const m = emptyModel({ family: 'inet', name: this.opts.table });
     const base = this.base();
     for (const c of base.chains) m.chains.set(c.chain.name, c);
@@ -201,14 +202,13 @@ export class Renderer {
     for (const np of ir.namedPortSets.values()) for (const s of this.namedPortSet(np)) m.sets.set(s.set.name, s);
     for (const p of ir.policies.values()) for (const c of this.policyChains(p, ir.ipBlockSets)) m.chains.set(c.chain.name, c);
     const names = (id: string) => policyLabel(ir.policies.get(id));
-    const owner = new Map<string, string>();
     for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
       for (const c of this.podChains(t, names)) m.chains.set(c.chain.name, c);
       for (const [set, e] of this.vmapEntries(t)) {
-        const k = `${set} ${e.key.toString('hex')}`;
-        if (owner.has(k)) continue; // two local pods claiming one address: the first keeps it
-        owner.set(k, t.key);
-        m.sets.get(set)!.elements.set(e.key.toString('hex'), e);
+        const k = elementKey(e);
+        if (owners.has(`${set} ${k}`)) continue;
+        owners.set(`${set} ${k}`, t.key);
+        m.sets.get(set)!.elements.set(k, e);
       }
     }
     return m;

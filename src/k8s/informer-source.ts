@@ -52,7 +52,7 @@ export class InformerSource implements ClusterSource {
   private readonly state: ClusterState;
   private readonly reflectors: Reflector[];
 
-  constructor(private readonly opts: InformerSourceOptions) {
+  constructor(opts: InformerSourceOptions) {
     this.state = new ClusterState(opts);
     const { CoreV1Api, NetworkingV1Api, Watch } = clientNode();
     const core = opts.kubeConfig.makeApiClient(CoreV1Api);

@@ -1,9 +1,8 @@
 /** Netlink attributes (struct nlattr, linux/netlink.h): a pure writer and a bounds-checked reader. */
 import { DecodeError } from './errors';
+import { NFGENMSG_LEN, NLMSG_HDRLEN, writeNfHeader } from './message';
 
 export const NLA_HDRLEN = 4;
-const NLMSG_HDRLEN = 16;
-const NFGENMSG_LEN = 4;
 export const NLA_F_NESTED = 1 << 15;
 export const NLA_F_NET_BYTEORDER = 1 << 14;
 export const NLA_TYPE_MASK = ~(NLA_F_NESTED | NLA_F_NET_BYTEORDER) & 0xffff;
@@ -128,14 +127,7 @@ export class AttrWriter {
   beginMessage(type: number, flags: number, seq: number, family: number, resId = 0): number {
     this.reserve(NLMSG_HDRLEN + NFGENMSG_LEN);
     const at = this.len;
-    this.buf.writeUInt32LE(0, at);
-    this.buf.writeUInt16LE(type, at + 4);
-    this.buf.writeUInt16LE(flags, at + 6);
-    this.buf.writeUInt32LE(seq >>> 0, at + 8);
-    this.buf.writeUInt32LE(0, at + 12);
-    this.buf.writeUInt8(family, at + 16);
-    this.buf.writeUInt8(0, at + 17);
-    this.buf.writeUInt16BE(resId, at + 18);
+    writeNfHeader(this.buf, at, 0, { type, flags, seq, family, resId });
     this.len += NLMSG_HDRLEN + NFGENMSG_LEN;
     return at;
   }

@@ -67,18 +67,24 @@ export function nfMsgType(subsys: number, msg: number): number {
   return (subsys << 8) | msg;
 }
 
+/** Writes nlmsghdr + nfgenmsg at `at`; nlmsg_len is set to `len` (patched later by streaming
+ * writers once the payload is known). */
+export function writeNfHeader(b: Buffer, at: number, len: number, spec: Omit<NfMessageSpec, 'payload'>): void {
+  b.writeUInt32LE(len, at);
+  b.writeUInt16LE(spec.type, at + 4);
+  b.writeUInt16LE(spec.flags, at + 6);
+  b.writeUInt32LE(spec.seq >>> 0, at + 8);
+  b.writeUInt32LE(0, at + 12);
+  b.writeUInt8(spec.family, at + 16);
+  b.writeUInt8(NFNETLINK_V0, at + 17);
+  b.writeUInt16BE(spec.resId ?? 0, at + 18);
+}
+
 export function encodeNfMessage(spec: NfMessageSpec): Buffer {
   const payload = spec.payload ?? Buffer.alloc(0);
   const len = NLMSG_HDRLEN + NFGENMSG_LEN + payload.length;
   const b = Buffer.alloc((len + 3) & ~3);
-  b.writeUInt32LE(len, 0);
-  b.writeUInt16LE(spec.type, 4);
-  b.writeUInt16LE(spec.flags, 6);
-  b.writeUInt32LE(spec.seq >>> 0, 8);
-  b.writeUInt32LE(0, 12);
-  b.writeUInt8(spec.family, 16);
-  b.writeUInt8(NFNETLINK_V0, 17);
-  b.writeUInt16BE(spec.resId ?? 0, 18);
+  writeNfHeader(b, 0, len, spec);
   payload.copy(b, NLMSG_HDRLEN + NFGENMSG_LEN);
   return b;
 }

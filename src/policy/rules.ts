@@ -35,7 +35,6 @@ export interface PolicyPlan {
   namedPortSets: Map<string, NamedPortSetSpec>;
 }
 
-const DIRECTION_TYPE: Record<Direction, string> = { ingress: 'Ingress', egress: 'Egress' };
 const PEER_FIELD: Record<Direction, string> = { ingress: 'from', egress: 'to' };
 
 export function compilePolicy(np: NetworkPolicyInfo): PolicyPlan {

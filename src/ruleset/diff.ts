@@ -4,7 +4,7 @@ import { ruleKey } from '../nft/canonical';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
 import { SetElement } from '../nft/types';
-import { chainDefinitionKey, elementKey, elementValue, RulesetModel, setDefinitionKey } from './model';
+import { chainDefinitionKey, elementKey, elementValue, RulesetModel, sameRules, setDefinitionKey } from './model';
 
 export interface DiffScope {
   chains: Iterable<string>;
@@ -37,14 +37,6 @@ export function isEmptyDiff(d: RuleSetDiff): boolean {
   );
 }
 
-function sameRules(a: { rules: { exprs: unknown }[] }, b: { rules: { exprs: unknown }[] }): boolean {
-  if (a.rules.length !== b.rules.length) return false;
-  for (let i = 0; i < a.rules.length; i++) {
-    if (ruleKey(a.rules[i] as never) !== ruleKey(b.rules[i] as never)) return false;
-  }
-  return true;
-}
-
 export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffScope): RuleSetDiff {
   const d: RuleSetDiff = { addChains: [], removeChains: [], rewriteChains: [], addSets: [], removeSets: [], replaceSets: [], addElements: new Map(), removeElements: new Map() };
   const chainNames = scope ? new Set(scope.chains) : new Set([...from.chains.keys(), ...to.chains.keys()]);
@@ -54,7 +46,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     const b = to.chains.get(name);
     if (!a && b) d.addChains.push(name);
     else if (a && !b) d.removeChains.push(name);
-    else if (a && b && (chainDefinitionKey(a.chain) !== chainDefinitionKey(b.chain) || !sameRules(a, b))) d.rewriteChains.push(name);
+    else if (a && b && (chainDefinitionKey(a.chain) !== chainDefinitionKey(b.chain) || !sameRules(a.rules, b.rules))) d.rewriteChains.push(name);
   }
   for (const [name, keys] of scope?.elements ?? []) {
     if (setNames.has(name)) continue;

@@ -52,8 +52,11 @@ export function chainDefinitionKey(c: Chain): string {
   return JSON.stringify(c.base ?? null);
 }
 
-export function chainRulesKey(rules: Rule[]): string {
-  return rules.map(ruleKey).join('\n');
+/** Rule lists equal in order, by canonical rule key. */
+export function sameRules(a: Rule[], b: Rule[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (ruleKey(a[i]) !== ruleKey(b[i])) return false;
+  return true;
 }
 
 export function modelFromKernel(t: TableContents): RulesetModel {
