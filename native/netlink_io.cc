@@ -77,7 +77,7 @@ void ParseAck(const nlmsghdr* h, Ack& ack) {
 }
 
 // Reads one datagram; returns its length, 0 when nothing is queued (non-blocking), -1 on error.
-ssize_t ReceiveOne(int fd, std::vector<uint8_t>& buf, bool block, int timeoutMs, IoFailure& failure) {
+ssize_t ReceiveOne(int fd, uint8_t* buf, bool block, int timeoutMs, IoFailure& failure) {
   if (block) {
     pollfd p{fd, POLLIN, 0};
     int r;
@@ -88,7 +88,7 @@ ssize_t ReceiveOne(int fd, std::vector<uint8_t>& buf, bool block, int timeoutMs,
     if (r == 0) return Fail(failure, ETIMEDOUT, "recvmsg"), -1;
   }
   sockaddr_nl from{};
-  iovec iov{buf.data(), buf.size()};
+  iovec iov{buf, kRecvBufferSize};
   msghdr msg{};
   msg.msg_name = &from;
   msg.msg_namelen = sizeof from;
@@ -124,6 +124,11 @@ bool SendAll(SocketState& s, const std::vector<uint8_t>& datagram, IoFailure& fa
   if (n < 0) return Fail(failure, errno, "sendmsg");
   if (static_cast<size_t>(n) != datagram.size()) return Fail(failure, EMSGSIZE, "sendmsg");
   return true;
+}
+
+uint8_t* RecvBuffer(SocketState& s) {
+  if (s.recvBuffer.size() < kRecvBufferSize) s.recvBuffer.resize(kRecvBufferSize);
+  return s.recvBuffer.data();
 }
 
 }  // namespace
@@ -166,7 +171,7 @@ bool OpenSocket(SocketState& s, int protocol, int nsFd, IoFailure& failure) {
 bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams,
               TransactOutcome& out, IoFailure& failure) {
   if (s.fd < 0) return Fail(failure, EBADF, "transact");
-  std::vector<uint8_t> buf(kRecvBufferSize);
+  uint8_t* buf = RecvBuffer(s);
   for (const auto& datagram : datagrams) {
     std::unordered_set<uint32_t> sent;
     size_t count = 0;
@@ -188,7 +193,7 @@ bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams
       if (n == 0) break;
       if (n < 0) continue;
       size_t remaining = static_cast<size_t>(n);
-      for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
         if (sent.count(h->nlmsg_seq) == 0 || h->nlmsg_pid != s.portId) continue;  // stale or foreign
         if (h->nlmsg_type == NLMSG_ERROR) {
           Ack ack;
@@ -209,7 +214,7 @@ bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
   if (s.fd < 0) return Fail(failure, EBADF, "dump");
   if (request.size() < NLMSG_HDRLEN) return Fail(failure, EINVAL, "dump: malformed request");
   const uint32_t seq = reinterpret_cast<const nlmsghdr*>(request.data())->nlmsg_seq;
-  std::vector<uint8_t> buf(kRecvBufferSize);
+  uint8_t* buf = RecvBuffer(s);
   for (int attempt = 0; attempt <= kMaxDumpRestarts; ++attempt) {
     out.clear();
     bool interrupted = false;
@@ -220,7 +225,7 @@ bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
       if (n == -1) return false;
       if (n < 0) continue;
       size_t remaining = static_cast<size_t>(n);
-      for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
         if (h->nlmsg_seq != seq || h->nlmsg_pid != s.portId) continue;
         if (h->nlmsg_flags & NLM_F_DUMP_INTR) interrupted = true;
         if (h->nlmsg_type == NLMSG_DONE) {
@@ -248,6 +253,15 @@ bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
     if (!interrupted) return true;
   }
   return Fail(failure, EINTR, "dump: interrupted too often");
+}
+
+bool DumpAll(SocketState& s, const std::vector<std::vector<uint8_t>>& requests, int timeoutMs,
+             std::vector<DumpOutcome>& out, IoFailure& failure) {
+  out.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!Dump(s, requests[i], timeoutMs, out[i].messages, out[i].kernelError, failure)) return false;
+  }
+  return true;
 }
 
 }  // namespace nfnl

@@ -16,6 +16,7 @@ struct SocketState {
   uint32_t portId = 0;
   int sndbuf = 0;
   int rcvbuf = 0;
+  std::vector<uint8_t> recvBuffer;  // reused by every receive: a fresh 1 MiB per call costs more than small dumps
 };
 
 // The kernel's answer to one message that asked for an ack, or that failed.
@@ -47,6 +48,18 @@ bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams
 // the kernel flags NLM_F_DUMP_INTR (the dumped state changed underneath), up to a bound.
 bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
           std::vector<uint8_t>& out, Ack& kernelError, IoFailure& failure);
+
+// One dump request's result, for DumpAll.
+struct DumpOutcome {
+  std::vector<uint8_t> messages;
+  Ack kernelError;
+};
+
+// Runs each request as a Dump, one after another on the calling thread: many small dumps (the
+// elements of every set) cost one thread hop instead of one each. Stops at the first I/O failure;
+// a kernel error ends only its own request.
+bool DumpAll(SocketState& s, const std::vector<std::vector<uint8_t>>& requests, int timeoutMs,
+             std::vector<DumpOutcome>& out, IoFailure& failure);
 
 // Opens a NETLINK socket of the given protocol in the namespace behind nsFd (-1: current).
 bool OpenSocket(SocketState& s, int protocol, int nsFd, IoFailure& failure);

@@ -95,12 +95,60 @@ class DumpWorker : public IoWorker {
   Ack kernelError_;
 };
 
+class DumpAllWorker : public IoWorker {
+ public:
+  DumpAllWorker(Napi::Env env, std::shared_ptr<SocketState> state, std::vector<std::vector<uint8_t>> requests, int timeoutMs)
+      : IoWorker(env, std::move(state)), requests_(std::move(requests)), timeoutMs_(timeoutMs) {}
+
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    IoFailure f;
+    if (!nfnl::DumpAll(*state_, requests_, timeoutMs_, out_, f)) Fail(f);
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Array results = Napi::Array::New(env, out_.size());
+    for (size_t i = 0; i < out_.size(); ++i) {
+      Napi::Object r = Napi::Object::New(env);
+      r.Set("messages", Napi::Buffer<uint8_t>::Copy(env, out_[i].messages.data(), out_[i].messages.size()));
+      if (out_[i].kernelError.error != 0) r.Set("error", AckToJs(env, out_[i].kernelError));
+      results.Set(i, r);
+    }
+    deferred_.Resolve(results);
+  }
+
+ private:
+  std::vector<std::vector<uint8_t>> requests_;
+  int timeoutMs_;
+  std::vector<DumpOutcome> out_;
+};
+
+std::vector<std::vector<uint8_t>> CopyBuffers(Napi::Env env, const Napi::Value& v, const char* usage) {
+  if (!v.IsArray()) throw Napi::TypeError::New(env, usage);
+  Napi::Array arr = v.As<Napi::Array>();
+  std::vector<std::vector<uint8_t>> out;
+  out.reserve(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Value item = arr.Get(i);
+    if (!item.IsBuffer()) throw Napi::TypeError::New(env, usage);
+    out.push_back(CopyBuffer(item));
+  }
+  return out;
+}
+
+int TimeoutArg(const Napi::CallbackInfo& info, size_t index) {
+  if (info.Length() > index && info[index].IsNumber()) return info[index].As<Napi::Number>().Int32Value();
+  return 30000;
+}
+
 }  // namespace
 
 Napi::Function NetlinkSocket::Init(Napi::Env env) {
   return DefineClass(env, "NetlinkSocket",
                      {InstanceMethod<&NetlinkSocket::Transact>("transact"),
                       InstanceMethod<&NetlinkSocket::Dump>("dump"),
+                      InstanceMethod<&NetlinkSocket::DumpAll>("dumpAll"),
                       InstanceMethod<&NetlinkSocket::Close>("close"),
                       InstanceAccessor<&NetlinkSocket::PortId>("portId")});
 }
@@ -128,17 +176,7 @@ NetlinkSocket::~NetlinkSocket() {
 // transact(datagrams: Buffer[]): Promise<{acks, messages}>
 Napi::Value NetlinkSocket::Transact(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsArray()) {
-    throw Napi::TypeError::New(env, "transact(datagrams): datagrams must be an array of Buffers");
-  }
-  Napi::Array arr = info[0].As<Napi::Array>();
-  std::vector<std::vector<uint8_t>> datagrams;
-  datagrams.reserve(arr.Length());
-  for (uint32_t i = 0; i < arr.Length(); ++i) {
-    Napi::Value v = arr.Get(i);
-    if (!v.IsBuffer()) throw Napi::TypeError::New(env, "transact(datagrams): every datagram must be a Buffer");
-    datagrams.push_back(CopyBuffer(v));
-  }
+  auto datagrams = CopyBuffers(env, info[0], "transact(datagrams): datagrams must be an array of Buffers");
   auto* worker = new TransactWorker(env, state_, std::move(datagrams));
   Napi::Promise p = worker->Promise();
   worker->Queue();
@@ -149,9 +187,17 @@ Napi::Value NetlinkSocket::Transact(const Napi::CallbackInfo& info) {
 Napi::Value NetlinkSocket::Dump(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsBuffer()) throw Napi::TypeError::New(env, "dump(request, timeoutMs): request must be a Buffer");
-  int timeoutMs = 30000;
-  if (info.Length() >= 2 && info[1].IsNumber()) timeoutMs = info[1].As<Napi::Number>().Int32Value();
-  auto* worker = new DumpWorker(env, state_, CopyBuffer(info[0]), timeoutMs);
+  auto* worker = new DumpWorker(env, state_, CopyBuffer(info[0]), TimeoutArg(info, 1));
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+// dumpAll(requests: Buffer[], timeoutMs: number): Promise<{messages, error?}[]>
+Napi::Value NetlinkSocket::DumpAll(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto requests = CopyBuffers(env, info[0], "dumpAll(requests, timeoutMs): requests must be an array of Buffers");
+  auto* worker = new DumpAllWorker(env, state_, std::move(requests), TimeoutArg(info, 1));
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;

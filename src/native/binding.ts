@@ -9,10 +9,17 @@ export interface NativeAck {
   offset?: number;
 }
 
+export interface NativeDump {
+  messages: Buffer;
+  error?: NativeAck;
+}
+
 export interface NativeSocket {
   readonly portId: number;
   transact(datagrams: Buffer[]): Promise<{ acks: NativeAck[]; messages: Buffer }>;
-  dump(request: Buffer, timeoutMs: number): Promise<{ messages: Buffer; error?: NativeAck }>;
+  dump(request: Buffer, timeoutMs: number): Promise<NativeDump>;
+  /** Runs the dumps one after another in one trip to a worker thread. */
+  dumpAll(requests: Buffer[], timeoutMs: number): Promise<NativeDump[]>;
   close(): void;
 }
 

@@ -150,12 +150,40 @@ export class AttrWriter {
   }
 }
 
+// Names (tables, chains, sets, expression kinds) repeat in every rule of a dump; short ASCII
+// strings are interned by their bytes so a dump does not allocate one string per occurrence.
+const INTERN_MAX = 32;
+const interned = new Map<number, string>();
+
+function readText(buf: Buffer, start: number, end: number): string {
+  let nul = start;
+  let hash = 0x811c9dc5;
+  let ascii = true;
+  while (nul < end && buf[nul] !== 0) {
+    const c = buf[nul];
+    if (c > 0x7f) ascii = false;
+    hash = Math.imul(hash ^ c, 0x01000193);
+    nul++;
+  }
+  const len = nul - start;
+  if (!ascii || len > INTERN_MAX) return buf.toString('utf8', start, nul);
+  hash = (hash ^ len) >>> 0;
+  const hit = interned.get(hash);
+  if (hit !== undefined && hit.length === len) {
+    let same = true;
+    for (let i = 0; i < len && same; i++) same = hit.charCodeAt(i) === buf[start + i];
+    if (same) return hit;
+  }
+  const text = buf.toString('latin1', start, nul);
+  if (interned.size >= 65536) interned.clear();
+  interned.set(hash, text);
+  return text;
+}
+
 /** One attribute as read: its type without flags, and where its payload lies in the buffer.
  * Payload views are made only on demand: a large dump holds hundreds of thousands of attributes,
  * and most are read as numbers straight from the buffer. */
 export class Attr {
-  private view?: Buffer;
-
   constructor(
     readonly type: number,
     readonly nested: boolean,
@@ -168,16 +196,19 @@ export class Attr {
     return this.end - this.start;
   }
 
+  /** A view of the payload (not a copy). */
   get data(): Buffer {
-    this.view ??= this.buf.subarray(this.start, this.end);
-    return this.view;
+    return this.buf.subarray(this.start, this.end);
   }
 
   /** The payload up to its first NUL, as NLA_STRING attributes are read. */
   text(): string {
-    let nul = this.start;
-    while (nul < this.end && this.buf[nul] !== 0) nul++;
-    return this.buf.toString('utf8', this.start, nul);
+    return readText(this.buf, this.start, this.end);
+  }
+
+  /** The payload as an attribute stream. */
+  attrs(what: string): AttrMap {
+    return AttrMap.parse(this.buf, what, this.start, this.end);
   }
 }
 
@@ -187,8 +218,8 @@ export function parseAttrs(buf: Buffer, start = 0, end = buf.length): Attr[] {
   let pos = start;
   while (pos < end) {
     if (end - pos < NLA_HDRLEN) throw new DecodeError(`truncated attribute header at offset ${pos}`);
-    const len = buf.readUInt16LE(pos);
-    const rawType = buf.readUInt16LE(pos + 2);
+    const len = buf[pos] | (buf[pos + 1] << 8);
+    const rawType = buf[pos + 2] | (buf[pos + 3] << 8);
     if (len < NLA_HDRLEN || pos + len > end) {
       throw new DecodeError(`attribute ${rawType & NLA_TYPE_MASK} at offset ${pos} has bad length ${len}`);
     }
@@ -200,41 +231,47 @@ export function parseAttrs(buf: Buffer, start = 0, end = buf.length): Attr[] {
 
 /** Attributes keyed by type, with typed accessors that fail with DecodeError, never crash. */
 export class AttrMap {
-  private readonly byType = new Map<number, Attr>();
+  /** The last attribute of each type (as the kernel's nla_parse keeps), indexed by type: attribute
+   * types are small numbers. */
+  private readonly byType: (Attr | undefined)[];
   readonly list: Attr[];
 
-  constructor(attrs: Attr[], private readonly what: string) {
+  constructor(
+    attrs: Attr[],
+    private readonly what: string,
+  ) {
     this.list = attrs;
-    for (const a of attrs) this.byType.set(a.type, a);
+    this.byType = [];
+    for (const a of attrs) this.byType[a.type] = a;
   }
 
-  static parse(buf: Buffer, what: string): AttrMap {
-    return new AttrMap(parseAttrs(buf), what);
+  static parse(buf: Buffer, what: string, start = 0, end = buf.length): AttrMap {
+    return new AttrMap(parseAttrs(buf, start, end), what);
   }
 
   has(type: number): boolean {
-    return this.byType.has(type);
+    return this.byType[type] !== undefined;
   }
 
   get(type: number): Attr | undefined {
-    return this.byType.get(type);
+    return this.byType[type];
   }
 
   /** The attribute of `type` when its payload holds at least `size` bytes; read numbers at .start. */
   private need(type: number, size: number): Attr | undefined {
-    const a = this.byType.get(type);
+    const a = this.byType[type];
     if (!a) return undefined;
-    if (a.length < size) throw new DecodeError(`${this.what}: attribute ${type} has ${a.length} bytes, expected ${size}`);
+    if (a.end - a.start < size) throw new DecodeError(`${this.what}: attribute ${type} has ${a.length} bytes, expected ${size}`);
     return a;
   }
 
   str(type: number): string | undefined {
-    return this.byType.get(type)?.text();
+    return this.byType[type]?.text();
   }
 
   u8(type: number): number | undefined {
     const a = this.need(type, 1);
-    return a && a.buf.readUInt8(a.start);
+    return a && a.buf[a.start];
   }
 
   u16(type: number): number | undefined {
@@ -263,12 +300,12 @@ export class AttrMap {
   }
 
   bytes(type: number): Buffer | undefined {
-    return this.byType.get(type)?.data;
+    return this.byType[type]?.data;
   }
 
   nested(type: number): AttrMap | undefined {
-    const a = this.byType.get(type);
-    return a ? new AttrMap(parseAttrs(a.buf, a.start, a.end), `${this.what}/${type}`) : undefined;
+    const a = this.byType[type];
+    return a ? AttrMap.parse(a.buf, `${this.what}/${type}`, a.start, a.end) : undefined;
   }
 
   /** Like the accessors above but absence is an error naming the attribute. */

@@ -1,5 +1,5 @@
 /** A netlink socket bound to one namespace, with operations serialised in call order. */
-import { native, NativeSocket } from '../native/binding';
+import { native, NativeDump, NativeSocket } from '../native/binding';
 import { DecodeError, NetlinkError } from './errors';
 import { decodeNfMessages, NETLINK_NETFILTER, NfMessage } from './message';
 import { Netns } from './netns';
@@ -24,6 +24,17 @@ export interface SocketOptions {
   netns?: Netns | string;
   protocol?: number;
   dumpTimeoutMs?: number;
+}
+
+function dumpResult(raw: NativeDump, what: string): NfMessage[] {
+  if (raw.error) {
+    throw new NetlinkError({ code: raw.error.code ?? `E${raw.error.errno}`, errno: raw.error.errno, extAck: raw.error.extAck, op: what });
+  }
+  try {
+    return decodeNfMessages(raw.messages);
+  } catch (err) {
+    throw new DecodeError(`${what}: ${(err as Error).message}`);
+  }
 }
 
 export class NetlinkSocket {
@@ -87,17 +98,14 @@ export class NetlinkSocket {
 
   /** Runs one dump request to completion; a kernel error becomes a NetlinkError. */
   dump(request: Buffer, what = 'dump'): Promise<NfMessage[]> {
-    return this.serial(async () => {
-      const raw = await this.sock.dump(request, this.dumpTimeoutMs);
-      if (raw.error) {
-        throw new NetlinkError({ code: raw.error.code ?? `E${raw.error.errno}`, errno: raw.error.errno, extAck: raw.error.extAck, op: what });
-      }
-      try {
-        return decodeNfMessages(raw.messages);
-      } catch (err) {
-        throw new DecodeError(`${what}: ${(err as Error).message}`);
-      }
-    });
+    return this.serial(async () => dumpResult(await this.sock.dump(request, this.dumpTimeoutMs), what));
+  }
+
+  /** Runs several dump requests back to back in one trip to the I/O thread; results in order.
+   * what(i) names request i in errors. */
+  dumpAll(requests: Buffer[], what: (i: number) => string): Promise<NfMessage[][]> {
+    if (requests.length === 0) return Promise.resolve([]);
+    return this.serial(async () => (await this.sock.dumpAll(requests, this.dumpTimeoutMs)).map((raw, i) => dumpResult(raw, what(i))));
   }
 
   /** Closes once every queued operation has finished. */

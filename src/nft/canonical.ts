@@ -44,6 +44,50 @@ export function ruleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
   return k;
 }
 
+/** Canonical equality of two rule bodies (what ruleKey compares), without building keys: the
+ * kernel side of a verify is freshly decoded every time, so its keys would never be reused. */
+export function sameRuleBody(a: Pick<Rule, 'exprs' | 'comment'>, b: Pick<Rule, 'exprs' | 'comment'>): boolean {
+  if (a.comment !== b.comment || a.exprs.length !== b.exprs.length) return false;
+  for (let i = 0; i < a.exprs.length; i++) if (!sameExpr(a.exprs[i], b.exprs[i])) return false;
+  return true;
+}
+
+function sameExpr(x: Expr, y: Expr): boolean {
+  if (x.type !== y.type) return false;
+  if (x.type === 'counter') return true;
+  const xf = x as unknown as Record<string, unknown>;
+  const yf = y as unknown as Record<string, unknown>;
+  let present = 0;
+  for (const k in xf) {
+    const v = canonicalField(x.type, k, xf[k]);
+    if (v === undefined) continue;
+    present++;
+    if (!sameValue(v, canonicalField(x.type, k, yf[k]))) return false;
+  }
+  for (const k in yf) if (canonicalField(y.type, k, yf[k]) !== undefined) present--;
+  return present === 0;
+}
+
+/** A field's value as ruleKey sees it; undefined when the field counts as absent. */
+function canonicalField(type: string, k: string, v: unknown): unknown {
+  if (k === 'type' || v === undefined || v === false) return undefined;
+  if (type === 'bitwise' && k === 'op' && v === 'bool') return undefined;
+  if (typeof v === 'number' && REGISTER_FIELDS.has(k)) return canonicalRegister(v);
+  return v;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a === null || b === null) return false;
+  if (Buffer.isBuffer(a)) return Buffer.isBuffer(b) && a.equals(b);
+  if (typeof a === 'object' && typeof b === 'object' && !Buffer.isBuffer(b)) {
+    const va = a as { kind?: unknown; chain?: unknown };
+    const vb = b as { kind?: unknown; chain?: unknown };
+    if (va.kind !== undefined) return va.kind === vb.kind && va.chain === vb.chain;
+  }
+  return String(a) === String(b) && typeof a === typeof b;
+}
+
 /** Fields in sorted order, so the key does not depend on the order a decoder or a builder set
  * them in; values as text (buffers in hex, verdicts as kind:chain). The canonical rules of
  * canonicalExpr are applied inline: this runs for every rule on every verify. */

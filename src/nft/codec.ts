@@ -3,7 +3,7 @@ import { AttrMap, AttrWriter, parseAttrs } from '../netlink/attr';
 import { DecodeError } from '../netlink/errors';
 import * as C from './constants';
 import { decodeData, decodeValue, encodeValue, encodeVerdict } from './expr/data';
-import { decodeExprList, encodeExprList } from './expr';
+import { decodeExprListAttr, encodeExprList } from './expr';
 import { Chain, ChainType, Family, HookName, NFPROTO, NFT_TYPE, NftSet, NftTypeName, Rule, SetElement, Table } from './types';
 import { decrement, increment, keyLength, TYPE_LEN } from './values';
 
@@ -158,7 +158,7 @@ export function decodeRule(family: number, payload: Buffer): Rule {
     table: a.required(a.str(C.NFTA_RULE_TABLE), 'NFTA_RULE_TABLE'),
     chain: a.required(a.str(C.NFTA_RULE_CHAIN), 'NFTA_RULE_CHAIN'),
     handle: a.be64(C.NFTA_RULE_HANDLE),
-    exprs: exprs ? decodeExprList(exprs.data) : [],
+    exprs: exprs ? decodeExprListAttr(exprs) : [],
   };
   const udata = a.bytes(C.NFTA_RULE_USERDATA);
   if (udata) {
@@ -228,7 +228,7 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
   let fieldCount = 1;
   const desc = a.nested(C.NFTA_SET_DESC);
   const concat = desc?.get(C.NFTA_SET_DESC_CONCAT);
-  if (concat) fieldCount = parseAttrs(concat.data).length;
+  if (concat) fieldCount = parseAttrs(concat.buf, concat.start, concat.end).length;
   const rawFlags = a.be32(C.NFTA_SET_FLAGS) ?? 0;
   const set: NftSet = {
     family: familyFromNumber(family),
@@ -335,8 +335,8 @@ export function decodeSetElements(payload: Buffer): { table: string; set: string
   const elements: SetElement[] = [];
   const list = a.get(C.NFTA_SET_ELEM_LIST_ELEMENTS);
   if (list) {
-    for (const item of parseAttrs(list.data)) {
-      const e = AttrMap.parse(item.data, 'element');
+    for (const item of parseAttrs(list.buf, list.start, list.end)) {
+      const e = item.attrs('element');
       const key = e.nested(C.NFTA_SET_ELEM_KEY);
       if (!key) throw new DecodeError('element without NFTA_SET_ELEM_KEY');
       const elem: SetElement = { key: decodeValue(key, 'element key') };

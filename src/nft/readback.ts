@@ -1,6 +1,6 @@
 /** Read-back: the kernel's nf_tables state as the same typed objects nfkube writes. */
 import { AttrWriter } from '../netlink/attr';
-import { encodeNfMessage, NFNL_SUBSYS_NFTABLES, nfMsgType, NLM_F_DUMP, NLM_F_REQUEST } from '../netlink/message';
+import { encodeNfMessage, NFNL_SUBSYS_NFTABLES, NfMessage, nfMsgType, NLM_F_DUMP, NLM_F_REQUEST } from '../netlink/message';
 import { NetlinkSocket } from '../netlink/socket';
 import { decodeChain, decodeRule, decodeSet, decodeSetElements, decodeTable, userElements } from './codec';
 import * as C from './constants';
@@ -69,11 +69,27 @@ export async function listElements(socket: NetlinkSocket, set: NftSet): Promise<
   return (await consistentRead(socket, () => dumpElements(socket, set))).value;
 }
 
-async function dumpElements(socket: NetlinkSocket, set: NftSet): Promise<SetElement[]> {
+function elementsRequest(socket: NetlinkSocket, set: NftSet): Buffer {
   const payload = new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name).finish();
-  const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETSETELEM, NFPROTO[set.family], payload), 'NFT_MSG_GETSETELEM');
+  return dumpRequest(socket, C.NFT_MSG_GETSETELEM, NFPROTO[set.family], payload);
+}
+
+function decodeElementDump(set: NftSet, msgs: NfMessage[]): SetElement[] {
   const raw = msgs.flatMap((m) => decodeSetElements(m.payload).elements);
   return userElements(set, raw);
+}
+
+async function dumpElements(socket: NetlinkSocket, set: NftSet): Promise<SetElement[]> {
+  return decodeElementDump(set, await socket.dump(elementsRequest(socket, set), 'NFT_MSG_GETSETELEM'));
+}
+
+/** The elements of many sets, in one batch of dumps on the socket. */
+async function dumpElementsOf(socket: NetlinkSocket, sets: NftSet[]): Promise<SetElement[][]> {
+  const msgs = await socket.dumpAll(
+    sets.map((s) => elementsRequest(socket, s)),
+    (i) => `NFT_MSG_GETSETELEM ${sets[i].name}`,
+  );
+  return msgs.map((m, i) => decodeElementDump(sets[i], m));
 }
 
 /** Everything in one table, read in one consistent state; undefined when the table does not exist. */
@@ -95,9 +111,10 @@ async function dumpTable(socket: NetlinkSocket, family: Family, name: string): P
   try {
     const rulesRead = listRules(helper, family, name);
     const [chains, sets] = await Promise.all([listChains(socket, family, name), listSets(socket, family, name)]);
-    const lists = await Promise.all(sets.map((s, i) => dumpElements(i % 2 ? helper : socket, s)));
+    const half = Math.ceil(sets.length / 2);
+    const [first, second] = await Promise.all([dumpElementsOf(socket, sets.slice(0, half)), dumpElementsOf(helper, sets.slice(half))]);
     const elements = new Map<string, SetElement[]>();
-    sets.forEach((s, i) => elements.set(s.name, lists[i]));
+    sets.forEach((s, i) => elements.set(s.name, i < half ? first[i] : second[i - half]));
     const rules = await rulesRead;
     return { table, chains, rules, sets, elements };
   } finally {

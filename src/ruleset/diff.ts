@@ -4,7 +4,7 @@ import { ruleKey } from '../nft/canonical';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
 import { SetElement } from '../nft/types';
-import { chainDefinitionKey, elementKey, elementValue, RulesetModel, sameRules, setDefinitionKey } from './model';
+import { elementKey, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition } from './model';
 
 export interface DiffScope {
   chains: Iterable<string>;
@@ -46,7 +46,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     const b = to.chains.get(name);
     if (!a && b) d.addChains.push(name);
     else if (a && !b) d.removeChains.push(name);
-    else if (a && b && (chainDefinitionKey(a.chain) !== chainDefinitionKey(b.chain) || !sameRules(a.rules, b.rules))) d.rewriteChains.push(name);
+    else if (a && b && (!sameChainDefinition(a.chain, b.chain) || !sameRules(a.rules, b.rules))) d.rewriteChains.push(name);
   }
   for (const [name, keys] of scope?.elements ?? []) {
     if (setNames.has(name)) continue;
@@ -61,8 +61,8 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     for (const k of keys) {
       const old = a.elements.get(k);
       const now = b.elements.get(k);
-      if (old && (!now || elementValue(old) !== elementValue(now))) del.push(old);
-      if (now && (!old || elementValue(old) !== elementValue(now))) add.push(now);
+      if (old && (!now || !sameElementValue(old, now))) del.push(old);
+      if (now && (!old || !sameElementValue(old, now))) add.push(now);
     }
     if (add.length) d.addElements.set(name, add);
     if (del.length) d.removeElements.set(name, del);
@@ -73,7 +73,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     if (!a && b) d.addSets.push(name);
     else if (a && !b) d.removeSets.push(name);
     else if (a && b) {
-      if (setDefinitionKey(a.set) !== setDefinitionKey(b.set)) {
+      if (!sameSetDefinition(a.set, b.set)) {
         d.replaceSets.push(name);
         continue;
       }
@@ -82,7 +82,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
       for (const [k, e] of b.elements) {
         const old = a.elements.get(k);
         if (!old) add.push(e);
-        else if (elementValue(old) !== elementValue(e)) {
+        else if (!sameElementValue(old, e)) {
           del.push(old);
           add.push(e);
         }
@@ -103,7 +103,7 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
     const a = from.chains.get(name)!.chain;
     const b = to.chains.get(name)!.chain;
     // A base chain that changed hook or type must be recreated; a regular chain only flushed.
-    if (chainDefinitionKey(a) !== chainDefinitionKey(b)) {
+    if (!sameChainDefinition(a, b)) {
       tx.deleteChain(a).addChain(b);
     } else {
       tx.flushChain(b);

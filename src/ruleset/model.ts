@@ -1,7 +1,7 @@
 /** RulesetModel: the full content of one nftables table as plain data, keyed for cheap diffs.
  * The agent renders what it means into one, keeps another for what the kernel holds, and the
  * read-back of the kernel converts into the same shape. */
-import { ruleKey } from '../nft/canonical';
+import { sameRuleBody } from '../nft/canonical';
 import { TableContents } from '../nft/readback';
 import { Chain, NftSet, Rule, SetElement, Table } from '../nft/types';
 
@@ -32,30 +32,42 @@ export function elementKey(e: SetElement): string {
   return e.keyEnd && !e.keyEnd.equals(e.key) ? `${e.key.toString('hex')}-${e.keyEnd.toString('hex')}` : e.key.toString('hex');
 }
 
-/** Canonical text of an element's value (map data or verdict), to detect a changed mapping. */
-export function elementValue(e: SetElement): string {
-  if (e.verdict) return e.verdict.kind === 'jump' || e.verdict.kind === 'goto' ? `${e.verdict.kind}:${e.verdict.chain}` : e.verdict.kind;
-  return e.data ? e.data.toString('hex') : '';
+/** Whether two elements map to the same value (map data or verdict). */
+export function sameElementValue(a: SetElement, b: SetElement): boolean {
+  if (a.verdict || b.verdict) return !!a.verdict && !!b.verdict && a.verdict.kind === b.verdict.kind && verdictChain(a) === verdictChain(b);
+  if (a.data && b.data) return a.data.equals(b.data);
+  return !a.data && !b.data;
+}
+
+function verdictChain(e: SetElement): string | undefined {
+  return e.verdict && 'chain' in e.verdict ? e.verdict.chain : undefined;
 }
 
 export function elementMap(elements: SetElement[]): Map<string, SetElement> {
   return new Map(elements.map((e) => [elementKey(e), e]));
 }
 
-/** Canonical text of a set definition. */
-export function setDefinitionKey(s: NftSet): string {
-  return JSON.stringify([s.key, s.data ?? null, s.flags, s.timeout?.toString() ?? null]);
+/** Whether two set definitions are the same (key and data types, flags, timeout). */
+export function sameSetDefinition(a: NftSet, b: NftSet): boolean {
+  return (
+    a.key.length === b.key.length &&
+    a.key.every((f, i) => f === b.key[i]) &&
+    (a.data ?? null) === (b.data ?? null) &&
+    a.flags === b.flags &&
+    a.timeout === b.timeout
+  );
 }
 
-/** Canonical text of a chain definition (base chain hook, priority, policy, type). */
-export function chainDefinitionKey(c: Chain): string {
-  return JSON.stringify(c.base ?? null);
+/** Whether two chain definitions are the same (base chain hook, priority, policy, type). */
+export function sameChainDefinition(a: Chain, b: Chain): boolean {
+  if (!a.base || !b.base) return !a.base && !b.base;
+  return a.base.hook === b.base.hook && a.base.priority === b.base.priority && a.base.type === b.base.type && a.base.policy === b.base.policy && a.base.device === b.base.device;
 }
 
 /** Rule lists equal in order, by canonical rule key. */
 export function sameRules(a: Rule[], b: Rule[]): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (ruleKey(a[i]) !== ruleKey(b[i])) return false;
+  for (let i = 0; i < a.length; i++) if (!sameRuleBody(a[i], b[i])) return false;
   return true;
 }
 

@@ -95,3 +95,29 @@ test('operations on a closed socket reject', async () => {
   ns.close();
   await assert.rejects(s.dump(Buffer.alloc(20)), /closed/);
 });
+
+test('dumpAll runs many dumps in one trip; a kernel error fails only its own request', async () => {
+  await withSandbox(async ({ socket }) => {
+    await socket.transact([batch(socket, [newTable(socket.nextSeq(), 'present')])]);
+    const getTable = (name: string) =>
+      encodeNfMessage({ type: nft(C.NFT_MSG_GETTABLE), flags: NLM_F_REQUEST | NLM_F_DUMP, seq: socket.nextSeq(), family: 0, payload: new AttrWriter().str(C.NFTA_TABLE_NAME, name).finish() });
+    const getChains = (table: string) =>
+      encodeNfMessage({ type: nft(C.NFT_MSG_GETCHAIN), flags: NLM_F_REQUEST | NLM_F_DUMP, seq: socket.nextSeq(), family: 1, payload: new AttrWriter().str(C.NFTA_CHAIN_TABLE, table).finish() });
+    const requests = Array.from({ length: 200 }, (_, i) => (i % 2 ? getChains('present') : getTable('present')));
+    const results = await socket.dumpAll(requests, (i) => `request ${i}`);
+    assert.equal(results.length, 200);
+    for (let i = 0; i < 200; i += 2) assert.deepEqual(results[i].map((m) => AttrMap.parse(m.payload, 'table').str(C.NFTA_TABLE_NAME)), ['present']);
+    // A dump of a set that does not exist is an error for that request, named by `what`.
+    const badSet = encodeNfMessage({
+      type: nft(C.NFT_MSG_GETSETELEM),
+      flags: NLM_F_REQUEST | NLM_F_DUMP,
+      seq: socket.nextSeq(),
+      family: 1,
+      payload: new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, 'present').str(C.NFTA_SET_ELEM_LIST_SET, 'missing').finish(),
+    });
+    await assert.rejects(socket.dumpAll([getTable('present'), badSet], (i) => `request ${i}`), (err: Error) => /request 1/.test(err.message) && /ENOENT/.test(err.message));
+    // The socket stays usable afterwards.
+    assert.deepEqual(await tableNames(socket), ['present']);
+    assert.deepEqual(await socket.dumpAll([], () => 'none'), []);
+  });
+});

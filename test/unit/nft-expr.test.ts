@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { AttrWriter, NLA_F_NESTED } from '../../src/netlink/attr';
 import { DecodeError } from '../../src/netlink/errors';
 import * as C from '../../src/nft/constants';
+import { ruleKey, sameRuleBody } from '../../src/nft/canonical';
 import { decodeExpr, decodeExprList, describeExpr, encodeExpr, encodeExprList } from '../../src/nft/expr';
 import { Expr } from '../../src/nft/types';
 import { mulberry32 as prng } from '../helpers/prng';
@@ -529,4 +530,41 @@ test('random, truncated and mutated bytes give DecodeError or a valid expression
   }
   // Both outcomes must actually occur, or the corpus is not probing the decoders.
   assert.ok(outcomes.ok > 1000 && outcomes.error > 1000, JSON.stringify(outcomes));
+});
+
+test('sameRuleBody agrees with ruleKey equality, defaults and register spellings included', () => {
+  const rand = prng(11);
+  const variants = (e: Expr): Expr[] => {
+    const out: Expr[] = [e, { ...e } as Expr];
+    const f = e as unknown as Record<string, unknown>;
+    for (const k of Object.keys(f)) {
+      if (k === 'type') continue;
+      const v = f[k];
+      if (typeof v === 'number') out.push({ ...f, [k]: v + 1 } as unknown as Expr);
+      if (Buffer.isBuffer(v)) out.push({ ...f, [k]: Buffer.concat([v, Buffer.from([1])]) } as unknown as Expr);
+      out.push({ ...f, [k]: undefined } as unknown as Expr);
+    }
+    out.push({ ...f, invert: false } as unknown as Expr, { ...f, extra: 'x' } as unknown as Expr);
+    return out;
+  };
+  const pool = SENTINELS.flatMap(variants);
+  pool.push(
+    { type: 'cmp', sreg: C.NFT_REG32_00, op: 'eq', data: Buffer.from([1]) },
+    { type: 'cmp', sreg: C.NFT_REG_1, op: 'eq', data: Buffer.from([1]) },
+    { type: 'bitwise', sreg: 1, dreg: 1, len: 4, op: 'bool', mask: Buffer.alloc(4), xor: Buffer.alloc(4) } as Expr,
+    { type: 'bitwise', sreg: 1, dreg: 1, len: 4, mask: Buffer.alloc(4), xor: Buffer.alloc(4) } as Expr,
+    { type: 'immediate', dreg: 0, verdict: { kind: 'jump', chain: 'a' } },
+    { type: 'immediate', dreg: 0, verdict: { kind: 'jump', chain: 'b' } },
+    { type: 'immediate', dreg: 0, verdict: { kind: 'accept' } },
+  );
+  let equal = 0;
+  for (let i = 0; i < 20000; i++) {
+    const n = 1 + Math.floor(rand() * 3);
+    const a = { exprs: Array.from({ length: n }, () => pool[Math.floor(rand() * pool.length)]), comment: rand() < 0.2 ? 'c' : undefined };
+    const b = rand() < 0.5 ? { exprs: a.exprs.map((e) => ({ ...e }) as Expr), comment: a.comment } : { exprs: Array.from({ length: n }, () => pool[Math.floor(rand() * pool.length)]), comment: a.comment };
+    const same = sameRuleBody(a, b);
+    assert.equal(same, ruleKey(a) === ruleKey(b), `${ruleKey(a)} vs ${ruleKey(b)}`);
+    if (same) equal++;
+  }
+  assert.ok(equal > 5000 && equal < 15000, `both outcomes exercised (${equal} equal)`);
 });

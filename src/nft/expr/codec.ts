@@ -200,6 +200,6 @@ export function dataWords(b: Buffer | undefined): string {
 export function compact<T extends object>(o: T): T {
   // A fresh object rather than `delete`, which would leave V8 a slow dictionary-mode object.
   const out: Partial<T> = {};
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
+  for (const k in o) if (o[k] !== undefined) out[k] = o[k];
   return out as T;
 }

@@ -50,6 +50,9 @@ export function encodeVerdict(w: AttrWriter, type: number, v: Verdict, field: st
 
 export type DataOrVerdict = { value: Buffer } | { verdict: Verdict };
 
+const DATA_ATTRS = [C.NFTA_DATA_VALUE, C.NFTA_DATA_VERDICT];
+const VERDICT_ATTRS = [C.NFTA_VERDICT_CODE, C.NFTA_VERDICT_CHAIN];
+
 function onlyKnown(m: AttrMap, known: number[], what: string): void {
   for (const a of m.list) {
     if (!known.includes(a.type)) throw new UnrepresentableError(`${what}: unknown attribute ${a.type}`);
@@ -58,15 +61,18 @@ function onlyKnown(m: AttrMap, known: number[], what: string): void {
 
 /** The members of an nft_data nest. */
 export function decodeData(nest: AttrMap, what: string): DataOrVerdict {
-  onlyKnown(nest, [C.NFTA_DATA_VALUE, C.NFTA_DATA_VERDICT], what);
+  onlyKnown(nest, DATA_ATTRS, what);
   const value = nest.get(C.NFTA_DATA_VALUE);
   const verdict = nest.get(C.NFTA_DATA_VERDICT);
   if (value && verdict) throw new UnrepresentableError(`${what}: both NFTA_DATA_VALUE and NFTA_DATA_VERDICT`);
   if (value) {
-    if (value.data.length === 0 || value.data.length > C.NFT_DATA_VALUE_MAXLEN) {
-      throw new DecodeError(`${what}: NFTA_DATA_VALUE has ${value.data.length} bytes, expected 1..${C.NFT_DATA_VALUE_MAXLEN}`);
+    if (value.length === 0 || value.length > C.NFT_DATA_VALUE_MAXLEN) {
+      throw new DecodeError(`${what}: NFTA_DATA_VALUE has ${value.length} bytes, expected 1..${C.NFT_DATA_VALUE_MAXLEN}`);
     }
-    return { value: Buffer.from(value.data) };
+    // A copy, so the value does not pin the whole receive buffer.
+    const copy = Buffer.allocUnsafe(value.length);
+    value.buf.copy(copy, 0, value.start, value.end);
+    return { value: copy };
   }
   if (verdict) return { verdict: decodeVerdict(nest.nested(C.NFTA_DATA_VERDICT)!, what) };
   throw new DecodeError(`${what}: neither NFTA_DATA_VALUE nor NFTA_DATA_VERDICT`);
@@ -80,11 +86,11 @@ export function decodeValue(nest: AttrMap, what: string): Buffer {
 
 /** The members of NFTA_DATA_VERDICT. */
 export function decodeVerdict(v: AttrMap, what: string): Verdict {
-  onlyKnown(v, [C.NFTA_VERDICT_CODE, C.NFTA_VERDICT_CHAIN], `${what} verdict`);
+  onlyKnown(v, VERDICT_ATTRS, `${what} verdict`);
   const codeAttr = v.get(C.NFTA_VERDICT_CODE);
   if (!codeAttr) throw new DecodeError(`${what}: missing NFTA_VERDICT_CODE`);
-  if (codeAttr.data.length !== 4) throw new DecodeError(`${what}: NFTA_VERDICT_CODE has ${codeAttr.data.length} bytes, expected 4`);
-  const kind = VERDICT_CODES.name(codeAttr.data.readInt32BE(0));
+  if (codeAttr.length !== 4) throw new DecodeError(`${what}: NFTA_VERDICT_CODE has ${codeAttr.length} bytes, expected 4`);
+  const kind = VERDICT_CODES.name(codeAttr.buf.readInt32BE(codeAttr.start));
   const chain = v.str(C.NFTA_VERDICT_CHAIN);
   if (kind === 'jump' || kind === 'goto') {
     if (chain === undefined || chain === '') throw new DecodeError(`${what}: ${kind} without NFTA_VERDICT_CHAIN`);

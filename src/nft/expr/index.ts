@@ -1,7 +1,7 @@
 /** nf_tables expressions on the wire: NFTA_LIST_ELEM {NFTA_EXPR_NAME, NFTA_EXPR_DATA} per
  * expression, dispatched by kernel name to one codec per kind. Anything nfkube cannot represent
  * exactly is kept as an opaque expression with its raw NFTA_EXPR_DATA, never dropped. */
-import { AttrMap, AttrWriter, NLA_F_NESTED, parseAttrs } from '../../netlink/attr';
+import { Attr, AttrMap, AttrWriter, NLA_F_NESTED, parseAttrs } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { Expr, OpaqueExpr } from '../types';
@@ -65,8 +65,10 @@ const ATTR_PREFIX: { [K in ExprKind]: string } = {
   objref: 'NFTA_OBJREF_',
 };
 
+const KINDS = new Set<string>(Object.keys(CODECS));
+
 function isKind(name: string): name is ExprKind {
-  return Object.prototype.hasOwnProperty.call(CODECS, name);
+  return KINDS.has(name);
 }
 
 function codecOf<K extends ExprKind>(kind: K): ExprCodec<K> {
@@ -94,14 +96,14 @@ export function encodeExprList(w: AttrWriter, attrType: number, exprs: Expr[]): 
   });
 }
 
-function decodeKnown<K extends ExprKind>(kind: K, data: Buffer): ExprOf<K> | undefined {
-  const map = AttrMap.parse(data, kind);
+function decodeKnown<K extends ExprKind>(kind: K, data: Attr | undefined): ExprOf<K> | undefined {
+  const map = data ? data.attrs(kind) : new AttrMap([], kind);
   const codec = codecOf(kind);
-  const seen = new Set<number>();
+  const seen: number[] = [];
   for (const a of map.list) {
     // An attribute this codec does not know, or one repeated, cannot be re-encoded faithfully.
-    if (!codec.attrs.includes(a.type) || seen.has(a.type)) return undefined;
-    seen.add(a.type);
+    if (!codec.attrs.includes(a.type) || seen.includes(a.type)) return undefined;
+    seen.push(a.type);
   }
   try {
     return codec.decode(new ExprReader(map, kind, ATTR_PREFIX[kind]));
@@ -113,27 +115,36 @@ function decodeKnown<K extends ExprKind>(kind: K, data: Buffer): ExprOf<K> | und
 
 /** Decodes the payload of one NFTA_LIST_ELEM. Throws DecodeError on malformed bytes. */
 export function decodeExpr(listElemPayload: Buffer): Expr {
-  const elem = AttrMap.parse(listElemPayload, 'expression');
+  return decodeExprAttr(new Attr(C.NFTA_LIST_ELEM, true, listElemPayload, 0, listElemPayload.length));
+}
+
+function decodeExprAttr(listElem: Attr): Expr {
+  const elem = listElem.attrs('expression');
   const name = elem.str(C.NFTA_EXPR_NAME);
   if (!name) throw new DecodeError('expression: missing NFTA_EXPR_NAME');
-  const data = elem.bytes(C.NFTA_EXPR_DATA) ?? Buffer.alloc(0);
+  const data = elem.get(C.NFTA_EXPR_DATA);
   if (isKind(name)) {
     const known = decodeKnown(name, data);
     if (known) return known;
-  } else {
+  } else if (data) {
     // Even unknown expressions must be a well-formed attribute stream.
-    parseAttrs(data);
+    parseAttrs(data.buf, data.start, data.end);
   }
   // A copy, so the expression does not pin or alias the whole receive buffer.
-  const opaque: OpaqueExpr = { type: 'opaque', name, data: Buffer.from(data) };
+  const opaque: OpaqueExpr = { type: 'opaque', name, data: Buffer.from(data ? data.data : Buffer.alloc(0)) };
   return opaque;
 }
 
 /** Decodes the payload of a nested expression list (e.g. NFTA_RULE_EXPRESSIONS). */
 export function decodeExprList(nestPayload: Buffer): Expr[] {
-  return parseAttrs(nestPayload).map((a, i) => {
+  return decodeExprListAttr(new Attr(C.NFTA_RULE_EXPRESSIONS, true, nestPayload, 0, nestPayload.length));
+}
+
+/** decodeExprList over an attribute read in place. */
+export function decodeExprListAttr(list: Attr): Expr[] {
+  return parseAttrs(list.buf, list.start, list.end).map((a, i) => {
     if (a.type !== C.NFTA_LIST_ELEM) throw new DecodeError(`expression list: member ${i} has type ${a.type}, expected NFTA_LIST_ELEM`);
-    return decodeExpr(a.data);
+    return decodeExprAttr(a);
   });
 }
 
