@@ -1,5 +1,6 @@
 /** An ipset client over a netlink socket (NETLINK_NETFILTER): bulk commands with every message's
  * ack collected, kernel read-back, and a count of the messages it sent. */
+import { AttrWriter } from '../netlink/attr';
 import { TransactReply } from '../netlink/socket';
 import { NfMessage } from '../netlink/message';
 import { NetlinkError } from '../netlink/errors';
@@ -41,10 +42,29 @@ const MAX_DATAGRAM_BYTES = 256 * 1024;
 
 interface Outgoing {
   seq: number;
-  bytes: Buffer;
   index: number;
   /** For add and del: the op's elements this message carries. */
   span?: { from: number; to: number };
+}
+
+/** Messages written back to back into one buffer, cut into datagrams at message boundaries. */
+class OutgoingBuffer {
+  readonly w = new AttrWriter(64 * 1024);
+  /** Where each datagram starts. */
+  private readonly starts: number[] = [0];
+
+  /** Call after each message: starts a new datagram when the current one has grown enough. */
+  endOfMessage(): void {
+    if (this.w.length - this.starts[this.starts.length - 1] >= MAX_DATAGRAM_BYTES) this.starts.push(this.w.length);
+  }
+
+  datagrams(): Buffer[] {
+    const all = this.w.finish();
+    const bounds = [...this.starts, all.length];
+    const out: Buffer[] = [];
+    for (let i = 0; i + 1 < bounds.length; i++) if (bounds[i + 1] > bounds[i]) out.push(all.subarray(bounds[i], bounds[i + 1]));
+    return out;
+  }
 }
 
 function revisionKey(type: SetType, family: SetFamily): string {
@@ -177,11 +197,14 @@ export class IpsetClient {
     return (await this.testMany(set, type, [element]))[0];
   }
 
-  /** Appends an op's messages to out; creates need their type's revision looked up first. */
-  private encode(op: IpsetOp, index: number, protocol: number, out: Outgoing[]): void {
+  /** Writes an op's messages; creates need their type's revision looked up first. */
+  private encode(op: IpsetOp, index: number, protocol: number, buf: OutgoingBuffer, out: Outgoing[]): void {
     const one = (build: (x: { seq: number; protocol: number }) => Buffer) => {
       const x = { seq: this.transport.nextSeq(), protocol };
-      out.push({ seq: x.seq, bytes: build(x), index });
+      const bytes = build(x);
+      buf.w.raw(bytes);
+      buf.endOfMessage();
+      out.push({ seq: x.seq, index });
     };
     switch (op.op) {
       case 'create': {
@@ -200,8 +223,9 @@ export class IpsetClient {
       case 'del':
         for (let from = 0; from < op.elements.length; ) {
           const seq = this.transport.nextSeq();
-          const { bytes, next } = codec.encodeAdt({ seq, protocol }, op.op, op.name, op.type, op.elements, op.exist ?? false, from);
-          out.push({ seq, bytes, index, span: { from, to: next } });
+          const next = codec.writeAdt(buf.w, { seq, protocol }, op.op, op.name, op.type, op.elements, op.exist ?? false, from);
+          buf.endOfMessage();
+          out.push({ seq, index, span: { from, to: next } });
           from = next;
         }
     }
@@ -214,9 +238,10 @@ export class IpsetClient {
     const protocol = await this.protocol();
     for (const op of ops) if (op.op === 'create') await this.revisionFor(op.type, op.family);
     const outgoing: Outgoing[] = [];
-    for (let i = 0; i < ops.length; i++) this.encode(ops[i], i, protocol, outgoing);
+    const buf = new OutgoingBuffer();
+    for (let i = 0; i < ops.length; i++) this.encode(ops[i], i, protocol, buf, outgoing);
     this.sent.mutating += outgoing.length;
-    const r = await this.transport.transact(packDatagrams(outgoing.map((o) => o.bytes)));
+    const r = await this.transport.transact(buf.datagrams());
     const bySeq = new Map(r.acks.map((a) => [a.seq, a]));
     const failures: OpFailure[] = [];
     for (const o of outgoing) {

@@ -174,26 +174,36 @@ export function encodeAdt(
   exist: boolean,
   from = 0,
 ): { bytes: Buffer; next: number } {
+  const w = new AttrWriter(Math.min(MAX_ADT_BYTES, 64 + (elements.length - from) * MEMBER_FIELDS_MAX));
+  const next = writeAdt(w, h, op, set, type, elements, exist, from);
+  return { bytes: w.finish(), next };
+}
+
+/** encodeAdt written at the end of `w`, so many messages share one buffer; returns `next`. */
+export function writeAdt(
+  w: AttrWriter,
+  h: Header,
+  op: 'add' | 'del',
+  set: string,
+  type: SetType,
+  elements: readonly Element[],
+  exist: boolean,
+  from = 0,
+): number {
   checkName(set);
-  const cmd = op === 'add' ? C.IPSET_CMD_ADD : C.IPSET_CMD_DEL;
+  const at = w.beginMessage(nfMsgType(NFNL_SUBSYS_IPSET, op === 'add' ? C.IPSET_CMD_ADD : C.IPSET_CMD_DEL), flagsFor(exist), h.seq, AF_INET);
+  w.u8(C.IPSET_ATTR_PROTOCOL, h.protocol).str(C.IPSET_ATTR_SETNAME, set).u32(C.IPSET_ATTR_LINENO, 0);
+  const adt = w.beginNest(C.IPSET_ATTR_ADT);
+  const adtStart = w.length;
   let next = from;
-  const hint = Math.min(MAX_ADT_BYTES, 64 + (elements.length - from) * MEMBER_FIELDS_MAX);
-  const bytes = message(
-    cmd,
-    h,
-    flagsFor(exist),
-    (w) => {
-      w.str(C.IPSET_ATTR_SETNAME, set).u32(C.IPSET_ATTR_LINENO, 0);
-      w.nest(C.IPSET_ATTR_ADT, (adt) => {
-        while (next < elements.length && (next === from || adt.length + elementBound(elements[next]) <= MAX_ADT_BYTES)) {
-          const e = elements[next++];
-          adt.nest(C.IPSET_ATTR_DATA, (d) => writeElementData(d, type, e));
-        }
-      });
-    },
-    hint,
-  );
-  return { bytes, next };
+  while (next < elements.length && (next === from || w.length - adtStart + elementBound(elements[next]) <= MAX_ADT_BYTES)) {
+    const d = w.beginNest(C.IPSET_ATTR_DATA);
+    writeElementData(w, type, elements[next++]);
+    w.endNest(d);
+  }
+  w.endNest(adt);
+  w.endMessage(at);
+  return next;
 }
 
 /** Test takes exactly one element (IPSET_ATTR_DATA); the ack is 0 when present. */

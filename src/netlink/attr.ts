@@ -90,12 +90,22 @@ export class AttrWriter {
   }
 
   be64(type: number, v: bigint): this {
-    this.buf.writeBigUInt64BE(BigInt.asUintN(64, v), this.header(type, 8));
+    const at = this.header(type, 8);
+    this.buf.writeBigUInt64BE(BigInt.asUintN(64, v), at);
     return this;
   }
 
   flag(type: number): this {
     this.header(type, 0);
+    return this;
+  }
+
+  /** Appends already encoded bytes (a whole message or attribute), padded to 4 bytes. */
+  raw(data: Uint8Array): this {
+    this.reserve(align4(data.length));
+    this.buf.set(data, this.len);
+    this.buf.fill(0, this.len + data.length, this.len + align4(data.length));
+    this.len += align4(data.length);
     return this;
   }
 
