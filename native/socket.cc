@@ -43,6 +43,15 @@ class IoWorker : public Napi::AsyncWorker {
   IoFailure failure_;
 };
 
+Napi::Object TransactResultToJs(Napi::Env env, const TransactOutcome& outcome) {
+  Napi::Object result = Napi::Object::New(env);
+  Napi::Array acks = Napi::Array::New(env, outcome.acks.size());
+  for (size_t i = 0; i < outcome.acks.size(); ++i) acks.Set(i, AckToJs(env, outcome.acks[i]));
+  result.Set("acks", acks);
+  result.Set("messages", Napi::Buffer<uint8_t>::Copy(env, outcome.messages.data(), outcome.messages.size()));
+  return result;
+}
+
 class TransactWorker : public IoWorker {
  public:
   TransactWorker(Napi::Env env, std::shared_ptr<SocketState> state, std::vector<std::vector<uint8_t>> datagrams)
@@ -54,15 +63,7 @@ class TransactWorker : public IoWorker {
     if (!nfnl::Transact(*state_, datagrams_, outcome_, f)) Fail(f);
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Object result = Napi::Object::New(env);
-    Napi::Array acks = Napi::Array::New(env, outcome_.acks.size());
-    for (size_t i = 0; i < outcome_.acks.size(); ++i) acks.Set(i, AckToJs(env, outcome_.acks[i]));
-    result.Set("acks", acks);
-    result.Set("messages", Napi::Buffer<uint8_t>::Copy(env, outcome_.messages.data(), outcome_.messages.size()));
-    deferred_.Resolve(result);
-  }
+  void OnOK() override { deferred_.Resolve(TransactResultToJs(Env(), outcome_)); }
 
  private:
   std::vector<std::vector<uint8_t>> datagrams_;
@@ -147,6 +148,7 @@ int TimeoutArg(const Napi::CallbackInfo& info, size_t index) {
 Napi::Function NetlinkSocket::Init(Napi::Env env) {
   return DefineClass(env, "NetlinkSocket",
                      {InstanceMethod<&NetlinkSocket::Transact>("transact"),
+                      InstanceMethod<&NetlinkSocket::TransactSync>("transactSync"),
                       InstanceMethod<&NetlinkSocket::Dump>("dump"),
                       InstanceMethod<&NetlinkSocket::DumpAll>("dumpAll"),
                       InstanceMethod<&NetlinkSocket::Close>("close"),
@@ -181,6 +183,21 @@ Napi::Value NetlinkSocket::Transact(const Napi::CallbackInfo& info) {
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;
+}
+
+// transactSync(datagrams: Buffer[]): {acks, messages} — the same exchange on the calling thread.
+// The kernel handles netlink inside sendmsg, so a small batch costs less than the two thread hops
+// of the async form; callers keep it for small batches.
+Napi::Value NetlinkSocket::TransactSync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto datagrams = CopyBuffers(env, info[0], "transactSync(datagrams): datagrams must be an array of Buffers");
+  TransactOutcome outcome;
+  IoFailure f;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!nfnl::Transact(*state_, datagrams, outcome, f)) throw SystemError(env, f.error, f.syscall);
+  }
+  return TransactResultToJs(env, outcome);
 }
 
 // dump(request: Buffer, timeoutMs: number): Promise<{messages, error?}>

@@ -17,6 +17,7 @@ class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
 
  private:
   Napi::Value Transact(const Napi::CallbackInfo& info);
+  Napi::Value TransactSync(const Napi::CallbackInfo& info);
   Napi::Value Dump(const Napi::CallbackInfo& info);
   Napi::Value DumpAll(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);

@@ -17,6 +17,8 @@ export interface NativeDump {
 export interface NativeSocket {
   readonly portId: number;
   transact(datagrams: Buffer[]): Promise<{ acks: NativeAck[]; messages: Buffer }>;
+  /** transact on the calling thread, for small batches. */
+  transactSync(datagrams: Buffer[]): { acks: NativeAck[]; messages: Buffer };
   dump(request: Buffer, timeoutMs: number): Promise<NativeDump>;
   /** Runs the dumps one after another in one trip to a worker thread. */
   dumpAll(requests: Buffer[], timeoutMs: number): Promise<NativeDump[]>;

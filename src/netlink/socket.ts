@@ -26,6 +26,9 @@ export interface SocketOptions {
   dumpTimeoutMs?: number;
 }
 
+/** Up to this many bytes a transact blocks the event loop for tens of microseconds at most. */
+const SYNC_TRANSACT_BYTES = 16 * 1024;
+
 function dumpResult(raw: NativeDump, what: string): NfMessage[] {
   if (raw.error) {
     throw new NetlinkError({ code: raw.error.code ?? `E${raw.error.errno}`, errno: raw.error.errno, extAck: raw.error.extAck, op: what });
@@ -88,10 +91,14 @@ export class NetlinkSocket {
     return run;
   }
 
-  /** Sends each datagram with one sendmsg and returns the kernel's acks and echoes. */
+  /** Sends each datagram with one sendmsg and returns the kernel's acks and echoes. Small
+   * exchanges run on the calling thread: the kernel answers them within sendmsg, quicker than a
+   * trip to a worker thread and back. */
   transact(datagrams: Buffer[]): Promise<TransactReply> {
+    let bytes = 0;
+    for (const d of datagrams) bytes += d.length;
     return this.serial(async () => {
-      const raw = await this.sock.transact(datagrams);
+      const raw = bytes <= SYNC_TRANSACT_BYTES ? this.sock.transactSync(datagrams) : await this.sock.transact(datagrams);
       return { acks: raw.acks, messages: decodeNfMessages(raw.messages) };
     });
   }

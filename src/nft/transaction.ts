@@ -176,7 +176,7 @@ export class Transaction {
    * type, sequence number and operation for mapping the kernel's answers back. */
   encodeBatch(nextSeq: () => number, opts: CommitOptions = {}): EncodedBatch {
     const echo = opts.echo ?? true;
-    const w = new AttrWriter(64 * 1024);
+    const w = new AttrWriter(4096);
     const messages: BatchMessage[] = [];
     const begin = w.beginMessage(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, nextSeq(), 0, NFNL_SUBSYS_NFTABLES);
     if (opts.genId !== undefined) w.be32(NFNL_BATCH_GENID, opts.genId);
