@@ -30,31 +30,47 @@ export class AttrWriter {
     this.buf = next;
   }
 
+  // Bytes are stored one by one below: the Buffer write methods validate their arguments on
+  // every call, and a large batch writes hundreds of thousands of small fields.
   private header(type: number, payloadLen: number): number {
     const total = NLA_HDRLEN + payloadLen;
     if (total > MAX_ATTR_LEN) throw new RangeError(`attribute ${type & NLA_TYPE_MASK} too long: ${total} bytes`);
-    this.reserve(align4(total));
+    const padded = align4(total);
+    this.reserve(padded);
+    const b = this.buf;
     const at = this.len;
-    this.buf.writeUInt16LE(total, at);
-    this.buf.writeUInt16LE(type, at + 2);
-    this.buf.fill(0, at + total, at + align4(total));
-    this.len += align4(total);
+    b[at] = total & 0xff;
+    b[at + 1] = total >>> 8;
+    b[at + 2] = type & 0xff;
+    b[at + 3] = (type >>> 8) & 0xff;
+    for (let i = at + total; i < at + padded; i++) b[i] = 0;
+    this.len += padded;
     return at + NLA_HDRLEN;
   }
 
   // Every writer takes the offset from header() before touching this.buf: header() may reallocate.
   bytes(type: number, data: Uint8Array): this {
     const at = this.header(type, data.length);
-    this.buf.set(data, at);
+    if (data.length <= 32) for (let i = 0; i < data.length; i++) this.buf[at + i] = data[i];
+    else this.buf.set(data, at);
     return this;
   }
 
   /** NUL-terminated string, as NLA_STRING/NLA_NUL_STRING policies expect. */
   str(type: number, s: string): this {
-    const n = Buffer.byteLength(s, 'utf8');
-    const at = this.header(type, n + 1);
-    this.buf.write(s, at, n, 'utf8');
-    this.buf[at + n] = 0;
+    let ascii = true;
+    for (let i = 0; i < s.length && ascii; i++) ascii = s.charCodeAt(i) < 0x80;
+    if (!ascii) {
+      const n = Buffer.byteLength(s, 'utf8');
+      const at = this.header(type, n + 1);
+      this.buf.write(s, at, n, 'utf8');
+      this.buf[at + n] = 0;
+      return this;
+    }
+    const at = this.header(type, s.length + 1);
+    const b = this.buf;
+    for (let i = 0; i < s.length; i++) b[at + i] = s.charCodeAt(i);
+    b[at + s.length] = 0;
     return this;
   }
 
@@ -79,13 +95,23 @@ export class AttrWriter {
 
   u32(type: number, v: number): this {
     const at = this.header(type, 4);
-    this.buf.writeUInt32LE(v >>> 0, at);
+    const b = this.buf;
+    v >>>= 0;
+    b[at] = v & 0xff;
+    b[at + 1] = (v >>> 8) & 0xff;
+    b[at + 2] = (v >>> 16) & 0xff;
+    b[at + 3] = v >>> 24;
     return this;
   }
 
   be32(type: number, v: number): this {
     const at = this.header(type, 4);
-    this.buf.writeUInt32BE(v >>> 0, at);
+    const b = this.buf;
+    v >>>= 0;
+    b[at] = v >>> 24;
+    b[at + 1] = (v >>> 16) & 0xff;
+    b[at + 2] = (v >>> 8) & 0xff;
+    b[at + 3] = v & 0xff;
     return this;
   }
 
@@ -121,7 +147,9 @@ export class AttrWriter {
   beginNest(type: number): number {
     this.reserve(NLA_HDRLEN);
     const at = this.len;
-    this.buf.writeUInt16LE(type | NLA_F_NESTED, at + 2);
+    const t = type | NLA_F_NESTED;
+    this.buf[at + 2] = t & 0xff;
+    this.buf[at + 3] = t >>> 8;
     this.len += NLA_HDRLEN;
     return at;
   }
@@ -129,7 +157,8 @@ export class AttrWriter {
   endNest(at: number): void {
     const total = this.len - at;
     if (total > MAX_ATTR_LEN) throw new RangeError(`nested attribute ${this.buf.readUInt16LE(at + 2) & NLA_TYPE_MASK} too long: ${total} bytes (limit 65535)`);
-    this.buf.writeUInt16LE(total, at);
+    this.buf[at] = total & 0xff;
+    this.buf[at + 1] = total >>> 8;
   }
 
   /** Starts a netlink message (nlmsghdr + nfgenmsg, linux/netlink.h and nfnetlink.h) in the same
