@@ -96,6 +96,17 @@ class DumpWorker : public IoWorker {
   Ack kernelError_;
 };
 
+Napi::Array DumpResultsToJs(Napi::Env env, const std::vector<DumpOutcome>& out) {
+  Napi::Array results = Napi::Array::New(env, out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    Napi::Object r = Napi::Object::New(env);
+    r.Set("messages", Napi::Buffer<uint8_t>::Copy(env, out[i].messages.data(), out[i].messages.size()));
+    if (out[i].kernelError.error != 0) r.Set("error", AckToJs(env, out[i].kernelError));
+    results.Set(i, r);
+  }
+  return results;
+}
+
 class DumpAllWorker : public IoWorker {
  public:
   DumpAllWorker(Napi::Env env, std::shared_ptr<SocketState> state, std::vector<std::vector<uint8_t>> requests, int timeoutMs)
@@ -107,17 +118,7 @@ class DumpAllWorker : public IoWorker {
     if (!nfnl::DumpAll(*state_, requests_, timeoutMs_, out_, f)) Fail(f);
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Array results = Napi::Array::New(env, out_.size());
-    for (size_t i = 0; i < out_.size(); ++i) {
-      Napi::Object r = Napi::Object::New(env);
-      r.Set("messages", Napi::Buffer<uint8_t>::Copy(env, out_[i].messages.data(), out_[i].messages.size()));
-      if (out_[i].kernelError.error != 0) r.Set("error", AckToJs(env, out_[i].kernelError));
-      results.Set(i, r);
-    }
-    deferred_.Resolve(results);
-  }
+  void OnOK() override { deferred_.Resolve(DumpResultsToJs(Env(), out_)); }
 
  private:
   std::vector<std::vector<uint8_t>> requests_;
@@ -151,6 +152,7 @@ Napi::Function NetlinkSocket::Init(Napi::Env env) {
                       InstanceMethod<&NetlinkSocket::TransactSync>("transactSync"),
                       InstanceMethod<&NetlinkSocket::Dump>("dump"),
                       InstanceMethod<&NetlinkSocket::DumpAll>("dumpAll"),
+                      InstanceMethod<&NetlinkSocket::DumpAllSync>("dumpAllSync"),
                       InstanceMethod<&NetlinkSocket::Close>("close"),
                       InstanceAccessor<&NetlinkSocket::PortId>("portId")});
 }
@@ -218,6 +220,20 @@ Napi::Value NetlinkSocket::DumpAll(const Napi::CallbackInfo& info) {
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;
+}
+
+// dumpAllSync(requests: Buffer[], timeoutMs: number): {messages, error?}[] — on the calling
+// thread, for reads known to be small (a few chains just written).
+Napi::Value NetlinkSocket::DumpAllSync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto requests = CopyBuffers(env, info[0], "dumpAllSync(requests, timeoutMs): requests must be an array of Buffers");
+  std::vector<DumpOutcome> out;
+  IoFailure f;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!nfnl::DumpAll(*state_, requests, TimeoutArg(info, 1), out, f)) throw SystemError(env, f.error, f.syscall);
+  }
+  return DumpResultsToJs(env, out);
 }
 
 Napi::Value NetlinkSocket::Close(const Napi::CallbackInfo& info) {

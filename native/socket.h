@@ -20,6 +20,7 @@ class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
   Napi::Value TransactSync(const Napi::CallbackInfo& info);
   Napi::Value Dump(const Napi::CallbackInfo& info);
   Napi::Value DumpAll(const Napi::CallbackInfo& info);
+  Napi::Value DumpAllSync(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   Napi::Value PortId(const Napi::CallbackInfo& info);
 

@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
-import { listRules, readTable } from '../nft/readback';
+import { listChainRules, readTable } from '../nft/readback';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
@@ -214,11 +214,11 @@ export class Agent {
   /** Reads back the chains a commit wrote and compares them with what was meant; a difference
    * (another writer, or a kernel that stored something else) triggers a full resync. */
   private async verifyChains(names: string[]): Promise<void> {
-    for (const name of names) {
-      const meant = this.committed.chains.get(name);
-      if (!meant) continue;
-      const back = await listRules(this.opts.socket, 'inet', this.opts.table, name);
-      if (sameRules(back, meant.rules)) continue;
+    const meant = names.filter((name) => this.committed.chains.has(name));
+    if (meant.length === 0) return;
+    const back = await listChainRules(this.opts.socket, 'inet', this.opts.table, meant);
+    for (const name of meant) {
+      if (sameRules(back.get(name) ?? [], this.committed.chains.get(name)!.rules)) continue;
       this.opts.logger.warn({ chain: name }, 'a chain read back differs from what was committed; scheduling a full resync');
       this.opts.observer?.failed?.('incremental', new Error(`chain ${name} read back differs`));
       setImmediate(() => void this.resync().catch(() => undefined));

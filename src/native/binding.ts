@@ -22,6 +22,8 @@ export interface NativeSocket {
   dump(request: Buffer, timeoutMs: number): Promise<NativeDump>;
   /** Runs the dumps one after another in one trip to a worker thread. */
   dumpAll(requests: Buffer[], timeoutMs: number): Promise<NativeDump[]>;
+  /** dumpAll on the calling thread, for small reads. */
+  dumpAllSync(requests: Buffer[], timeoutMs: number): NativeDump[];
   close(): void;
 }
 

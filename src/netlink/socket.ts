@@ -109,10 +109,14 @@ export class NetlinkSocket {
   }
 
   /** Runs several dump requests back to back in one trip to the I/O thread; results in order.
-   * what(i) names request i in errors. */
-  dumpAll(requests: Buffer[], what: (i: number) => string): Promise<NfMessage[][]> {
+   * what(i) names request i in errors. `small`: the caller knows the replies are small (a few
+   * chains it just wrote), so they are read on the calling thread, without the trip. */
+  dumpAll(requests: Buffer[], what: (i: number) => string, opts: { small?: boolean } = {}): Promise<NfMessage[][]> {
     if (requests.length === 0) return Promise.resolve([]);
-    return this.serial(async () => (await this.sock.dumpAll(requests, this.dumpTimeoutMs)).map((raw, i) => dumpResult(raw, what(i))));
+    return this.serial(async () => {
+      const raw = opts.small ? this.sock.dumpAllSync(requests, this.dumpTimeoutMs) : await this.sock.dumpAll(requests, this.dumpTimeoutMs);
+      return raw.map((r, i) => dumpResult(r, what(i)));
+    });
   }
 
   /** Closes once every queued operation has finished. */

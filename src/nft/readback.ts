@@ -42,6 +42,18 @@ export async function listRules(socket: NetlinkSocket, family: Family, table: st
   return msgs.map((m) => decodeRule(m.family, m.payload)).filter((r) => r.table === table && (!chain || r.chain === chain));
 }
 
+/** The rules of several chains of one table (by chain name), in one batch of dumps. */
+export async function listChainRules(socket: NetlinkSocket, family: Family, table: string, chains: string[]): Promise<Map<string, Rule[]>> {
+  const requests = chains.map((chain) =>
+    dumpRequest(socket, C.NFT_MSG_GETRULE, NFPROTO[family], new AttrWriter().str(C.NFTA_RULE_TABLE, table).str(C.NFTA_RULE_CHAIN, chain).finish()),
+  );
+  // A handful of chains is read on the calling thread (see NetlinkSocket.dumpAll).
+  const dumps = await socket.dumpAll(requests, (i) => `NFT_MSG_GETRULE ${chains[i]}`, { small: chains.length <= 16 });
+  const out = new Map<string, Rule[]>();
+  chains.forEach((chain, i) => out.set(chain, dumps[i].map((m) => decodeRule(m.family, m.payload)).filter((r) => r.table === table && r.chain === chain)));
+  return out;
+}
+
 export async function listSets(socket: NetlinkSocket, family: Family, table: string): Promise<NftSet[]> {
   const payload = new AttrWriter().str(C.NFTA_SET_TABLE, table).finish();
   const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETSET, NFPROTO[family], payload), 'NFT_MSG_GETSET');

@@ -116,6 +116,13 @@ test('dumpAll runs many dumps in one trip; a kernel error fails only its own req
       payload: new AttrWriter().str(C.NFTA_SET_ELEM_LIST_TABLE, 'present').str(C.NFTA_SET_ELEM_LIST_SET, 'missing').finish(),
     });
     await assert.rejects(socket.dumpAll([getTable('present'), badSet], (i) => `request ${i}`), (err: Error) => /request 1/.test(err.message) && /ENOENT/.test(err.message));
+    // Read on the calling thread, the same requests give the same replies and the same errors.
+    const small = await socket.dumpAll(requests.slice(0, 10), (i) => `request ${i}`, { small: true });
+    assert.deepEqual(
+      small.map((msgs) => msgs.map((m) => m.payload)),
+      results.slice(0, 10).map((msgs) => msgs.map((m) => m.payload)),
+    );
+    await assert.rejects(socket.dumpAll([badSet], () => 'small request', { small: true }), (err: Error) => /small request/.test(err.message) && /ENOENT/.test(err.message));
     // The socket stays usable afterwards.
     assert.deepEqual(await tableNames(socket), ['present']);
     assert.deepEqual(await socket.dumpAll([], () => 'none'), []);
