@@ -20,7 +20,7 @@ import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
 import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
 import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
-import { ChainModel, elementKey, elementMap, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
+import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
 
 export interface RenderOptions {
   table: string;
@@ -31,6 +31,27 @@ type Fam = 'v4' | 'v6';
 const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };
 const PROTO: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
 
+// Rules share expression objects, data Buffers included (a rendered expression is never mutated):
+// every policy rule ends in the same counted accept and starts with one of four address loads.
+const COUNTED_ACCEPT: Expr[] = [b.counter(), b.accept()];
+const ADDR_LOADS: Record<b.AddrField, Expr[]> = {
+  'ip saddr': b.loadAddr('ip saddr'),
+  'ip daddr': b.loadAddr('ip daddr'),
+  'ip6 saddr': b.loadAddr('ip6 saddr'),
+  'ip6 daddr': b.loadAddr('ip6 daddr'),
+};
+
+// Distinct port matches are few; a policy edit could still bring new ones indefinitely.
+const PORT_MATCH_CACHE_MAX = 1024;
+
+/** The loads of a named-port lookup, `ip daddr . meta l4proto . th dport`, for one family. */
+function namedPortLoads(field: 'ip daddr' | 'ip6 daddr') {
+  const loads = b.concatLoads([field, 'meta l4proto', 'th dport']);
+  // Behind a peer match that pinned the family, the loads' own nfproto dependency repeats it.
+  return { exprs: loads.exprs, pinned: loads.exprs.slice(2), sreg: loads.sreg };
+}
+const NAMED_PORT_LOADS = { v4: namedPortLoads('ip daddr'), v6: namedPortLoads('ip6 daddr') };
+
 export const VMAPS = { ingress: { v4: 'ingress_v4', v6: 'ingress_v6' }, egress: { v4: 'egress_v4', v6: 'egress_v6' } } as const;
 
 export const policyChainName = (policyId: string, dir: Direction) => `pol_${policyId}_${DIR_SUFFIX[dir]}`;
@@ -39,6 +60,9 @@ export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 
 export class Renderer {
+  /** Port match expressions by protocol and range, shared by every rule that has them. */
+  private readonly portMatches = new Map<string, Expr[]>();
+
   constructor(readonly opts: RenderOptions) {}
 
   private chain(name: string, base?: Chain['base']): Chain {
@@ -86,21 +110,21 @@ export class Renderer {
 
   peerSet(ps: PeerSet): SetModel[] {
     return [
-      { set: this.set(peerSetName(ps.id, 'v4'), { key: ['ipv4_addr'], flags: 0 }), elements: elementMap(ps.v4.map(peerElement)) },
-      { set: this.set(peerSetName(ps.id, 'v6'), { key: ['ipv6_addr'], flags: 0 }), elements: elementMap(ps.v6.map(peerElement)) },
+      { set: this.set(peerSetName(ps.id, 'v4'), { key: ['ipv4_addr'], flags: 0 }), elements: elementsOf(ps.v4, peerElement) },
+      { set: this.set(peerSetName(ps.id, 'v6'), { key: ['ipv6_addr'], flags: 0 }), elements: elementsOf(ps.v6, peerElement) },
     ];
   }
 
   ipBlockSet(ib: IpBlockSet): SetModel {
     const toBuf = ib.family === 'v4' ? ipv4 : ipv6;
-    const elements = ib.ranges.map(([first, last]): SetElement => (first === last ? { key: toBuf(first) } : { key: toBuf(first), keyEnd: toBuf(last) }));
-    return { set: this.set(ib.id, { key: [ib.family === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: C.NFT_SET_INTERVAL }), elements: elementMap(elements) };
+    const elements = elementsOf(ib.ranges, ([first, last]): SetElement => (first === last ? { key: toBuf(first) } : { key: toBuf(first), keyEnd: toBuf(last) }));
+    return { set: this.set(ib.id, { key: [ib.family === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: C.NFT_SET_INTERVAL }), elements };
   }
 
   namedPortSet(np: NamedPortSet): SetModel[] {
     return [
-      { set: this.set(namedPortSetName(np.id, 'v4'), { key: ['ipv4_addr', 'inet_proto', 'inet_service'], flags: 0 }), elements: elementMap(np.v4.map(tripleElement)) },
-      { set: this.set(namedPortSetName(np.id, 'v6'), { key: ['ipv6_addr', 'inet_proto', 'inet_service'], flags: 0 }), elements: elementMap(np.v6.map(tripleElement)) },
+      { set: this.set(namedPortSetName(np.id, 'v4'), { key: ['ipv4_addr', 'inet_proto', 'inet_service'], flags: 0 }), elements: elementsOf(np.v4, tripleElement) },
+      { set: this.set(namedPortSetName(np.id, 'v6'), { key: ['ipv6_addr', 'inet_proto', 'inet_service'], flags: 0 }), elements: elementsOf(np.v6, tripleElement) },
     ];
   }
 
@@ -112,17 +136,17 @@ export class Renderer {
       if (!entries) continue;
       const name = policyChainName(p.id, dir);
       const rules: Rule[] = [];
-      entries.forEach((entry, i) => {
+      for (let i = 0; i < entries.length; i++) {
         const comment = `${p.namespace}/${p.name} ${dir}[${i}]`;
-        for (const exprs of this.entryMatches(entry, dir, ipBlocks)) rules.push(this.rule(name, [...exprs, b.counter(), b.accept()], comment));
-      });
+        for (const exprs of this.acceptRules(entries[i], dir, ipBlocks)) rules.push(this.rule(name, exprs, comment));
+      }
       out.push({ chain: this.chain(name), rules });
     }
     return out;
   }
 
-  /** Every (peer x port) match of one rule entry; each becomes one accepting rule. */
-  private entryMatches(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>): Expr[][] {
+  /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each. */
+  private acceptRules(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>): Expr[][] {
     const peerField = dir === 'ingress' ? 'saddr' : 'daddr';
     // Peer alternatives, each tagged with the address family it pins (undefined: any).
     const peers: { fam?: Fam; exprs: Expr[] }[] = [];
@@ -130,34 +154,47 @@ export class Renderer {
     else {
       for (const ref of entry.peers) {
         if (ref.kind === 'pods') {
-          peers.push({ fam: 'v4', exprs: b.matchAddrInSet(`ip ${peerField}`, peerSetName(ref.set, 'v4')) });
-          peers.push({ fam: 'v6', exprs: b.matchAddrInSet(`ip6 ${peerField}`, peerSetName(ref.set, 'v6')) });
+          peers.push({ fam: 'v4', exprs: ADDR_LOADS[`ip ${peerField}`].concat(b.lookup(peerSetName(ref.set, 'v4'))) });
+          peers.push({ fam: 'v6', exprs: ADDR_LOADS[`ip6 ${peerField}`].concat(b.lookup(peerSetName(ref.set, 'v6'))) });
         } else {
           const block = ipBlocks.get(ref.set);
           if (!block) continue;
           const field = block.family === 'v4' ? (`ip ${peerField}` as const) : (`ip6 ${peerField}` as const);
-          peers.push({ fam: block.family, exprs: b.matchAddrInSet(field, ref.set) });
+          peers.push({ fam: block.family, exprs: ADDR_LOADS[field].concat(b.lookup(ref.set)) });
         }
       }
     }
     const out: Expr[][] = [];
+    if (entry.ports === 'any') {
+      for (const peer of peers) out.push(peer.exprs.concat(COUNTED_ACCEPT));
+      return out;
+    }
+    const ports: Expr[][] = [];
+    for (const pm of entry.ports) ports.push(this.portMatch(pm));
     for (const peer of peers) {
-      if (entry.ports === 'any') {
-        out.push(peer.exprs);
-        continue;
-      }
-      for (const pm of entry.ports) out.push([...peer.exprs, ...portMatch(pm)]);
+      for (const port of ports) out.push(peer.exprs.concat(port, COUNTED_ACCEPT));
       if (entry.namedPorts) {
         for (const fam of peer.fam ? [peer.fam] : (['v4', 'v6'] as const)) {
-          const field = fam === 'v4' ? 'ip daddr' : 'ip6 daddr';
-          const loads = b.concatLoads([field, 'meta l4proto', 'th dport']);
-          // The peer match already pinned the family; the concat loads repeat its dependency.
-          const deps = peer.fam ? loads.exprs.slice(2) : loads.exprs;
-          out.push([...peer.exprs, ...deps, b.lookup(namedPortSetName(entry.namedPorts, fam), loads.sreg)]);
+          const loads = NAMED_PORT_LOADS[fam];
+          const lookup = b.lookup(namedPortSetName(entry.namedPorts, fam), loads.sreg);
+          out.push(peer.exprs.concat(peer.fam ? loads.pinned : loads.exprs, lookup, COUNTED_ACCEPT));
         }
       }
     }
     return out;
+  }
+
+  /** `tcp dport 80`, `udp dport 53-60`, `meta l4proto sctp`. */
+  private portMatch(pm: PortMatch): Expr[] {
+    const key = `${pm.protocol} ${pm.port} ${pm.endPort}`;
+    let exprs = this.portMatches.get(key);
+    if (!exprs) {
+      const proto = PROTO[pm.protocol];
+      exprs = pm.port === undefined ? b.l4proto(proto) : b.matchPort(proto, 'th dport', pm.port, pm.endPort);
+      if (this.portMatches.size >= PORT_MATCH_CACHE_MAX) this.portMatches.clear();
+      this.portMatches.set(key, exprs);
+    }
+    return exprs;
   }
 
   /** A target's pod chains, one per direction it is isolated in. */
@@ -206,8 +243,9 @@ export class Renderer {
       for (const c of this.podChains(t, names)) m.chains.set(c.chain.name, c);
       for (const [set, e] of this.vmapEntries(t)) {
         const k = elementKey(e);
-        if (owners.has(`${set} ${k}`)) continue;
-        owners.set(`${set} ${k}`, t.key);
+        const owned = `${set} ${k}`;
+        if (owners.has(owned)) continue;
+        owners.set(owned, t.key);
         m.sets.get(set)!.elements.set(k, e);
       }
     }
@@ -219,10 +257,14 @@ export function policyLabel(p: CompiledPolicy | undefined): string {
   return p ? `${p.namespace}/${p.name}` : 'unknown policy';
 }
 
-function portMatch(pm: PortMatch): Expr[] {
-  const proto = PROTO[pm.protocol];
-  if (pm.port === undefined) return b.l4proto(proto);
-  return b.matchPort(proto, 'th dport', pm.port, pm.endPort);
+/** A set's elements by elementKey, one per item. */
+function elementsOf<T>(items: readonly T[], element: (item: T) => SetElement): Map<string, SetElement> {
+  const out = new Map<string, SetElement>();
+  for (const item of items) {
+    const e = element(item);
+    out.set(elementKey(e), e);
+  }
+  return out;
 }
 
 export function peerElement(addr: string): SetElement {

@@ -43,25 +43,37 @@ export function load(field: Field, dreg: number = REG): Expr {
   return { type: 'payload', base: f.base, offset: f.offset, len: f.len, dreg };
 }
 
+export type AddrField = 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr';
+
+/** An address field loaded into register 1, behind its nfproto dependency: the start of every
+ * address match. */
+export function loadAddr(field: AddrField): Expr[] {
+  const exprs = nfproto(FIELDS[field].l3);
+  exprs.push(load(field));
+  return exprs;
+}
+
 /** `ip saddr 198.18.0.1`, with its nfproto dependency. */
-export function matchAddr(field: 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr', addr: string): Expr[] {
-  return [...nfproto(FIELDS[field].l3), load(field), { type: 'cmp', sreg: REG, op: 'eq', data: ipAddr(addr) }];
+export function matchAddr(field: AddrField, addr: string): Expr[] {
+  const exprs = loadAddr(field);
+  exprs.push({ type: 'cmp', sreg: REG, op: 'eq', data: ipAddr(addr) });
+  return exprs;
 }
 
 /** `ip saddr @set` (or `!= @set`), with its nfproto dependency. */
-export function matchAddrInSet(field: 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr', set: string, invert = false): Expr[] {
-  const lookup: Expr = { type: 'lookup', set, sreg: REG };
-  if (invert) lookup.invert = true;
-  return [...nfproto(FIELDS[field].l3), load(field), lookup];
+export function matchAddrInSet(field: AddrField, set: string, invert = false): Expr[] {
+  const exprs = loadAddr(field);
+  exprs.push(lookup(set, REG, invert));
+  return exprs;
 }
 
 /** `tcp dport 80` or `tcp dport 80-90` (with the l4proto dependency). */
 export function matchPort(proto: L4Proto, field: 'th sport' | 'th dport', port: number, endPort?: number): Expr[] {
-  const l = [...l4proto(proto), load(field)];
-  if (endPort !== undefined && endPort !== port) {
-    return [...l, { type: 'range', sreg: REG, op: 'eq', from: be16(port), to: be16(endPort) }];
-  }
-  return [...l, { type: 'cmp', sreg: REG, op: 'eq', data: be16(port) }];
+  const exprs = l4proto(proto);
+  exprs.push(load(field));
+  if (endPort !== undefined && endPort !== port) exprs.push({ type: 'range', sreg: REG, op: 'eq', from: be16(port), to: be16(endPort) });
+  else exprs.push({ type: 'cmp', sreg: REG, op: 'eq', data: be16(port) });
+  return exprs;
 }
 
 /** Loads into consecutive 32-bit registers then looks the concatenation up:

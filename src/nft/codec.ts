@@ -1,8 +1,8 @@
 /** Pure encode/decode of nf_tables object messages (tables, chains, rules, sets, elements, gen). */
-import { AttrMap, AttrWriter, parseAttrs } from '../netlink/attr';
+import { align4, AttrMap, AttrWriter, NLA_F_NESTED, NLA_HDRLEN, parseAttrs } from '../netlink/attr';
 import { DecodeError } from '../netlink/errors';
 import * as C from './constants';
-import { decodeData, decodeValue, encodeValue, encodeVerdict } from './expr/data';
+import { checkValue, decodeData, decodeValue, encodeValue, encodeVerdict } from './expr/data';
 import { decodeExprListAttr, encodeExprList } from './expr';
 import { Chain, ChainType, Family, HookName, NFPROTO, NFT_TYPE, NftSet, NftTypeName, Rule, SetElement, Table } from './types';
 import { decrement, increment, keyLength, TYPE_LEN } from './values';
@@ -66,11 +66,11 @@ export function encodeChain(w: AttrWriter, c: Chain): void {
   w.str(C.NFTA_CHAIN_TABLE, c.table).str(C.NFTA_CHAIN_NAME, c.name);
   if (c.base) {
     const base = c.base;
-    w.nest(C.NFTA_CHAIN_HOOK, (h) => {
-      h.be32(C.NFTA_HOOK_HOOKNUM, hookNumber(c.family, base.hook));
-      h.be32(C.NFTA_HOOK_PRIORITY, base.priority);
-      if (base.device) h.str(C.NFTA_HOOK_DEV, base.device);
-    });
+    const hook = w.beginNest(C.NFTA_CHAIN_HOOK);
+    w.be32(C.NFTA_HOOK_HOOKNUM, hookNumber(c.family, base.hook));
+    w.be32(C.NFTA_HOOK_PRIORITY, base.priority);
+    if (base.device) w.str(C.NFTA_HOOK_DEV, base.device);
+    w.endNest(hook);
     w.be32(C.NFTA_CHAIN_POLICY, base.policy === 'accept' ? C.NF_ACCEPT : C.NF_DROP);
     w.str(C.NFTA_CHAIN_TYPE, base.type);
   }
@@ -111,10 +111,24 @@ export function decodeChain(family: number, payload: Buffer): Chain {
 // nft's userdata TLVs (nftables include/rule.h NFTNL_UDATA_RULE_COMMENT): type u8, len u8, value.
 const UDATA_RULE_COMMENT = 0;
 
-function encodeComment(comment: string): Buffer {
-  const value = Buffer.from(comment + '\0', 'utf8');
-  if (value.length > 255) throw new Error(`rule comment longer than 254 bytes: "${comment.slice(0, 40)}..."`);
-  return Buffer.concat([Buffer.from([UDATA_RULE_COMMENT, value.length]), value]);
+// Rules of one policy entry, and pod chains' jumps to one policy, carry the same comment: a
+// batch encodes each text once. Bounded, as comments name policies that come and go.
+const COMMENT_CACHE_MAX = 4096;
+const encodedComments = new Map<string, Uint8Array>();
+const utf8 = new TextEncoder();
+
+function encodeComment(comment: string): Uint8Array {
+  let udata = encodedComments.get(comment);
+  if (udata) return udata;
+  // Type, length (set below), the text and its NUL, encoded in one pass.
+  udata = utf8.encode(`\0\0${comment}\0`);
+  const length = udata.length - 2;
+  if (length > 255) throw new Error(`rule comment longer than 254 bytes: "${comment.slice(0, 40)}..."`);
+  udata[0] = UDATA_RULE_COMMENT;
+  udata[1] = length;
+  if (encodedComments.size >= COMMENT_CACHE_MAX) encodedComments.clear();
+  encodedComments.set(comment, udata);
+  return udata;
 }
 
 function decodeComment(udata: Buffer): string | undefined {
@@ -135,12 +149,16 @@ function decodeComment(udata: Buffer): string | undefined {
 export interface RuleEncodeOptions {
   /** NFTA_RULE_ID, to learn the handle from the echo. */
   id?: number;
+  /** Leaves out the rule's handle (a new rule) or its position (a replacement, named by handle). */
+  without?: 'handle' | 'position';
 }
 
-export function encodeRule(w: AttrWriter, r: Rule, opts: RuleEncodeOptions = {}): void {
+const NO_RULE_OPTIONS: RuleEncodeOptions = {};
+
+export function encodeRule(w: AttrWriter, r: Rule, opts: RuleEncodeOptions = NO_RULE_OPTIONS): void {
   w.str(C.NFTA_RULE_TABLE, r.table).str(C.NFTA_RULE_CHAIN, r.chain);
-  if (r.handle !== undefined) w.be64(C.NFTA_RULE_HANDLE, r.handle);
-  if (r.position !== undefined) w.be64(C.NFTA_RULE_POSITION, r.position);
+  if (r.handle !== undefined && opts.without !== 'handle') w.be64(C.NFTA_RULE_HANDLE, r.handle);
+  if (r.position !== undefined && opts.without !== 'position') w.be64(C.NFTA_RULE_POSITION, r.position);
   encodeExprList(w, C.NFTA_RULE_EXPRESSIONS, r.exprs);
   if (r.comment !== undefined) w.bytes(C.NFTA_RULE_USERDATA, encodeComment(r.comment));
   if (opts.id !== undefined) w.be32(C.NFTA_RULE_ID, opts.id);
@@ -196,7 +214,8 @@ export function setFlags(s: NftSet): number {
   return flags;
 }
 
-export function encodeSet(w: AttrWriter, s: NftSet): void {
+/** `id` (NFTA_SET_ID) defaults to the set's own. */
+export function encodeSet(w: AttrWriter, s: NftSet, id = s.id): void {
   w.str(C.NFTA_SET_TABLE, s.table).str(C.NFTA_SET_NAME, s.name);
   w.be32(C.NFTA_SET_FLAGS, setFlags(s));
   w.be32(C.NFTA_SET_KEY_TYPE, keyTypeId(s.key));
@@ -210,13 +229,17 @@ export function encodeSet(w: AttrWriter, s: NftSet): void {
   if (s.timeout !== undefined) w.be64(C.NFTA_SET_TIMEOUT, s.timeout);
   // No NFTA_SET_DESC_SIZE: the kernel treats it as the set's maximum, and nfkube's sets grow.
   if (s.key.length > 1) {
-    w.nest(C.NFTA_SET_DESC, (d) =>
-      d.nest(C.NFTA_SET_DESC_CONCAT, (cc) => {
-        for (const f of s.key) cc.nest(C.NFTA_LIST_ELEM, (e) => e.be32(C.NFTA_SET_FIELD_LEN, TYPE_LEN[f]));
-      }),
-    );
+    const desc = w.beginNest(C.NFTA_SET_DESC);
+    const concat = w.beginNest(C.NFTA_SET_DESC_CONCAT);
+    for (const f of s.key) {
+      const field = w.beginNest(C.NFTA_LIST_ELEM);
+      w.be32(C.NFTA_SET_FIELD_LEN, TYPE_LEN[f]);
+      w.endNest(field);
+    }
+    w.endNest(concat);
+    w.endNest(desc);
   }
-  if (s.id !== undefined) w.be32(C.NFTA_SET_ID, s.id);
+  if (id !== undefined) w.be32(C.NFTA_SET_ID, id);
 }
 
 export function encodeSetRef(w: AttrWriter, s: { table: string; name: string }): void {
@@ -306,6 +329,32 @@ export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
 // Nested attribute lengths are 16-bit: keep every element list well under 64 KiB.
 const MAX_ELEMENT_LIST_BYTES = 60_000;
 
+// Key-only elements, the bulk of a large sync (pod addresses), are laid out here and appended with
+// one raw() per run instead of five writer calls each. The bytes are the writer's:
+// NFTA_LIST_ELEM { NFTA_SET_ELEM_KEY { NFTA_DATA_VALUE key } }, nests flagged, padded to 4 bytes.
+// The list may end one element (76 bytes at most) past its limit.
+const keyElements = new Uint8Array(MAX_ELEMENT_LIST_BYTES + 128);
+
+function putAttrHeader(out: Uint8Array, at: number, length: number, type: number): void {
+  out[at] = length & 0xff;
+  out[at + 1] = length >>> 8;
+  out[at + 2] = type & 0xff;
+  out[at + 3] = type >>> 8;
+}
+
+/** Lays out one key-only element at `at`; returns where the next one goes. */
+function putKeyElement(out: Uint8Array, at: number, key: Buffer): number {
+  const value = NLA_HDRLEN + key.length;
+  const keyNest = NLA_HDRLEN + align4(value);
+  const end = at + NLA_HDRLEN + keyNest;
+  putAttrHeader(out, at, NLA_HDRLEN + keyNest, C.NFTA_LIST_ELEM | NLA_F_NESTED);
+  putAttrHeader(out, at + 4, keyNest, C.NFTA_SET_ELEM_KEY | NLA_F_NESTED);
+  putAttrHeader(out, at + 8, value, C.NFTA_DATA_VALUE);
+  for (let i = 0; i < key.length; i++) out[at + 12 + i] = key[i];
+  for (let i = at + 12 + key.length; i < end; i++) out[i] = 0;
+  return end;
+}
+
 /** Writes one element-list message payload for a set, starting at elems[from]; returns the index
  * of the first element left for the next message (nested attribute lengths are 16-bit). Element
  * lists are the bulk of a large sync, so the loop uses no closures. */
@@ -314,8 +363,18 @@ export function encodeSetElements(w: AttrWriter, set: { table: string; name: str
   w.str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
   if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
   const list = w.beginNest(C.NFTA_SET_ELEM_LIST_ELEMENTS);
-  while (i < elems.length && w.length - list < MAX_ELEMENT_LIST_BYTES) {
+  // Bytes laid out in keyElements and not yet appended to w.
+  let pending = 0;
+  while (i < elems.length && w.length + pending - list < MAX_ELEMENT_LIST_BYTES) {
     const e = elems[i++];
+    if (!e.keyEnd && !e.flags && (withKeysOnly || (!e.verdict && !e.data))) {
+      pending = putKeyElement(keyElements, pending, checkValue(e.key, 'element key'));
+      continue;
+    }
+    if (pending > 0) {
+      w.raw(keyElements.subarray(0, pending));
+      pending = 0;
+    }
     const begin = w.beginNest(C.NFTA_LIST_ELEM);
     encodeValue(w, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
     if (e.keyEnd) encodeValue(w, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
@@ -326,6 +385,7 @@ export function encodeSetElements(w: AttrWriter, set: { table: string; name: str
     }
     w.endNest(begin);
   }
+  if (pending > 0) w.raw(keyElements.subarray(0, pending));
   w.endNest(list);
   return i;
 }

@@ -31,6 +31,7 @@ import {
   encodeTable,
   encodeTableRef,
   kernelElements,
+  RuleEncodeOptions,
 } from './codec';
 import * as C from './constants';
 import { formatOperation } from './format';
@@ -176,87 +177,150 @@ export class Transaction {
    * type, sequence number and operation for mapping the kernel's answers back. */
   encodeBatch(nextSeq: () => number, opts: CommitOptions = {}): EncodedBatch {
     const echo = opts.echo ?? true;
-    const w = new AttrWriter(4096);
+    const w = new AttrWriter(sizeHint(this.operations));
     const messages: BatchMessage[] = [];
     const begin = w.beginMessage(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, nextSeq(), 0, NFNL_SUBSYS_NFTABLES);
     if (opts.genId !== undefined) w.be32(NFNL_BATCH_GENID, opts.genId);
     w.endMessage(begin);
     let last = -1;
-    this.operations.forEach((op, opIndex) => {
-      const message = (type: number, flags: number, family: number, write: () => void) => {
-        const seq = nextSeq();
-        last = w.beginMessage(msg(type), NLM_F_REQUEST | flags, seq, family);
-        write();
-        w.endMessage(last);
-        messages.push({ type: msg(type), seq, opIndex });
-      };
-      switch (op.kind) {
-        case 'table': {
-          const t = op.table;
-          const fam = NFPROTO[t.family];
-          if (op.verb === 'add') message(C.NFT_MSG_NEWTABLE, NLM_F_CREATE, fam, () => encodeTable(w, t));
-          else if (op.verb === 'create') message(C.NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL, fam, () => encodeTable(w, t));
-          else if (op.verb === 'delete') message(C.NFT_MSG_DELTABLE, 0, fam, () => encodeTableRef(w, t));
-          else if (op.verb === 'destroy') message(C.NFT_MSG_DESTROYTABLE, 0, fam, () => encodeTableRef(w, t));
-          else message(C.NFT_MSG_DELRULE, 0, fam, () => w.str(C.NFTA_RULE_TABLE, t.name));
-          break;
+    // A plain loop writing straight into w: a batch holds thousands of operations.
+    for (let opIndex = 0; opIndex < this.operations.length; opIndex++) {
+      const op = this.operations[opIndex];
+      const kind = messageKind(op);
+      const flags = NLM_F_REQUEST | kind.flags | (echo && kind.echo ? NLM_F_ECHO : 0);
+      const family = familyOf(op);
+      if (op.kind === 'element') {
+        const elems = kernelElements(op.set, op.elements);
+        const removing = op.verb === 'delete' || op.verb === 'destroy';
+        // Without the set's id: elements name their set by name.
+        const ref = { table: op.set.table, name: op.set.name };
+        for (let i = 0; i < elems.length; ) {
+          const seq = nextSeq();
+          last = w.beginMessage(kind.type, flags, seq, family);
+          i = encodeSetElements(w, ref, elems, i, removing);
+          w.endMessage(last);
+          messages.push({ type: kind.type, seq, opIndex });
         }
-        case 'chain': {
-          const c = op.chain;
-          const fam = NFPROTO[c.family];
-          if (op.verb === 'add') message(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE, fam, () => encodeChain(w, c));
-          else if (op.verb === 'create') message(C.NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, fam, () => encodeChain(w, c));
-          else if (op.verb === 'delete') message(C.NFT_MSG_DELCHAIN, 0, fam, () => encodeChainRef(w, c));
-          else if (op.verb === 'destroy') message(C.NFT_MSG_DESTROYCHAIN, 0, fam, () => encodeChainRef(w, c));
-          else message(C.NFT_MSG_DELRULE, 0, fam, () => w.str(C.NFTA_RULE_TABLE, c.table).str(C.NFTA_RULE_CHAIN, c.name));
-          break;
-        }
-        case 'rule': {
-          const r = op.rule;
-          const fam = NFPROTO[r.family];
-          const e = echo ? NLM_F_ECHO : 0;
-          if (op.verb === 'add') message(C.NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | e, fam, () => encodeRule(w, { ...r, handle: undefined }));
-          else if (op.verb === 'insert') message(C.NFT_MSG_NEWRULE, NLM_F_CREATE | e, fam, () => encodeRule(w, { ...r, handle: undefined }));
-          else if (op.verb === 'replace') {
-            if (r.handle === undefined) throw new Error(`replace ${describeObject(op)}: the rule has no handle`);
-            message(C.NFT_MSG_NEWRULE, NLM_F_REPLACE | e, fam, () => encodeRule(w, { ...r, position: undefined }));
-          } else {
-            const handle = r.handle;
-            if (handle === undefined) throw new Error(`${op.verb} ${describeObject(op)}: the rule has no handle`);
-            message(op.verb === 'delete' ? C.NFT_MSG_DELRULE : C.NFT_MSG_DESTROYRULE, 0, fam, () => encodeRuleRef(w, { table: r.table, chain: r.chain, handle }));
-          }
-          break;
-        }
-        case 'set': {
-          const set = op.set;
-          const fam = NFPROTO[set.family];
-          const withId = () => encodeSet(w, { ...set, id: set.id ?? nextSetId() });
-          if (op.verb === 'add') message(C.NFT_MSG_NEWSET, NLM_F_CREATE, fam, withId);
-          else if (op.verb === 'create') message(C.NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, fam, withId);
-          else if (op.verb === 'delete') message(C.NFT_MSG_DELSET, 0, fam, () => encodeSetRef(w, set));
-          else if (op.verb === 'destroy') message(C.NFT_MSG_DESTROYSET, 0, fam, () => encodeSetRef(w, set));
-          else message(C.NFT_MSG_DELSETELEM, 0, fam, () => w.str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name));
-          break;
-        }
-        case 'element': {
-          const fam = NFPROTO[op.set.family];
-          const elems = kernelElements(op.set, op.elements);
-          const removing = op.verb === 'delete' || op.verb === 'destroy';
-          const type =
-            op.verb === 'delete' ? C.NFT_MSG_DELSETELEM : op.verb === 'destroy' ? C.NFT_MSG_DESTROYSETELEM : C.NFT_MSG_NEWSETELEM;
-          const flags = op.verb === 'add' ? NLM_F_CREATE : op.verb === 'create' ? NLM_F_CREATE | NLM_F_EXCL : 0;
-          const ref = { table: op.set.table, name: op.set.name };
-          for (let i = 0; i < elems.length; ) message(type, flags, fam, () => (i = encodeSetElements(w, ref, elems, i, removing)));
-          break;
-        }
+        continue;
       }
-    });
+      if (op.kind === 'rule' && op.verb !== 'add' && op.verb !== 'insert' && op.rule.handle === undefined) {
+        throw new Error(`${op.verb} ${describeObject(op)}: the rule has no handle`);
+      }
+      const seq = nextSeq();
+      last = w.beginMessage(kind.type, flags, seq, family);
+      writeOperation(w, op);
+      w.endMessage(last);
+      messages.push({ type: kind.type, seq, opIndex });
+    }
     // Only the last message asks for an ack: its ack proves the whole batch was processed;
     // failures are always reported.
     if (last >= 0) w.addMessageFlags(last, NLM_F_ACK);
     const end = w.beginMessage(NFNL_MSG_BATCH_END, NLM_F_REQUEST, nextSeq(), 0, NFNL_SUBSYS_NFTABLES);
     w.endMessage(end);
     return { datagram: w.finish(), messages };
+  }
+}
+
+/** A generous guess at a batch's size (a rule is about 500 bytes, an element a few dozen): a full
+ * sync's buffer is then allocated once instead of doubled and copied a dozen times, and small
+ * batches still start small. Pages the batch does not reach are never touched. */
+function sizeHint(operations: Operation[]): number {
+  let bytes = 4096;
+  for (const op of operations) bytes += op.kind === 'element' ? 64 * op.elements.length : 512;
+  return bytes;
+}
+
+/** The netlink message an operation becomes: its type, its flags besides NLM_F_REQUEST, and
+ * whether the kernel is to echo it (new rules, for their handles). */
+interface MessageKind {
+  type: number;
+  flags: number;
+  echo?: boolean;
+}
+
+type VerbsOf<K extends Operation['kind']> = Extract<Operation, { kind: K }>['verb'];
+
+const MESSAGE_KINDS: { [K in Operation['kind']]: Record<VerbsOf<K>, MessageKind> } = {
+  table: {
+    add: { type: msg(C.NFT_MSG_NEWTABLE), flags: NLM_F_CREATE },
+    create: { type: msg(C.NFT_MSG_NEWTABLE), flags: NLM_F_CREATE | NLM_F_EXCL },
+    delete: { type: msg(C.NFT_MSG_DELTABLE), flags: 0 },
+    destroy: { type: msg(C.NFT_MSG_DESTROYTABLE), flags: 0 },
+    flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 },
+  },
+  chain: {
+    add: { type: msg(C.NFT_MSG_NEWCHAIN), flags: NLM_F_CREATE },
+    create: { type: msg(C.NFT_MSG_NEWCHAIN), flags: NLM_F_CREATE | NLM_F_EXCL },
+    delete: { type: msg(C.NFT_MSG_DELCHAIN), flags: 0 },
+    destroy: { type: msg(C.NFT_MSG_DESTROYCHAIN), flags: 0 },
+    flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 },
+  },
+  rule: {
+    add: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_CREATE | NLM_F_APPEND, echo: true },
+    insert: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_CREATE, echo: true },
+    replace: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_REPLACE, echo: true },
+    delete: { type: msg(C.NFT_MSG_DELRULE), flags: 0 },
+    destroy: { type: msg(C.NFT_MSG_DESTROYRULE), flags: 0 },
+  },
+  set: {
+    add: { type: msg(C.NFT_MSG_NEWSET), flags: NLM_F_CREATE },
+    create: { type: msg(C.NFT_MSG_NEWSET), flags: NLM_F_CREATE | NLM_F_EXCL },
+    delete: { type: msg(C.NFT_MSG_DELSET), flags: 0 },
+    destroy: { type: msg(C.NFT_MSG_DESTROYSET), flags: 0 },
+    flush: { type: msg(C.NFT_MSG_DELSETELEM), flags: 0 },
+  },
+  element: {
+    add: { type: msg(C.NFT_MSG_NEWSETELEM), flags: NLM_F_CREATE },
+    create: { type: msg(C.NFT_MSG_NEWSETELEM), flags: NLM_F_CREATE | NLM_F_EXCL },
+    delete: { type: msg(C.NFT_MSG_DELSETELEM), flags: 0 },
+    destroy: { type: msg(C.NFT_MSG_DESTROYSETELEM), flags: 0 },
+  },
+};
+
+function familyOf(op: Operation): number {
+  switch (op.kind) {
+    case 'table':
+      return NFPROTO[op.table.family];
+    case 'chain':
+      return NFPROTO[op.chain.family];
+    case 'rule':
+      return NFPROTO[op.rule.family];
+    default:
+      return NFPROTO[op.set.family];
+  }
+}
+
+function messageKind(op: Operation): MessageKind {
+  return (MESSAGE_KINDS[op.kind] as Record<string, MessageKind>)[op.verb];
+}
+
+const NEW_RULE: RuleEncodeOptions = { without: 'handle' };
+const REPLACEMENT_RULE: RuleEncodeOptions = { without: 'position' };
+
+/** Writes the attributes of one operation other than an element list. */
+function writeOperation(w: AttrWriter, op: Exclude<Operation, { kind: 'element' }>): void {
+  switch (op.kind) {
+    case 'table':
+      if (op.verb === 'add' || op.verb === 'create') encodeTable(w, op.table);
+      else if (op.verb === 'flush') w.str(C.NFTA_RULE_TABLE, op.table.name);
+      else encodeTableRef(w, op.table);
+      return;
+    case 'chain':
+      if (op.verb === 'add' || op.verb === 'create') encodeChain(w, op.chain);
+      else if (op.verb === 'flush') w.str(C.NFTA_RULE_TABLE, op.chain.table).str(C.NFTA_RULE_CHAIN, op.chain.name);
+      else encodeChainRef(w, op.chain);
+      return;
+    case 'rule':
+      if (op.verb === 'add' || op.verb === 'insert') encodeRule(w, op.rule, NEW_RULE);
+      else if (op.verb === 'replace') encodeRule(w, op.rule, REPLACEMENT_RULE);
+      // encodeBatch refused a delete without a handle.
+      else encodeRuleRef(w, op.rule as Rule & { handle: bigint });
+      return;
+    case 'set':
+      if (op.verb === 'add' || op.verb === 'create') encodeSet(w, op.set, op.set.id ?? nextSetId());
+      else if (op.verb === 'flush') w.str(C.NFTA_SET_ELEM_LIST_TABLE, op.set.table).str(C.NFTA_SET_ELEM_LIST_SET, op.set.name);
+      else encodeSetRef(w, op.set);
+      return;
   }
 }
 

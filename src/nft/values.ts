@@ -48,7 +48,64 @@ export function ipv4(addr: string): Buffer {
   return out;
 }
 
+/** IPv6 text to 16 bytes. Plain hex groups (every canonical address) are parsed by hand: this runs
+ * once per set element on large syncs. An embedded IPv4 tail or a zone takes the general path. */
 export function ipv6(addr: string): Buffer {
+  return ipv6HexGroups(addr) ?? ipv6General(addr);
+}
+
+const hexGroups = new Uint16Array(8);
+
+function hexDigit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+/** Groups of 1-4 hex digits joined by ':', at most one '::' standing for one or more zero groups;
+ * undefined for any other text (which isIPv6 may still accept, or reject). */
+function ipv6HexGroups(addr: string): Buffer | undefined {
+  const n = addr.length;
+  let count = 0;
+  // Groups written before the '::', or -1 without one.
+  let gap = -1;
+  let i = 0;
+  if (n >= 2 && addr.charCodeAt(0) === 58 && addr.charCodeAt(1) === 58) {
+    gap = 0;
+    i = 2;
+  }
+  while (i < n) {
+    let value = 0;
+    let digits = 0;
+    for (; i < n; i++) {
+      const d = hexDigit(addr.charCodeAt(i));
+      if (d < 0) break;
+      value = value * 16 + d;
+      digits++;
+    }
+    if (digits === 0 || digits > 4 || count === 8) return undefined;
+    hexGroups[count++] = value;
+    if (i === n) break;
+    if (addr.charCodeAt(i++) !== 58 || i === n) return undefined;
+    if (addr.charCodeAt(i) === 58) {
+      if (gap >= 0) return undefined;
+      gap = count;
+      i++;
+    }
+  }
+  if (gap < 0 ? count !== 8 : count > 7) return undefined;
+  const out = Buffer.allocUnsafe(16);
+  const zeros = 8 - count;
+  for (let g = 0, at = 0; g < 8; g++, at += 2) {
+    const value = gap < 0 || g < gap ? hexGroups[g] : g < gap + zeros ? 0 : hexGroups[g - zeros];
+    out[at] = value >>> 8;
+    out[at + 1] = value & 0xff;
+  }
+  return out;
+}
+
+function ipv6General(addr: string): Buffer {
   if (!isIPv6(addr)) throw new Error(`invalid IPv6 address "${addr}"`);
   let a = addr;
   const v4tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
@@ -82,14 +139,17 @@ export function formatIPv6(b: Buffer): string {
   return formatIPv6Groups(groups);
 }
 
+// Small values come from Buffer's shared pool (allocUnsafe, every byte then written): a render
+// makes tens of thousands, and Buffer.alloc gives each its own ArrayBuffer.
+
 export function be16(n: number): Buffer {
-  const b = Buffer.alloc(2);
+  const b = Buffer.allocUnsafe(2);
   b.writeUInt16BE(n);
   return b;
 }
 
 export function be32(n: number): Buffer {
-  const b = Buffer.alloc(4);
+  const b = Buffer.allocUnsafe(4);
   b.writeUInt32BE(n >>> 0);
   return b;
 }
@@ -127,9 +187,17 @@ export function cidrRange(cidr: string): { family: 4 | 6; first: Buffer; last: B
   return { family, first, last, prefix };
 }
 
+/** A copy of a key. Keys are a few bytes, and every interval element of a sync needs one: a plain
+ * loop is cheaper than Buffer.from's general path. */
+function copyKey(b: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(b.length);
+  for (let i = 0; i < b.length; i++) out[i] = b[i];
+  return out;
+}
+
 /** b + 1 as a big-endian number of the same width; undefined on overflow. */
 export function increment(b: Buffer): Buffer | undefined {
-  const out = Buffer.from(b);
+  const out = copyKey(b);
   for (let i = out.length - 1; i >= 0; i--) {
     if (out[i] === 0xff) {
       out[i] = 0;
@@ -143,7 +211,7 @@ export function increment(b: Buffer): Buffer | undefined {
 
 /** b - 1 as a big-endian number of the same width; undefined below zero. */
 export function decrement(b: Buffer): Buffer | undefined {
-  const out = Buffer.from(b);
+  const out = copyKey(b);
   for (let i = out.length - 1; i >= 0; i--) {
     if (out[i] === 0) {
       out[i] = 0xff;

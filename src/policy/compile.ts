@@ -69,7 +69,7 @@ export function compileFull(inputs: PolicyInputs, nodeName: string): PolicyIR {
   }
 
   for (const plan of plans.values()) {
-    for (const spec of plan.peerSets.values()) {
+    for (const spec of plan.peerSets) {
       if (ir.peerSets.has(spec.id)) continue;
       const v4 = new Set<string>();
       const v6 = new Set<string>();
@@ -85,8 +85,8 @@ export function compileFull(inputs: PolicyInputs, nodeName: string): PolicyIR {
       const set: PeerSet = { id: spec.id, describe: spec.describe, v4: [...v4].sort(), v6: [...v6].sort() };
       ir.peerSets.set(spec.id, set);
     }
-    for (const set of plan.ipBlockSets.values()) ir.ipBlockSets.set(set.id, set as IpBlockSet);
-    for (const spec of plan.namedPortSets.values()) {
+    for (const set of plan.ipBlockSets) ir.ipBlockSets.set(set.id, set as IpBlockSet);
+    for (const spec of plan.namedPortSets) {
       if (ir.namedPortSets.has(spec.id)) continue;
       const v4 = new Map<string, PortTriple>();
       const v6 = new Map<string, PortTriple>();

@@ -55,13 +55,26 @@ class CountedSet {
   }
 }
 
+/** A pod as the engine holds it: its facts (replaced, never changed) and the peer sets it is a
+ * member of, by id in joining order. A pod is in few sets: a list, replaced when it changes
+ * (so it can be iterated while members leave, and has no spare room). */
+interface HeldPod {
+  readonly facts: PodFacts;
+  peerSets: readonly string[];
+}
+
+const NO_PEER_SETS: readonly string[] = [];
+
 interface PeerSetState {
   spec: PeerSetSpec;
   refs: number;
-  members: Set<string>;
+  members: Set<HeldPod>;
   ips: CountedSet;
   /** Namespaces whose peer index this set is filed in. */
   namespaces: Set<string>;
+  /** The set as last reported (delta or state), until its addresses change: the initial load
+   * reports every set twice, in the batch's delta and in `state()`, and sorting is its cost. */
+  contents: PeerSet | undefined;
 }
 
 interface NamedSetState {
@@ -70,7 +83,9 @@ interface NamedSetState {
   triples: CountedSet;
 }
 
-/** Net changes of one engine call; turned into a PolicyDelta by `finish`. */
+/** Net changes of one engine call; turned into a PolicyDelta by `finish`. One recorder serves
+ * every call and is emptied after each: a call uses few of its maps, and making seven new maps
+ * per event cost more than emptying those few. */
 class Recorder {
   readonly targetsBefore = new Map<string, Target | undefined>();
   readonly policiesBefore = new Map<string, CompiledPolicy | undefined>();
@@ -79,6 +94,20 @@ class Recorder {
   readonly ipBlocksExisted = new Map<string, boolean>();
   readonly namedExisted = new Map<string, boolean>();
   readonly namedElements = new Map<string, Map<string, number>>();
+  private readonly maps: ReadonlyArray<Map<string, unknown>> = [
+    this.targetsBefore,
+    this.policiesBefore,
+    this.peerSetsExisted,
+    this.peerElements,
+    this.ipBlocksExisted,
+    this.namedExisted,
+    this.namedElements,
+  ];
+
+  /** Empties the maps (clearing an empty map is not free). */
+  reset(): void {
+    for (const map of this.maps) if (map.size > 0) map.clear();
+  }
 }
 
 function bump(map: Map<string, Map<string, number>>, set: string, element: string, by: number): void {
@@ -104,17 +133,30 @@ function removeFrom<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
 
 const isV6 = (ip: string): boolean => ip.includes(':');
 
+/** What a call nested in another returns (its changes are in the outer call's delta): one
+ * shared, frozen value, so a batch of many events does not allocate one per event. */
+const NESTED_DELTA: PolicyDelta = deepFreeze(emptyDelta());
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const child of Object.values(value)) if (typeof child === 'object' && child !== null) deepFreeze(child);
+  return Object.freeze(value);
+}
+
 export class PolicyEngine {
   private readonly namespaceLabelsByName = new Map<string, Record<string, string>>();
-  private readonly pods = new Map<string, PodFacts>();
-  /** Eligible pods per namespace, and eligible pods on this node per namespace. */
-  private readonly podsByNamespace = new Map<string, Set<string>>();
-  private readonly localPodsByNamespace = new Map<string, Set<string>>();
-  /** Eligible pods having a container port of that name. */
-  private readonly podsByPortName = new Map<string, Set<string>>();
+  private readonly pods = new Map<string, HeldPod>();
+  /** Eligible pods per namespace, and eligible pods on this node per namespace. The indexes
+   * hold what `pods` holds, so scans need no lookups. */
+  private readonly podsByNamespace = new Map<string, Set<HeldPod>>();
+  private readonly localPodsByNamespace = new Map<string, Set<PodFacts>>();
+  /** Eligible pods having a container port of that name. Only egress named-port sets read it,
+   * and many clusters have none: built when the first one is, kept up to date from then on. */
+  private podsByPortName: Map<string, Set<PodFacts>> | undefined;
 
   private readonly plans = new Map<string, PolicyPlan>();
-  private readonly policyInputs = new Map<string, string>();
+  /** Each policy as last applied. Inputs are not modified once passed in (pods' labels are kept
+   * the same way), so a policy is serialized for comparison only when it comes again. */
+  private readonly policyInputs = new Map<string, NetworkPolicyInfo>();
   private readonly targetIndex = new Map<string, SelectorIndex<string>>();
   /** Policies (by key) selecting each local pod. */
   private readonly podPolicies = new Map<string, Set<string>>();
@@ -127,70 +169,48 @@ export class PolicyEngine {
   private readonly namespaceSelectorPeers = new Set<string>();
   /** Namespaces whose namespaceSelector matches have been evaluated (those that had pods). */
   private readonly activeNamespaces = new Set<string>();
-  private readonly podPeers = new Map<string, Set<string>>();
 
   private readonly ipBlocks = new Map<string, { set: IpBlockSet; refs: number }>();
   private readonly namedSets = new Map<string, NamedSetState>();
   private readonly namedSetsByPortName = new Map<string, Set<string>>();
 
-  private recorder: Recorder | undefined;
+  private readonly recorder = new Recorder();
+  /** A call is under way: calls made inside it (a batch's) are recorded as part of it. */
+  private recording = false;
 
   constructor(readonly nodeName: string) {}
 
   /** Runs several calls as one: returns their combined net delta (for coalescing events). */
   batch(fn: () => void): PolicyDelta {
-    return this.record(fn);
+    return this.record((run) => run(), fn);
   }
 
   upsertPod(pod: PodInfo): PolicyDelta {
-    return this.record(() => {
-      const next = podFacts(pod, this.nodeName);
-      const prev = this.pods.get(next.key);
-      if (prev && samePodFacts(prev, next)) return;
-      if (prev) this.unlinkPod(prev);
-      this.pods.set(next.key, next);
-      this.linkPod(next);
-    });
+    return this.record(this.putPod, pod);
   }
 
   deletePod(pod: { namespace: string; name: string }): PolicyDelta {
-    return this.record(() => {
-      const prev = this.pods.get(podKey(pod));
-      if (!prev) return;
-      this.unlinkPod(prev);
-      this.pods.delete(prev.key);
-    });
+    return this.record(this.removePod, pod);
   }
 
   upsertNamespace(ns: NamespaceInfo): PolicyDelta {
-    return this.record(() => this.relabelNamespace(ns.name, namespaceLabels(ns.name, ns)));
+    return this.record(this.putNamespace, ns);
   }
 
   deleteNamespace(ns: { name: string }): PolicyDelta {
-    return this.record(() => this.relabelNamespace(ns.name, namespaceLabels(ns.name)));
+    return this.record(this.removeNamespace, ns);
   }
 
   upsertPolicy(np: NetworkPolicyInfo): PolicyDelta {
-    return this.record(() => {
-      const key = podKey(np);
-      const input = JSON.stringify(np);
-      if (this.policyInputs.get(key) === input) return;
-      if (this.plans.has(key)) this.unlinkPolicy(key);
-      this.policyInputs.set(key, input);
-      this.linkPolicy(compilePolicy(np));
-    });
+    return this.record(this.putPolicy, np);
   }
 
   deletePolicy(np: { namespace: string; name: string }): PolicyDelta {
-    return this.record(() => {
-      const key = podKey(np);
-      if (this.plans.has(key)) this.unlinkPolicy(key);
-      this.policyInputs.delete(key);
-    });
+    return this.record(this.removePolicy, np);
   }
 
   /** The whole current intent, canonically ordered (deep-equal to compileFull of the same
-   * objects). Compiled policies are shared, not copied: treat them as immutable. */
+   * objects). Compiled policies and sets are shared, not copied: treat them as immutable. */
   state(): PolicyIR {
     const ir: PolicyIR = {
       nodeName: this.nodeName,
@@ -220,38 +240,48 @@ export class PolicyEngine {
 
   // ---- recording -------------------------------------------------------------------------
 
-  private record(fn: () => void): PolicyDelta {
-    if (this.recorder) {
-      fn();
-      return emptyDelta();
+  /** Runs `apply` (a method, given its argument: no closure is made per call, and a batch makes
+   * many calls) and returns the net delta; inside another call, it is part of that one. */
+  private record<T>(apply: (this: PolicyEngine, arg: T) => void, arg: T): PolicyDelta {
+    if (this.recording) {
+      apply.call(this, arg);
+      return NESTED_DELTA;
     }
-    const rec = (this.recorder = new Recorder());
+    this.recording = true;
     try {
-      fn();
-      return this.finish(rec);
+      apply.call(this, arg);
+      return this.finish(this.recorder);
     } finally {
-      this.recorder = undefined;
+      this.recorder.reset();
+      this.recording = false;
     }
   }
 
   private touchTarget(key: string): void {
-    const rec = this.recorder!;
+    const rec = this.recorder;
     if (!rec.targetsBefore.has(key)) rec.targetsBefore.set(key, this.targets.get(key));
   }
 
   private touchPolicy(id: string): void {
-    const rec = this.recorder!;
+    const rec = this.recorder;
     if (!rec.policiesBefore.has(id)) rec.policiesBefore.set(id, this.policies.get(id));
   }
 
-  private touchPeerSet(id: string): void {
-    const rec = this.recorder!;
-    if (!rec.peerSetsExisted.has(id)) rec.peerSetsExisted.set(id, this.peerSets.has(id));
+  /** True when the set existed when the call began: only such a set's element changes are
+   * reported (a set created in the call is reported with its whole contents). */
+  private touchPeerSet(id: string): boolean {
+    const rec = this.recorder;
+    let existed = rec.peerSetsExisted.get(id);
+    if (existed === undefined) rec.peerSetsExisted.set(id, (existed = this.peerSets.has(id)));
+    return existed;
   }
 
-  private touchNamedSet(id: string): void {
-    const rec = this.recorder!;
-    if (!rec.namedExisted.has(id)) rec.namedExisted.set(id, this.namedSets.has(id));
+  /** As touchPeerSet, for named-port sets. */
+  private touchNamedSet(id: string): boolean {
+    const rec = this.recorder;
+    let existed = rec.namedExisted.get(id);
+    if (existed === undefined) rec.namedExisted.set(id, (existed = this.namedSets.has(id)));
+    return existed;
   }
 
   /** Settles the call: recomputes touched targets, drops sets nothing references any more,
@@ -332,38 +362,55 @@ export class PolicyEngine {
 
   // ---- pods --------------------------------------------------------------------------------
 
-  private linkPod(pod: PodFacts): void {
+  private putPod(pod: PodInfo): void {
+    const next = podFacts(pod, this.nodeName);
+    const prev = this.pods.get(next.key);
+    if (prev && samePodFacts(prev.facts, next)) return;
+    if (prev) this.unlinkPod(prev);
+    const held: HeldPod = { facts: next, peerSets: NO_PEER_SETS };
+    this.pods.set(next.key, held);
+    this.linkPod(held);
+  }
+
+  private removePod(pod: { namespace: string; name: string }): void {
+    const prev = this.pods.get(podKey(pod));
+    if (!prev) return;
+    this.unlinkPod(prev);
+    this.pods.delete(prev.facts.key);
+  }
+
+  private linkPod(held: HeldPod): void {
+    const pod = held.facts;
     if (!pod.eligible) return;
-    addTo(this.podsByNamespace, pod.namespace, pod.key);
-    for (const np of pod.namedPorts) addTo(this.podsByPortName, np.name, pod.key);
+    addTo(this.podsByNamespace, pod.namespace, held);
+    if (this.podsByPortName) for (const np of pod.namedPorts) addTo(this.podsByPortName, np.name, pod);
     this.activateNamespace(pod.namespace);
 
     for (const id of this.peerIndex.get(pod.namespace)?.candidates(pod.labels) ?? []) {
       const state = this.peerSets.get(id)!;
-      if (matches(state.spec.podSelector, pod.labels)) this.addPeerMember(state, pod);
+      if (matches(state.spec.podSelector, pod.labels)) this.addPeerMember(state, held);
     }
     this.updateNamedTriples(pod, 'egress', +1);
 
     if (!pod.local) return;
-    addTo(this.localPodsByNamespace, pod.namespace, pod.key);
+    addTo(this.localPodsByNamespace, pod.namespace, pod);
     this.touchTarget(pod.key);
-    const selecting = new Set<string>();
     for (const key of this.targetIndex.get(pod.namespace)?.candidates(pod.labels) ?? []) {
-      if (matches(this.plans.get(key)!.podSelector, pod.labels)) selecting.add(key);
+      if (matches(this.plans.get(key)!.podSelector, pod.labels)) addTo(this.podPolicies, pod.key, key);
     }
-    if (selecting.size > 0) this.podPolicies.set(pod.key, selecting);
     if (this.ingressIsolated(pod.key)) this.updateNamedTriples(pod, 'ingress', +1);
   }
 
-  private unlinkPod(pod: PodFacts): void {
+  private unlinkPod(held: HeldPod): void {
+    const pod = held.facts;
     if (!pod.eligible) return;
-    removeFrom(this.podsByNamespace, pod.namespace, pod.key);
-    for (const np of pod.namedPorts) removeFrom(this.podsByPortName, np.name, pod.key);
-    for (const id of this.podPeers.get(pod.key) ?? []) this.removePeerMember(this.peerSets.get(id)!, pod);
+    removeFrom(this.podsByNamespace, pod.namespace, held);
+    if (this.podsByPortName) for (const np of pod.namedPorts) removeFrom(this.podsByPortName, np.name, pod);
+    for (const id of held.peerSets) this.removePeerMember(this.peerSets.get(id)!, held);
     this.updateNamedTriples(pod, 'egress', -1);
 
     if (!pod.local) return;
-    removeFrom(this.localPodsByNamespace, pod.namespace, pod.key);
+    removeFrom(this.localPodsByNamespace, pod.namespace, pod);
     this.touchTarget(pod.key);
     if (this.ingressIsolated(pod.key)) this.updateNamedTriples(pod, 'ingress', -1);
     this.podPolicies.delete(pod.key);
@@ -377,7 +424,7 @@ export class PolicyEngine {
   }
 
   private computeTarget(key: string): Target | undefined {
-    const pod = this.pods.get(key);
+    const pod = this.pods.get(key)?.facts;
     const selecting = this.podPolicies.get(key);
     if (!pod || !pod.local || !selecting) return undefined;
     const ingress: string[] = [];
@@ -401,28 +448,41 @@ export class PolicyEngine {
   /** Adds (+1) or removes (-1) the pod's triples in the named-port sets of `direction` that
    * name one of its ports. */
   private updateNamedTriples(pod: PodFacts, direction: 'ingress' | 'egress', by: 1 | -1): void {
-    if (pod.namedPorts.length === 0) return;
-    const sets = new Set<string>();
+    // Most pods' port names are in no set: nothing is allocated for them.
+    let sets: NamedSetState[] | undefined;
     for (const np of pod.namedPorts) {
       for (const id of this.namedSetsByPortName.get(np.name) ?? []) {
-        if (this.namedSets.get(id)!.spec.direction === direction) sets.add(id);
+        const state = this.namedSets.get(id)!;
+        if (state.spec.direction !== direction) continue;
+        if (!sets) sets = [state];
+        else if (!sets.includes(state)) sets.push(state);
       }
     }
-    for (const id of sets) this.applyTriples(this.namedSets.get(id)!, pod, by);
+    for (const state of sets ?? []) this.applyTriples(state, pod, by);
   }
 
   private applyTriples(state: NamedSetState, pod: PodFacts, by: 1 | -1): void {
     const { v4, v6 } = podTriples(pod, state.spec.ports);
     if (v4.length + v6.length === 0) return;
-    this.touchNamedSet(state.spec.id);
-    for (const t of [...v4, ...v6]) {
-      const k = tripleKey(t);
-      const changed = by > 0 ? state.triples.add(k) : state.triples.remove(k);
-      if (changed) bump(this.recorder!.namedElements, state.spec.id, k, by);
+    const report = this.touchNamedSet(state.spec.id);
+    for (const family of [v4, v6]) {
+      for (const t of family) {
+        const k = tripleKey(t);
+        const changed = by > 0 ? state.triples.add(k) : state.triples.remove(k);
+        if (changed && report) bump(this.recorder.namedElements, state.spec.id, k, by);
+      }
     }
   }
 
   // ---- namespaces --------------------------------------------------------------------------
+
+  private putNamespace(ns: NamespaceInfo): void {
+    this.relabelNamespace(ns.name, namespaceLabels(ns.name, ns));
+  }
+
+  private removeNamespace(ns: { name: string }): void {
+    this.relabelNamespace(ns.name, namespaceLabels(ns.name));
+  }
 
   private labelsOf(ns: string): Record<string, string> {
     return this.namespaceLabelsByName.get(ns) ?? namespaceLabels(ns);
@@ -450,16 +510,11 @@ export class PolicyEngine {
       if (was === now) continue;
       if (now) {
         this.filePeerSet(state, ns);
-        for (const key of this.podsByNamespace.get(ns) ?? []) {
-          const pod = this.pods.get(key)!;
-          if (matches(state.spec.podSelector, pod.labels)) this.addPeerMember(state, pod);
-        }
+        this.addMatchingPods(state, ns);
       } else {
         this.peerIndex.get(ns)!.remove(id);
         state.namespaces.delete(ns);
-        for (const key of this.podsByNamespace.get(ns) ?? []) {
-          if (state.members.has(key)) this.removePeerMember(state, this.pods.get(key)!);
-        }
+        for (const held of this.podsByNamespace.get(ns) ?? []) this.removePeerMember(state, held);
       }
     }
   }
@@ -473,23 +528,41 @@ export class PolicyEngine {
     state.namespaces.add(ns);
   }
 
-  private addPeerMember(state: PeerSetState, pod: PodFacts): void {
-    if (state.members.has(pod.key)) return;
-    this.touchPeerSet(state.spec.id);
-    state.members.add(pod.key);
-    addTo(this.podPeers, pod.key, state.spec.id);
-    for (const ip of [...pod.v4, ...pod.v6]) {
-      if (state.ips.add(ip)) bump(this.recorder!.peerElements, state.spec.id, ip, +1);
-    }
+  /** Adds the pods of `ns` the set's pod selector matches. */
+  private addMatchingPods(state: PeerSetState, ns: string): void {
+    const pods = this.podsByNamespace.get(ns);
+    if (!pods) return;
+    const selector = state.spec.podSelector;
+    for (const held of pods) if (matches(selector, held.facts.labels)) this.addPeerMember(state, held);
   }
 
-  private removePeerMember(state: PeerSetState, pod: PodFacts): void {
-    if (!state.members.delete(pod.key)) return;
-    this.touchPeerSet(state.spec.id);
-    removeFrom(this.podPeers, pod.key, state.spec.id);
-    for (const ip of [...pod.v4, ...pod.v6]) {
-      if (state.ips.remove(ip)) bump(this.recorder!.peerElements, state.spec.id, ip, -1);
-    }
+  private addPeerMember(state: PeerSetState, held: HeldPod): void {
+    if (state.members.has(held)) return;
+    const report = this.touchPeerSet(state.spec.id);
+    state.members.add(held);
+    held.peerSets = held.peerSets.concat(state.spec.id);
+    for (const ip of held.facts.v4) this.addPeerIp(state, ip, report);
+    for (const ip of held.facts.v6) this.addPeerIp(state, ip, report);
+  }
+
+  private addPeerIp(state: PeerSetState, ip: string, report: boolean): void {
+    if (!state.ips.add(ip)) return;
+    state.contents = undefined;
+    if (report) bump(this.recorder.peerElements, state.spec.id, ip, +1);
+  }
+
+  private removePeerMember(state: PeerSetState, held: HeldPod): void {
+    if (!state.members.delete(held)) return;
+    const report = this.touchPeerSet(state.spec.id);
+    held.peerSets = held.peerSets.filter((id) => id !== state.spec.id);
+    for (const ip of held.facts.v4) this.removePeerIp(state, ip, report);
+    for (const ip of held.facts.v6) this.removePeerIp(state, ip, report);
+  }
+
+  private removePeerIp(state: PeerSetState, ip: string, report: boolean): void {
+    if (!state.ips.remove(ip)) return;
+    state.contents = undefined;
+    if (report) bump(this.recorder.peerElements, state.spec.id, ip, -1);
   }
 
   private refPeerSet(spec: PeerSetSpec): void {
@@ -499,17 +572,14 @@ export class PolicyEngine {
       existing.refs++;
       return;
     }
-    const state: PeerSetState = { spec, refs: 1, members: new Set(), ips: new CountedSet(), namespaces: new Set() };
+    const state: PeerSetState = { spec, refs: 1, members: new Set(), ips: new CountedSet(), namespaces: new Set(), contents: undefined };
     this.peerSets.set(spec.id, state);
     const scope: Iterable<string> = spec.namespace !== null ? [spec.namespace] : this.activeNamespaces;
     if (spec.namespaceSelector) this.namespaceSelectorPeers.add(spec.id);
     for (const ns of scope) {
       if (spec.namespaceSelector && !matches(spec.namespaceSelector, this.labelsOf(ns))) continue;
       this.filePeerSet(state, ns);
-      for (const key of this.podsByNamespace.get(ns) ?? []) {
-        const pod = this.pods.get(key)!;
-        if (matches(spec.podSelector, pod.labels)) this.addPeerMember(state, pod);
-      }
+      this.addMatchingPods(state, ns);
     }
   }
 
@@ -517,7 +587,7 @@ export class PolicyEngine {
    * re-added within one call is never torn down). */
   private dropPeerSet(state: PeerSetState): void {
     for (const ns of state.namespaces) this.peerIndex.get(ns)?.remove(state.spec.id);
-    for (const key of state.members) removeFrom(this.podPeers, key, state.spec.id);
+    for (const held of state.members) held.peerSets = held.peerSets.filter((id) => id !== state.spec.id);
     this.namespaceSelectorPeers.delete(state.spec.id);
     this.peerSets.delete(state.spec.id);
   }
@@ -531,16 +601,36 @@ export class PolicyEngine {
     }
     const state: NamedSetState = { spec, refs: 1, triples: new CountedSet() };
     this.namedSets.set(spec.id, state);
-    const candidates = new Set<string>();
-    for (const p of spec.ports) {
-      addTo(this.namedSetsByPortName, p.name, spec.id);
-      for (const key of this.podsByPortName.get(p.name) ?? []) candidates.add(key);
+    for (const p of spec.ports) addTo(this.namedSetsByPortName, p.name, spec.id);
+    for (const pod of this.namedSetCandidates(spec)) this.applyTriples(state, pod, +1);
+  }
+
+  /** The pods whose triples a new named-port set starts with, each once: for ingress the local
+   * pods isolated for ingress (only policies' targets are, so this is never the whole cluster),
+   * for egress the eligible pods having one of the port names. */
+  private namedSetCandidates(spec: NamedPortSetSpec): Iterable<PodFacts> {
+    if (spec.direction === 'ingress') {
+      const isolated: PodFacts[] = [];
+      for (const key of this.podPolicies.keys()) if (this.ingressIsolated(key)) isolated.push(this.pods.get(key)!.facts);
+      return isolated;
     }
-    for (const key of candidates) {
-      const pod = this.pods.get(key)!;
-      if (spec.direction === 'ingress' && !(pod.local && this.ingressIsolated(key))) continue;
-      this.applyTriples(state, pod, +1);
+    const byPortName = this.portNameIndex();
+    const names = new Set(spec.ports.map((p) => p.name));
+    if (names.size === 1) return byPortName.get(spec.ports[0].name) ?? [];
+    const candidates = new Set<PodFacts>();
+    for (const name of names) for (const pod of byPortName.get(name) ?? []) candidates.add(pod);
+    return candidates;
+  }
+
+  private portNameIndex(): Map<string, Set<PodFacts>> {
+    if (!this.podsByPortName) {
+      const index = new Map<string, Set<PodFacts>>();
+      for (const { facts } of this.pods.values()) {
+        if (facts.eligible) for (const np of facts.namedPorts) addTo(index, np.name, facts);
+      }
+      this.podsByPortName = index;
     }
+    return this.podsByPortName;
   }
 
   private dropNamedSet(state: NamedSetState): void {
@@ -549,10 +639,11 @@ export class PolicyEngine {
   }
 
   private peerSetContents(s: PeerSetState): PeerSet {
+    if (s.contents) return s.contents;
     const v4: string[] = [];
     const v6: string[] = [];
     for (const ip of s.ips.counts.keys()) (isV6(ip) ? v6 : v4).push(ip);
-    return { id: s.spec.id, describe: s.spec.describe, v4: v4.sort(), v6: v6.sort() };
+    return (s.contents = { id: s.spec.id, describe: s.spec.describe, v4: v4.sort(), v6: v6.sort() });
   }
 
   private namedSetContents(s: NamedSetState): NamedPortSet {
@@ -567,49 +658,63 @@ export class PolicyEngine {
 
   // ---- policies ----------------------------------------------------------------------------
 
+  private putPolicy(np: NetworkPolicyInfo): void {
+    const key = podKey(np);
+    const prev = this.policyInputs.get(key);
+    if (prev && JSON.stringify(prev) === JSON.stringify(np)) return;
+    if (this.plans.has(key)) this.unlinkPolicy(key);
+    this.policyInputs.set(key, np);
+    this.linkPolicy(compilePolicy(np));
+  }
+
+  private removePolicy(np: { namespace: string; name: string }): void {
+    const key = podKey(np);
+    if (this.plans.has(key)) this.unlinkPolicy(key);
+    this.policyInputs.delete(key);
+  }
+
   private linkPolicy(plan: PolicyPlan): void {
     this.plans.set(plan.key, plan);
     this.touchPolicy(plan.compiled.id);
     this.policies.set(plan.compiled.id, plan.compiled);
-    for (const spec of plan.peerSets.values()) this.refPeerSet(spec);
-    for (const set of plan.ipBlockSets.values()) {
-      if (!this.recorder!.ipBlocksExisted.has(set.id)) this.recorder!.ipBlocksExisted.set(set.id, this.ipBlocks.has(set.id));
+    for (const spec of plan.peerSets) this.refPeerSet(spec);
+    for (const set of plan.ipBlockSets) {
+      if (!this.recorder.ipBlocksExisted.has(set.id)) this.recorder.ipBlocksExisted.set(set.id, this.ipBlocks.has(set.id));
       const existing = this.ipBlocks.get(set.id);
       if (existing) existing.refs++;
       else this.ipBlocks.set(set.id, { set, refs: 1 });
     }
     // Named sets before targets: a new ingress set is filled from the pods isolated so far, and
     // pods that become isolated below add their triples to it.
-    for (const spec of plan.namedPortSets.values()) this.refNamedSet(spec);
+    for (const spec of plan.namedPortSets) this.refNamedSet(spec);
 
     let index = this.targetIndex.get(plan.namespace);
     if (!index) this.targetIndex.set(plan.namespace, (index = new SelectorIndex()));
     index.add(plan.key, plan.podSelector);
-    for (const key of this.localPodsByNamespace.get(plan.namespace) ?? []) {
-      const pod = this.pods.get(key)!;
+    for (const pod of this.localPodsByNamespace.get(plan.namespace) ?? []) {
       if (!matches(plan.podSelector, pod.labels)) continue;
-      this.changePodPolicies(pod, () => addTo(this.podPolicies, key, plan.key));
+      this.changePodPolicies(pod, () => addTo(this.podPolicies, pod.key, plan.key));
     }
   }
 
   private unlinkPolicy(key: string): void {
     const plan = this.plans.get(key)!;
-    for (const podKeyOfTarget of this.localPodsByNamespace.get(plan.namespace) ?? []) {
-      if (!this.podPolicies.get(podKeyOfTarget)?.has(key)) continue;
-      this.changePodPolicies(this.pods.get(podKeyOfTarget)!, () => removeFrom(this.podPolicies, podKeyOfTarget, key));
+    for (const pod of this.localPodsByNamespace.get(plan.namespace) ?? []) {
+      if (!this.podPolicies.get(pod.key)?.has(key)) continue;
+      this.changePodPolicies(pod, () => removeFrom(this.podPolicies, pod.key, key));
     }
     this.targetIndex.get(plan.namespace)!.remove(key);
     if (this.targetIndex.get(plan.namespace)!.size === 0) this.targetIndex.delete(plan.namespace);
 
-    for (const spec of plan.peerSets.values()) {
+    for (const spec of plan.peerSets) {
       this.touchPeerSet(spec.id);
       this.peerSets.get(spec.id)!.refs--;
     }
-    for (const set of plan.ipBlockSets.values()) {
-      if (!this.recorder!.ipBlocksExisted.has(set.id)) this.recorder!.ipBlocksExisted.set(set.id, true);
+    for (const set of plan.ipBlockSets) {
+      if (!this.recorder.ipBlocksExisted.has(set.id)) this.recorder.ipBlocksExisted.set(set.id, true);
       this.ipBlocks.get(set.id)!.refs--;
     }
-    for (const spec of plan.namedPortSets.values()) {
+    for (const spec of plan.namedPortSets) {
       this.touchNamedSet(spec.id);
       this.namedSets.get(spec.id)!.refs--;
     }
@@ -652,6 +757,7 @@ function samePodFacts(a: PodFacts, b: PodFacts): boolean {
     sameStrings(a.v4, b.v4) &&
     sameStrings(a.v6, b.v6) &&
     sameLabels(a.labels, b.labels) &&
-    JSON.stringify(a.namedPorts) === JSON.stringify(b.namedPorts)
+    a.namedPorts.length === b.namedPorts.length &&
+    a.namedPorts.every((p, i) => p.name === b.namedPorts[i].name && p.protocol === b.namedPorts[i].protocol && p.port === b.namedPorts[i].port)
   );
 }

@@ -20,51 +20,87 @@ export interface ParsedCidr {
 
 const BITS: Record<IpFamily, number> = { v4: 32, v6: 128 };
 
+/** 0-999 in decimal without leading zeros (they read as octal elsewhere; Go's net.ParseIP
+ * refuses them too). */
+const SHORT_DECIMAL = /^(0|[1-9][0-9]{0,2})$/;
+
 function parseV4(text: string): bigint | undefined {
   const parts = text.split('.');
   if (parts.length !== 4) return undefined;
-  let value = 0n;
+  // A number, not a bigint, until the end: 32 bits are exact in a double, and bigint
+  // arithmetic allocates at every step.
+  let value = 0;
   for (const part of parts) {
-    // Leading zeros are refused, as Go's net.ParseIP does (they read as octal elsewhere).
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(part)) return undefined;
+    if (!SHORT_DECIMAL.test(part)) return undefined;
     const n = Number(part);
     if (n > 255) return undefined;
-    value = (value << 8n) | BigInt(n);
+    value = value * 256 + n;
   }
-  return value;
+  return BigInt(value);
 }
 
 /** The eight 16-bit groups of an IPv6 address (numbers, not a bigint: pod addresses are parsed
- * on every pod event and bigint arithmetic is slow). */
+ * on every pod event and bigint arithmetic is slow; for the same reason the groups are read
+ * character by character rather than split and matched). */
 function parseV6Groups(text: string): number[] | undefined {
-  let head = text;
-  let tail: number[] = [];
+  let end = text.length;
+  let tail: number[] | undefined;
   const lastColon = text.lastIndexOf(':');
   if (text.includes('.', lastColon)) {
     const v4 = parseV4(text.slice(lastColon + 1));
     if (v4 === undefined) return undefined;
     tail = [Number(v4 >> 16n), Number(v4 & 0xffffn)];
     // Keep the '::' when the address ends in it before the embedded IPv4 ("::1.2.3.4").
-    head = text.slice(0, text[lastColon - 1] === ':' ? lastColon + 1 : lastColon);
+    end = text[lastColon - 1] === ':' ? lastColon + 1 : lastColon;
   }
-  const halves = head.split('::');
-  if (halves.length > 2) return undefined;
-  const parse = (s: string): number[] | undefined => {
-    if (s === '') return [];
-    const out: number[] = [];
-    for (const g of s.split(':')) {
-      if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return undefined;
-      out.push(parseInt(g, 16));
-    }
-    return out;
-  };
-  const left = parse(halves[0]);
-  const right = halves.length === 2 ? parse(halves[1]) : [];
-  if (!left || !right) return undefined;
-  right.push(...tail);
+  // The groups are text[0, end): at most one '::' there, splitting them into left and right.
+  let gap = text.indexOf('::');
+  if (gap + 2 > end) gap = -1;
+  if (gap >= 0) {
+    const second = text.indexOf('::', gap + 2);
+    if (second >= 0 && second + 2 <= end) return undefined;
+  }
+  const left: number[] = [];
+  const right: number[] = [];
+  if (!readGroups(text, 0, gap >= 0 ? gap : end, left)) return undefined;
+  if (gap >= 0 && !readGroups(text, gap + 2, end, right)) return undefined;
+  if (tail) right.push(tail[0], tail[1]);
   const missing = 8 - left.length - right.length;
-  if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
-  return [...left, ...Array<number>(missing).fill(0), ...right];
+  if (gap >= 0 ? missing < 1 : missing !== 0) return undefined;
+  for (let i = 0; i < missing; i++) left.push(0);
+  for (const g of right) left.push(g);
+  return left;
+}
+
+/** Appends the colon-separated groups of text[start, end) (1-4 hex digits each) to `out`;
+ * false when one is malformed. An empty range has no groups. */
+function readGroups(text: string, start: number, end: number, out: number[]): boolean {
+  if (start === end) return true;
+  let value = 0;
+  let digits = 0;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x3a) {
+      if (digits === 0) return false;
+      out.push(value);
+      value = 0;
+      digits = 0;
+      continue;
+    }
+    const d = hexDigit(c);
+    if (d < 0 || ++digits > 4) return false;
+    value = value * 16 + d;
+  }
+  if (digits === 0) return false;
+  out.push(value);
+  return true;
+}
+
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
+  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
+  return -1;
 }
 
 function groupsToBigint(groups: number[]): bigint {
@@ -84,7 +120,8 @@ export function parseIp(text: string): ParsedIp | undefined {
 
 export function formatIp(family: IpFamily, value: bigint): string {
   if (family === 'v4') {
-    return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 0xffn)).join('.');
+    const n = Number(value & 0xffffffffn);
+    return `${n >>> 24}.${(n >>> 16) & 0xff}.${(n >>> 8) & 0xff}.${n & 0xff}`;
   }
   const groups: number[] = [];
   for (let i = 7; i >= 0; i--) groups.push(Number((value >> BigInt(i * 16)) & 0xffffn));
@@ -112,7 +149,7 @@ export function parseCidr(text: string): ParsedCidr | undefined {
   if (slash < 0) return undefined;
   const ip = parseIp(text.slice(0, slash));
   const prefixText = text.slice(slash + 1);
-  if (!ip || !/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) return undefined;
+  if (!ip || !SHORT_DECIMAL.test(prefixText)) return undefined;
   const prefix = Number(prefixText);
   const bits = BITS[ip.family];
   if (prefix > bits) return undefined;

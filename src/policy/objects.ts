@@ -2,7 +2,7 @@
  * ports; namespace labels with the API server's implicit name label; stable short ids. */
 
 import { hash } from 'node:crypto';
-import type { NamespaceInfo, PodInfo } from '../k8s/model';
+import type { ContainerPortInfo, NamespaceInfo, PodInfo } from '../k8s/model';
 import type { PortTriple, Protocol } from './ir';
 import { canonicalIp } from './ip';
 
@@ -40,23 +40,25 @@ export interface PodFacts {
   namedPorts: NamedContainerPort[];
 }
 
+/** Runs for every pod of the cluster at start, mostly before the JIT has optimized it, hence the
+ * indexed loops (iterators cost more in unoptimized code). Facts are kept for every pod, so their
+ * arrays get no spare room: an address list starts as a one-element literal (a pod has one
+ * address per family). */
 export function podFacts(pod: PodInfo, nodeName: string): PodFacts {
-  const v4: string[] = [];
-  const v6: string[] = [];
-  for (const text of pod.ips ?? []) {
-    const ip = canonicalIp(text);
-    const list = ip?.family === 'v4' ? v4 : v6;
-    if (ip && !list.includes(ip.text)) list.push(ip.text);
+  let v4: string[] = [];
+  let v6: string[] = [];
+  const ips = pod.ips ?? [];
+  for (let i = 0; i < ips.length; i++) {
+    const ip = canonicalIp(ips[i]);
+    if (!ip) continue;
+    if (ip.family === 'v4') {
+      if (!v4.includes(ip.text)) v4 = appended(v4, ip.text);
+    } else if (!v6.includes(ip.text)) {
+      v6 = appended(v6, ip.text);
+    }
   }
   const ended = pod.phase === 'Succeeded' || pod.phase === 'Failed';
   const eligible = !ended && !pod.hostNetwork && v4.length + v6.length > 0;
-  const namedPorts: NamedContainerPort[] = [];
-  for (const p of pod.ports ?? []) {
-    const protocol = p.protocol || 'TCP';
-    if (p.name && PROTOCOLS.has(protocol) && Number.isInteger(p.containerPort)) {
-      namedPorts.push({ name: p.name, protocol: protocol as Protocol, port: p.containerPort });
-    }
-  }
   return {
     key: podKey(pod),
     namespace: pod.namespace,
@@ -65,8 +67,49 @@ export function podFacts(pod: PodInfo, nodeName: string): PodFacts {
     v6: v6.length > 1 ? v6.sort() : v6,
     eligible,
     local: eligible && pod.nodeName === nodeName,
-    namedPorts,
+    namedPorts: namedPortsOf(pod.ports ?? []),
   };
+}
+
+/** `list` without spare room, for arrays kept as long as their pod or policy (an array grown by
+ * push reserves room for 16 more elements). */
+export function compact<T>(list: T[]): T[] {
+  return list.length === 0 ? list : list.slice();
+}
+
+function appended<T>(list: T[], item: T): T[] {
+  return list.length === 0 ? [item] : list.concat([item]);
+}
+
+/** The named ports of the pod before. Pods of one workload have the same ports and mostly come
+ * one after another, and facts are never modified: they share the list. */
+let previousNamedPorts: NamedContainerPort[] = [];
+
+function namedPortsOf(ports: ContainerPortInfo[]): NamedContainerPort[] {
+  if (sameNamedPorts(ports, previousNamedPorts)) return previousNamedPorts;
+  const named: NamedContainerPort[] = [];
+  for (let i = 0; i < ports.length; i++) {
+    const p = ports[i];
+    if (isNamedPort(p)) named.push({ name: p.name!, protocol: (p.protocol || 'TCP') as Protocol, port: p.containerPort });
+  }
+  return (previousNamedPorts = compact(named));
+}
+
+function isNamedPort(p: ContainerPortInfo): boolean {
+  return Boolean(p.name) && PROTOCOLS.has(p.protocol || 'TCP') && Number.isInteger(p.containerPort);
+}
+
+/** Whether `named` equals what namedPortsOf(ports) would build (ports by Object.is, which tells
+ * -0 from 0 as a fresh list would). */
+function sameNamedPorts(ports: ContainerPortInfo[], named: NamedContainerPort[]): boolean {
+  let n = 0;
+  for (let i = 0; i < ports.length; i++) {
+    const p = ports[i];
+    if (!isNamedPort(p)) continue;
+    const q = named[n++];
+    if (!q || q.name !== p.name || q.protocol !== (p.protocol || 'TCP') || !Object.is(q.port, p.containerPort)) return false;
+  }
+  return n === named.length;
 }
 
 /** Triples of `pod` for the (protocol, name) pairs in `ports`. */

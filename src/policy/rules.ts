@@ -4,7 +4,7 @@
 import type { NetworkPolicyInfo, PeerInfo, PolicyPortInfo, PolicyRuleInfo } from '../k8s/model';
 import type { CompiledPolicy, CompiledRule, Direction, IpBlockSet, PeerRef, PolicyError, PortMatch, Protocol } from './ir';
 import { formatCidr, formatIp, parseCidr, subtractRanges, type ParsedCidr } from './ip';
-import { PROTOCOLS, compareStrings, podKey, shortId } from './objects';
+import { PROTOCOLS, compact, compareStrings, podKey, shortId } from './objects';
 import { compileSelector, type CompiledSelector, type FieldError } from './selector';
 
 /** What a peer set holds: pods matching `podSelector` in `namespace` (when set) or in every
@@ -30,9 +30,11 @@ export interface PolicyPlan {
   /** The pods (in `namespace`) the policy applies to. Invalid requirements are left out, which
    * widens the selection: a broken selector isolates more, never less (fails closed). */
   podSelector: CompiledSelector;
-  peerSets: Map<string, PeerSetSpec>;
-  ipBlockSets: Map<string, IpBlockSet>;
-  namedPortSets: Map<string, NamedPortSetSpec>;
+  /** The sets the rules reference, each once, in order of first reference. Lists, not maps: a
+   * policy references few sets, and a plan is kept for every policy. */
+  peerSets: PeerSetSpec[];
+  ipBlockSets: IpBlockSet[];
+  namedPortSets: NamedPortSetSpec[];
 }
 
 const PEER_FIELD: Record<Direction, string> = { ingress: 'from', egress: 'to' };
@@ -50,14 +52,17 @@ export function compilePolicy(np: NetworkPolicyInfo): PolicyPlan {
     namespace: np.namespace,
     compiled: { id: shortId('p', key), namespace: np.namespace, name: np.name, errors },
     podSelector: target.selector,
-    peerSets: new Map(),
-    ipBlockSets: new Map(),
-    namedPortSets: new Map(),
+    peerSets: [],
+    ipBlockSets: [],
+    namedPortSets: [],
   };
 
   for (const direction of policyDirections(np, report)) {
     plan.compiled[direction] = (np[direction] ?? []).map((rule, i) => compileRule(plan, direction, rule, i, report));
   }
+  plan.peerSets = compact(plan.peerSets);
+  plan.ipBlockSets = compact(plan.ipBlockSets);
+  plan.namedPortSets = compact(plan.namedPortSets);
   return plan;
 }
 
@@ -83,8 +88,8 @@ function policyDirections(np: NetworkPolicyInfo, report: (e: FieldError) => void
 function compileRule(plan: PolicyPlan, direction: Direction, rule: PolicyRuleInfo, index: number, report: (e: FieldError) => void): CompiledRule {
   const at = `spec.${direction}[${index}]`;
   const errors: FieldError[] = [];
-  const peerSets = new Map<string, PeerSetSpec>();
-  const ipBlocks = new Map<string, IpBlockSet>();
+  const peerSets: PeerSetSpec[] = [];
+  const ipBlocks: IpBlockSet[] = [];
   const peers: PeerRef[] = [];
   rule.peers?.forEach((peer, k) => {
     const ref = compilePeer(plan.namespace, peer, `${at}.${PEER_FIELD[direction]}[${k}]`, errors, peerSets, ipBlocks);
@@ -99,22 +104,26 @@ function compileRule(plan: PolicyPlan, direction: Direction, rule: PolicyRuleInf
     errors.forEach(report);
     return { peers: [], ports: [] };
   }
-  for (const [id, spec] of peerSets) plan.peerSets.set(id, spec);
-  for (const [id, set] of ipBlocks) plan.ipBlockSets.set(id, set);
+  for (const spec of peerSets) addOnce(plan.peerSets, spec);
+  for (const set of ipBlocks) addOnce(plan.ipBlockSets, set);
   const compiled: CompiledRule = {
-    peers: rule.peers && rule.peers.length > 0 ? peers : 'any',
-    ports: rule.ports && rule.ports.length > 0 ? numeric : 'any',
+    peers: rule.peers && rule.peers.length > 0 ? compact(peers) : 'any',
+    ports: rule.ports && rule.ports.length > 0 ? compact(numeric) : 'any',
   };
   if (named.length > 0) {
-    const unique = [...new Map(named.map((n) => [`${n.protocol}/${n.name}`, n])).entries()]
-      .sort((a, b) => compareStrings(a[0], b[0]))
-      .map(([, n]) => n);
-    const identity = `${direction} ${unique.map((n) => `${n.protocol}/${n.name}`).join(',')}`;
-    const spec: NamedPortSetSpec = { id: shortId('np', identity), direction, ports: unique };
-    plan.namedPortSets.set(spec.id, spec);
+    const byKey = new Map<string, { protocol: Protocol; name: string }>();
+    for (const n of named) byKey.set(`${n.protocol}/${n.name}`, n);
+    const keys = [...byKey.keys()].sort(compareStrings);
+    const spec: NamedPortSetSpec = { id: shortId('np', `${direction} ${keys.join(',')}`), direction, ports: keys.map((k) => byKey.get(k)!) };
+    addOnce(plan.namedPortSets, spec);
     compiled.namedPorts = spec.id;
   }
   return compiled;
+}
+
+/** Appends `item` unless an item with its id is there (same id, same content). */
+function addOnce<T extends { id: string }>(list: T[], item: T): void {
+  if (!list.some((x) => x.id === item.id)) list.push(item);
 }
 
 function compilePeer(
@@ -122,8 +131,8 @@ function compilePeer(
   peer: PeerInfo,
   at: string,
   errors: FieldError[],
-  peerSets: Map<string, PeerSetSpec>,
-  ipBlocks: Map<string, IpBlockSet>,
+  peerSets: PeerSetSpec[],
+  ipBlocks: IpBlockSet[],
 ): PeerRef | undefined {
   if (peer.ipBlock) {
     if (peer.podSelector || peer.namespaceSelector) {
@@ -132,7 +141,7 @@ function compilePeer(
     }
     const set = compileIpBlock(peer.ipBlock.cidr, peer.ipBlock.except ?? [], `${at}.ipBlock`, errors);
     if (!set) return undefined;
-    ipBlocks.set(set.id, set);
+    addOnce(ipBlocks, set);
     return { kind: 'ipBlock', set: set.id };
   }
   if (!peer.podSelector && !peer.namespaceSelector) {
@@ -150,7 +159,7 @@ function compilePeer(
     namespaceSelector: nss?.selector ?? null,
     podSelector: pods.selector,
   };
-  peerSets.set(spec.id, spec);
+  addOnce(peerSets, spec);
   return { kind: 'pods', set: spec.id };
 }
 

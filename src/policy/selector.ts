@@ -3,6 +3,7 @@
  * the selectors a labelled object could satisfy. */
 
 import type { LabelSelector } from '../k8s/model';
+import { compact } from './objects';
 
 export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 
@@ -35,7 +36,9 @@ export function compileSelector(
 ): { selector: CompiledSelector; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const requirements: Requirement[] = [];
-  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) {
+  const matchLabels = selector?.matchLabels ?? {};
+  for (const key of Object.keys(matchLabels)) {
+    const value = matchLabels[key];
     if (typeof value !== 'string') {
       errors.push({ field: `${field}.matchLabels[${key}]`, message: 'value must be a string' });
       continue;
@@ -60,9 +63,13 @@ export function compileSelector(
       requirements.push({ key: expr.key, operator: expr.operator as SelectorOperator, values: [...new Set(values)].sort() });
     }
   });
-  requirements.sort(compareRequirements);
-  const unique = requirements.filter((r, i) => i === 0 || compareRequirements(r, requirements[i - 1]) !== 0);
+  const unique = compact(requirements.length < 2 ? requirements : sortUnique(requirements));
   return { selector: { requirements: unique, canonical: describeRequirements(unique) }, errors };
+}
+
+function sortUnique(requirements: Requirement[]): Requirement[] {
+  requirements.sort(compareRequirements);
+  return requirements.filter((r, i) => i === 0 || compareRequirements(r, requirements[i - 1]) !== 0);
 }
 
 function compareRequirements(a: Requirement, b: Requirement): number {
@@ -73,10 +80,13 @@ function compareRequirements(a: Requirement, b: Requirement): number {
   return av === bv ? 0 : av < bv ? -1 : 1;
 }
 
+const UNQUOTED_LABEL_TEXT = /^[A-Za-z0-9._/-]+$/;
+
 /** `{app=web,tier in (a,b),!debug}`; `{}` matches everything. JSON-quoted where a label needs it,
  * so the text is unambiguous. */
 function describeRequirements(reqs: Requirement[]): string {
-  const q = (s: string): string => (/^[A-Za-z0-9._/-]+$/.test(s) ? s : JSON.stringify(s));
+  if (reqs.length === 0) return '{}';
+  const q = (s: string): string => (UNQUOTED_LABEL_TEXT.test(s) ? s : JSON.stringify(s));
   const parts = reqs.map((r) => {
     switch (r.operator) {
       case 'In':
@@ -117,37 +127,40 @@ export function matches(selector: CompiledSelector, labels: Record<string, strin
  * selector is filed under one positive requirement (`key=value` for In, `key` for Exists) and
  * only selectors with none (e.g. `{}` or only NotIn) are tested for every object. */
 export class SelectorIndex<Id> {
-  private readonly byLabel = new Map<string, Set<Id>>();
+  /** Selectors filed under `key=value`, by key and value (no text is built per lookup). */
+  private readonly byValue = new Map<string, Map<string, Set<Id>>>();
+  /** Selectors filed under `key` (Exists). */
+  private readonly byKey = new Map<string, Set<Id>>();
   private readonly broad = new Set<Id>();
-  private readonly filedUnder = new Map<Id, string[] | null>();
+  private readonly filedUnder = new Map<Id, Requirement | null>();
 
   add(id: Id, selector: CompiledSelector): void {
     this.remove(id);
-    const anchors = anchorKeys(selector);
-    this.filedUnder.set(id, anchors);
-    if (!anchors) {
+    const anchor = anchorOf(selector);
+    this.filedUnder.set(id, anchor);
+    if (!anchor) {
       this.broad.add(id);
-      return;
-    }
-    for (const k of anchors) {
-      let ids = this.byLabel.get(k);
-      if (!ids) this.byLabel.set(k, (ids = new Set()));
-      ids.add(id);
+    } else if (anchor.operator === 'Exists') {
+      addToIndex(this.byKey, anchor.key, id);
+    } else {
+      let byValue = this.byValue.get(anchor.key);
+      if (!byValue) this.byValue.set(anchor.key, (byValue = new Map()));
+      for (const v of anchor.values) addToIndex(byValue, v, id);
     }
   }
 
   remove(id: Id): void {
-    const anchors = this.filedUnder.get(id);
-    if (anchors === undefined) return;
+    const anchor = this.filedUnder.get(id);
+    if (anchor === undefined) return;
     this.filedUnder.delete(id);
-    if (!anchors) {
+    if (!anchor) {
       this.broad.delete(id);
-      return;
-    }
-    for (const k of anchors) {
-      const ids = this.byLabel.get(k);
-      ids?.delete(id);
-      if (ids?.size === 0) this.byLabel.delete(k);
+    } else if (anchor.operator === 'Exists') {
+      removeFromIndex(this.byKey, anchor.key, id);
+    } else {
+      const byValue = this.byValue.get(anchor.key)!;
+      for (const v of anchor.values) removeFromIndex(byValue, v, id);
+      if (byValue.size === 0) this.byValue.delete(anchor.key);
     }
   }
 
@@ -155,29 +168,38 @@ export class SelectorIndex<Id> {
     return this.filedUnder.size;
   }
 
-  /** Every selector that may match `labels` (a superset; callers still test each). */
-  *candidates(labels: Record<string, string>): Iterable<Id> {
-    yield* this.broad;
-    for (const [k, v] of Object.entries(labels)) {
-      const exact = this.byLabel.get(labelKey(k, v));
-      if (exact) yield* exact;
-      const exists = this.byLabel.get(k);
-      if (exists) yield* exists;
+  /** Every selector that may match `labels` (a superset; callers still test each), each once:
+   * the broad ones, then per label those filed under its value and those filed under its key. */
+  candidates(labels: Record<string, string>): Id[] {
+    const out = [...this.broad];
+    for (const k of Object.keys(labels)) {
+      const exact = this.byValue.get(k)?.get(labels[k]);
+      if (exact) for (const id of exact) out.push(id);
+      const exists = this.byKey.get(k);
+      if (exists) for (const id of exists) out.push(id);
     }
+    return out;
   }
 }
 
-function labelKey(key: string, value: string): string {
-  return `${key}\0${value}`;
+function addToIndex<Id>(index: Map<string, Set<Id>>, key: string, id: Id): void {
+  let ids = index.get(key);
+  if (!ids) index.set(key, (ids = new Set()));
+  ids.add(id);
 }
 
-/** The index keys of the most selective positive requirement, or null when there is none. */
-function anchorKeys(selector: CompiledSelector): string[] | null {
+function removeFromIndex<Id>(index: Map<string, Set<Id>>, key: string, id: Id): void {
+  const ids = index.get(key);
+  ids?.delete(id);
+  if (ids?.size === 0) index.delete(key);
+}
+
+/** The most selective positive requirement (In, else Exists), or null when there is none. */
+function anchorOf(selector: CompiledSelector): Requirement | null {
   let best: Requirement | undefined;
   for (const r of selector.requirements) {
     if (r.operator === 'In' && (!best || best.operator !== 'In' || r.values.length < best.values.length)) best = r;
     else if (r.operator === 'Exists' && !best) best = r;
   }
-  if (!best) return null;
-  return best.operator === 'In' ? best.values.map((v) => labelKey(best!.key, v)) : [best.key];
+  return best ?? null;
 }

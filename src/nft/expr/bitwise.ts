@@ -2,7 +2,7 @@
 import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { BitwiseExpr } from '../types';
-import { compact, dataWords, EnumMap, ExprCodec, ExprWriter } from './codec';
+import { compact, dataWords, EnumMap, ExprCodec, u32 } from './codec';
 import { decodeValue, encodeValue } from './data';
 
 const BITWISE_OPS = new EnumMap<NonNullable<BitwiseExpr['op']>>('bitwise.op', {
@@ -32,10 +32,9 @@ export const bitwise: ExprCodec<'bitwise'> = {
   ],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'bitwise');
-    o.be32(C.NFTA_BITWISE_SREG, e.sreg, 'sreg').be32(C.NFTA_BITWISE_DREG, e.dreg, 'dreg');
-    if (e.op !== undefined) o.be32(C.NFTA_BITWISE_OP, BITWISE_OPS.number(e.op), 'op');
-    o.be32(C.NFTA_BITWISE_LEN, e.len, 'len');
+    w.be32(C.NFTA_BITWISE_SREG, u32(e.sreg, 'bitwise.sreg')).be32(C.NFTA_BITWISE_DREG, u32(e.dreg, 'bitwise.dreg'));
+    if (e.op !== undefined) w.be32(C.NFTA_BITWISE_OP, BITWISE_OPS.number(e.op));
+    w.be32(C.NFTA_BITWISE_LEN, u32(e.len, 'bitwise.len'));
     if (e.mask !== undefined) encodeValue(w, C.NFTA_BITWISE_MASK, e.mask, 'bitwise.mask');
     if (e.xor !== undefined) encodeValue(w, C.NFTA_BITWISE_XOR, e.xor, 'bitwise.xor');
     if (e.shift !== undefined) encodeValue(w, C.NFTA_BITWISE_DATA, shiftData(e.shift), 'bitwise.shift');

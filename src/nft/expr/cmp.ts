@@ -1,7 +1,7 @@
 /** cmp: compare a register with constant data (nft_cmp.c). */
 import * as C from '../constants';
 import { CmpOp } from '../types';
-import { dataWords, EnumMap, ExprCodec, ExprWriter } from './codec';
+import { dataWords, EnumMap, ExprCodec, u32 } from './codec';
 import { decodeValue, encodeValue } from './data';
 
 const CMP_OPS = new EnumMap<CmpOp>('cmp.op', {
@@ -17,7 +17,7 @@ export const cmp: ExprCodec<'cmp'> = {
   attrs: [C.NFTA_CMP_SREG, C.NFTA_CMP_OP, C.NFTA_CMP_DATA],
 
   encode(w, e) {
-    new ExprWriter(w, 'cmp').be32(C.NFTA_CMP_SREG, e.sreg, 'sreg').be32(C.NFTA_CMP_OP, CMP_OPS.number(e.op), 'op');
+    w.be32(C.NFTA_CMP_SREG, u32(e.sreg, 'cmp.sreg')).be32(C.NFTA_CMP_OP, CMP_OPS.number(e.op));
     encodeValue(w, C.NFTA_CMP_DATA, e.data, 'cmp.data');
   },
 

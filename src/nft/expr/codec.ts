@@ -108,70 +108,59 @@ export class ExprReader {
   }
 }
 
-/** Writes NFTA_EXPR_DATA members, refusing values that would silently wrap on the wire. */
-export class ExprWriter {
-  constructor(
-    readonly w: AttrWriter,
-    private readonly kind: string,
-  ) {}
+// Checked values for NFTA_EXPR_DATA members: encoders write `w.be32(type, u32(e.sreg, 'cmp.sreg'))`
+// and a value that would silently wrap on the wire is refused. Plain functions, not a writer object
+// per expression: every rule of a batch passes here.
 
-  private check(field: string, v: number, max: number): number {
-    if (!Number.isInteger(v) || v < 0 || v > max) throw new RangeError(`${this.kind}.${field}: ${v} is not an integer in 0..${max}`);
-    return v;
-  }
+function notUint(v: number, max: number, field: string): RangeError {
+  return new RangeError(`${field}: ${v} is not an integer in 0..${max}`);
+}
 
-  u8(type: number, v: number, field: string): this {
-    this.w.u8(type, this.check(field, v, 0xff));
-    return this;
-  }
+export function u8(v: number, field: string): number {
+  if (Number.isInteger(v) && v >= 0 && v <= 0xff) return v;
+  throw notUint(v, 0xff, field);
+}
 
-  be16(type: number, v: number, field: string): this {
-    this.w.be16(type, this.check(field, v, 0xffff));
-    return this;
-  }
+export function u16(v: number, field: string): number {
+  if (Number.isInteger(v) && v >= 0 && v <= 0xffff) return v;
+  throw notUint(v, 0xffff, field);
+}
 
-  be32(type: number, v: number, field: string): this {
-    this.w.be32(type, this.check(field, v, 0xffffffff));
-    return this;
-  }
+export function u32(v: number, field: string): number {
+  if (Number.isInteger(v) && v >= 0 && v <= 0xffffffff) return v;
+  throw notUint(v, 0xffffffff, field);
+}
 
-  be64(type: number, v: bigint, field: string): this {
-    if (typeof v !== 'bigint' || v < 0n || v > 0xffffffffffffffffn) throw new RangeError(`${this.kind}.${field}: ${v} is not a 64-bit unsigned bigint`);
-    this.w.be64(type, v);
-    return this;
-  }
+export function u64(v: bigint, field: string): bigint {
+  if (typeof v !== 'bigint' || v < 0n || v > 0xffffffffffffffffn) throw new RangeError(`${field}: ${v} is not a 64-bit unsigned bigint`);
+  return v;
+}
 
-  /** NUL-terminated, as libnftnl's mnl_attr_put_strz. */
-  strz(type: number, s: string, field: string): this {
-    if (typeof s !== 'string') throw new TypeError(`${this.kind}.${field}: not a string`);
-    this.w.str(type, s);
-    return this;
-  }
-
-  /** Without NUL, as libnftnl's mnl_attr_put_str (objref); the kernel's NLA_STRING accepts both. */
-  str(type: number, s: string, field: string): this {
-    if (typeof s !== 'string') throw new TypeError(`${this.kind}.${field}: not a string`);
-    this.w.bytes(type, Buffer.from(s, 'utf8'));
-    return this;
-  }
+/** A string member, written NUL-terminated with `w.str` (libnftnl's mnl_attr_put_strz) or, as objref
+ * does, unterminated as bytes (mnl_attr_put_str); the kernel's NLA_STRING accepts both. */
+export function text(s: string, field: string): string {
+  if (typeof s !== 'string') throw new TypeError(`${field}: not a string`);
+  return s;
 }
 
 /** A two-way table between a readable name and its kernel number. Unknown numbers are
  * unrepresentable (a newer kernel), unknown names are caller errors. */
 export class EnumMap<N extends string> {
-  private readonly byName: Record<N, number>;
+  private readonly byName = new Map<N, number>();
   private readonly byNumber = new Map<number, N>();
 
   constructor(
     private readonly what: string,
     byName: Record<N, number>,
   ) {
-    this.byName = byName;
-    for (const [k, v] of Object.entries(byName) as [N, number][]) this.byNumber.set(v, k);
+    for (const [k, v] of Object.entries(byName) as [N, number][]) {
+      this.byName.set(k, v);
+      this.byNumber.set(v, k);
+    }
   }
 
   number(name: N): number {
-    const n = Object.prototype.hasOwnProperty.call(this.byName, name) ? this.byName[name] : undefined;
+    const n = this.byName.get(name);
     if (n === undefined) throw new RangeError(`${this.what}: unknown value ${JSON.stringify(name)}`);
     return n;
   }

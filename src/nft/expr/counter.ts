@@ -1,6 +1,6 @@
 /** counter: packets and bytes seen by the rule (nft_counter.c). */
 import * as C from '../constants';
-import { ExprCodec, ExprWriter } from './codec';
+import { ExprCodec, u64 } from './codec';
 
 export const counter: ExprCodec<'counter'> = {
   // NFTA_COUNTER_PAD only aligns the 64-bit values on some architectures.
@@ -8,9 +8,8 @@ export const counter: ExprCodec<'counter'> = {
 
   // An absent value starts the counter at zero, so zero is sent as absence, as nft does.
   encode(w, e) {
-    const o = new ExprWriter(w, 'counter');
-    if (e.bytes !== 0n) o.be64(C.NFTA_COUNTER_BYTES, e.bytes, 'bytes');
-    if (e.packets !== 0n) o.be64(C.NFTA_COUNTER_PACKETS, e.packets, 'packets');
+    if (e.bytes !== 0n) w.be64(C.NFTA_COUNTER_BYTES, u64(e.bytes, 'counter.bytes'));
+    if (e.packets !== 0n) w.be64(C.NFTA_COUNTER_PACKETS, u64(e.packets, 'counter.packets'));
   },
 
   decode(r) {

@@ -1,6 +1,6 @@
 /** ct: load a conntrack field (NFT_CT_*) into a register, or set one from a register (nft_ct.c). */
 import * as C from '../constants';
-import { compact, ExprCodec, ExprWriter } from './codec';
+import { compact, ExprCodec, u32, u8 } from './codec';
 
 // libnftnl's key names (ct.c), indexed by NFT_CT_*.
 const KEY_TEXT = [
@@ -14,11 +14,10 @@ export const ct: ExprCodec<'ct'> = {
   attrs: [C.NFTA_CT_DREG, C.NFTA_CT_KEY, C.NFTA_CT_DIRECTION, C.NFTA_CT_SREG],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'ct');
-    o.be32(C.NFTA_CT_KEY, e.key, 'key');
-    if (e.dreg !== undefined) o.be32(C.NFTA_CT_DREG, e.dreg, 'dreg');
-    if (e.direction !== undefined) o.u8(C.NFTA_CT_DIRECTION, e.direction, 'direction');
-    if (e.sreg !== undefined) o.be32(C.NFTA_CT_SREG, e.sreg, 'sreg');
+    w.be32(C.NFTA_CT_KEY, u32(e.key, 'ct.key'));
+    if (e.dreg !== undefined) w.be32(C.NFTA_CT_DREG, u32(e.dreg, 'ct.dreg'));
+    if (e.direction !== undefined) w.u8(C.NFTA_CT_DIRECTION, u8(e.direction, 'ct.direction'));
+    if (e.sreg !== undefined) w.be32(C.NFTA_CT_SREG, u32(e.sreg, 'ct.sreg'));
   },
 
   decode(r) {

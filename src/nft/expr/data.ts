@@ -22,7 +22,7 @@ const VERDICT_CODES = new EnumMap<VerdictKind>('verdict code', {
   return: C.NFT_RETURN,
 });
 
-function checkValue(value: Buffer, field: string): Buffer {
+export function checkValue(value: Buffer, field: string): Buffer {
   if (!Buffer.isBuffer(value)) throw new TypeError(`${field}: not a Buffer`);
   if (value.length === 0 || value.length > C.NFT_DATA_VALUE_MAXLEN) {
     throw new RangeError(`${field}: ${value.length} bytes, the kernel takes 1..${C.NFT_DATA_VALUE_MAXLEN}`);
@@ -30,22 +30,27 @@ function checkValue(value: Buffer, field: string): Buffer {
   return value;
 }
 
+// Values and verdicts are in most expressions and every set element: nests are opened and closed
+// directly rather than through closures.
+
 export function encodeValue(w: AttrWriter, type: number, value: Buffer, field: string): void {
   checkValue(value, field);
-  w.nest(type, (n) => n.bytes(C.NFTA_DATA_VALUE, value));
+  const nest = w.beginNest(type);
+  w.bytes(C.NFTA_DATA_VALUE, value);
+  w.endNest(nest);
 }
 
 export function encodeVerdict(w: AttrWriter, type: number, v: Verdict, field: string): void {
   const code = VERDICT_CODES.number(v.kind);
-  w.nest(type, (n) =>
-    n.nest(C.NFTA_DATA_VERDICT, (vw) => {
-      vw.be32(C.NFTA_VERDICT_CODE, code);
-      if (v.kind === 'jump' || v.kind === 'goto') {
-        if (typeof v.chain !== 'string' || v.chain === '') throw new TypeError(`${field}: ${v.kind} needs a chain name`);
-        vw.str(C.NFTA_VERDICT_CHAIN, v.chain);
-      }
-    }),
-  );
+  const nest = w.beginNest(type);
+  const verdict = w.beginNest(C.NFTA_DATA_VERDICT);
+  w.be32(C.NFTA_VERDICT_CODE, code);
+  if (v.kind === 'jump' || v.kind === 'goto') {
+    if (typeof v.chain !== 'string' || v.chain === '') throw new TypeError(`${field}: ${v.kind} needs a chain name`);
+    w.str(C.NFTA_VERDICT_CHAIN, v.chain);
+  }
+  w.endNest(verdict);
+  w.endNest(nest);
 }
 
 export type DataOrVerdict = { value: Buffer } | { verdict: Verdict };

@@ -1,7 +1,7 @@
 /** hash: jhash of a register (or the symmetric flow hash) modulo n, plus offset (nft_hash.c). */
 import * as C from '../constants';
 import { HashExpr } from '../types';
-import { compact, EnumMap, ExprCodec, ExprWriter } from './codec';
+import { compact, EnumMap, ExprCodec, u32 } from './codec';
 
 const HASH_TYPES = new EnumMap<HashExpr['hashType']>('hash.hashType', { jenkins: C.NFT_HASH_JENKINS, sym: C.NFT_HASH_SYM });
 
@@ -9,14 +9,13 @@ export const hash: ExprCodec<'hash'> = {
   attrs: [C.NFTA_HASH_SREG, C.NFTA_HASH_DREG, C.NFTA_HASH_LEN, C.NFTA_HASH_MODULUS, C.NFTA_HASH_SEED, C.NFTA_HASH_OFFSET, C.NFTA_HASH_TYPE],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'hash');
-    if (e.sreg !== undefined) o.be32(C.NFTA_HASH_SREG, e.sreg, 'sreg');
-    o.be32(C.NFTA_HASH_DREG, e.dreg, 'dreg');
-    if (e.len !== undefined) o.be32(C.NFTA_HASH_LEN, e.len, 'len');
-    o.be32(C.NFTA_HASH_MODULUS, e.modulus, 'modulus');
-    if (e.seed !== undefined) o.be32(C.NFTA_HASH_SEED, e.seed, 'seed');
-    if (e.offset !== undefined) o.be32(C.NFTA_HASH_OFFSET, e.offset, 'offset');
-    o.be32(C.NFTA_HASH_TYPE, HASH_TYPES.number(e.hashType), 'hashType');
+    if (e.sreg !== undefined) w.be32(C.NFTA_HASH_SREG, u32(e.sreg, 'hash.sreg'));
+    w.be32(C.NFTA_HASH_DREG, u32(e.dreg, 'hash.dreg'));
+    if (e.len !== undefined) w.be32(C.NFTA_HASH_LEN, u32(e.len, 'hash.len'));
+    w.be32(C.NFTA_HASH_MODULUS, u32(e.modulus, 'hash.modulus'));
+    if (e.seed !== undefined) w.be32(C.NFTA_HASH_SEED, u32(e.seed, 'hash.seed'));
+    if (e.offset !== undefined) w.be32(C.NFTA_HASH_OFFSET, u32(e.offset, 'hash.offset'));
+    w.be32(C.NFTA_HASH_TYPE, HASH_TYPES.number(e.hashType));
   },
 
   // NFTA_HASH_TYPE is optional for the kernel (jhash when absent) but the model always has one.

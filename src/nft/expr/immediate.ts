@@ -1,13 +1,13 @@
 /** immediate: load constant data or a verdict into a register (nft_immediate.c). */
 import * as C from '../constants';
-import { compact, dataWords, ExprCodec, ExprWriter } from './codec';
+import { compact, dataWords, ExprCodec, u32 } from './codec';
 import { decodeData, describeVerdict, encodeValue, encodeVerdict } from './data';
 
 export const immediate: ExprCodec<'immediate'> = {
   attrs: [C.NFTA_IMMEDIATE_DREG, C.NFTA_IMMEDIATE_DATA],
 
   encode(w, e) {
-    new ExprWriter(w, 'immediate').be32(C.NFTA_IMMEDIATE_DREG, e.dreg, 'dreg');
+    w.be32(C.NFTA_IMMEDIATE_DREG, u32(e.dreg, 'immediate.dreg'));
     if ((e.data === undefined) === (e.verdict === undefined)) throw new TypeError('immediate: needs exactly one of data and verdict');
     if (e.data !== undefined) encodeValue(w, C.NFTA_IMMEDIATE_DATA, e.data, 'immediate.data');
     else encodeVerdict(w, C.NFTA_IMMEDIATE_DATA, e.verdict!, 'immediate.verdict');

@@ -75,25 +75,28 @@ function codecOf<K extends ExprKind>(kind: K): ExprCodec<K> {
   return CODECS[kind] as ExprCodec<K>;
 }
 
-/** Writes one expression as an NFTA_LIST_ELEM nest. */
+/** Writes one expression as an NFTA_LIST_ELEM nest. Every rule of a batch passes here, so nests
+ * are opened and closed directly rather than through closures. */
 export function encodeExpr(w: AttrWriter, e: Expr): void {
-  w.nest(C.NFTA_LIST_ELEM, (el) => {
-    if (e.type === 'opaque') {
-      el.str(C.NFTA_EXPR_NAME, e.name);
-      // A nest header around the raw bytes, so they go back exactly as they came.
-      el.bytes(C.NFTA_EXPR_DATA | NLA_F_NESTED, e.data);
-      return;
-    }
-    el.str(C.NFTA_EXPR_NAME, e.type);
-    el.nest(C.NFTA_EXPR_DATA, (d) => codecOf(e.type).encode(d, e as ExprOf<typeof e.type>));
-  });
+  const elem = w.beginNest(C.NFTA_LIST_ELEM);
+  if (e.type === 'opaque') {
+    w.str(C.NFTA_EXPR_NAME, e.name);
+    // A nest header around the raw bytes, so they go back exactly as they came.
+    w.bytes(C.NFTA_EXPR_DATA | NLA_F_NESTED, e.data);
+  } else {
+    w.str(C.NFTA_EXPR_NAME, e.type);
+    const data = w.beginNest(C.NFTA_EXPR_DATA);
+    codecOf(e.type).encode(w, e as ExprOf<typeof e.type>);
+    w.endNest(data);
+  }
+  w.endNest(elem);
 }
 
 /** Writes `exprs` as the nested list attribute `attrType` (e.g. NFTA_RULE_EXPRESSIONS). */
 export function encodeExprList(w: AttrWriter, attrType: number, exprs: Expr[]): void {
-  w.nest(attrType, (list) => {
-    for (const e of exprs) encodeExpr(list, e);
-  });
+  const list = w.beginNest(attrType);
+  for (let i = 0; i < exprs.length; i++) encodeExpr(w, exprs[i]);
+  w.endNest(list);
 }
 
 function decodeKnown<K extends ExprKind>(kind: K, data: Attr | undefined): ExprOf<K> | undefined {

@@ -1,7 +1,7 @@
 /** limit: token-bucket rate limit in packets or bytes per unit (nft_limit.c). */
 import * as C from '../constants';
 import { LimitExpr } from '../types';
-import { EnumMap, ExprCodec, ExprWriter } from './codec';
+import { EnumMap, ExprCodec, u32, u64 } from './codec';
 
 const LIMIT_TYPES = new EnumMap<LimitExpr['limitType']>('limit.limitType', { pkts: C.NFT_LIMIT_PKTS, bytes: C.NFT_LIMIT_PKT_BYTES });
 const UNIT_TEXT = new Map<bigint, string>([
@@ -16,10 +16,10 @@ export const limit: ExprCodec<'limit'> = {
   attrs: [C.NFTA_LIMIT_RATE, C.NFTA_LIMIT_UNIT, C.NFTA_LIMIT_BURST, C.NFTA_LIMIT_TYPE, C.NFTA_LIMIT_FLAGS, C.NFTA_LIMIT_PAD],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'limit').be64(C.NFTA_LIMIT_RATE, e.rate, 'rate').be64(C.NFTA_LIMIT_UNIT, e.unit, 'unit');
+    w.be64(C.NFTA_LIMIT_RATE, u64(e.rate, 'limit.rate')).be64(C.NFTA_LIMIT_UNIT, u64(e.unit, 'limit.unit'));
     // The kernel reads an absent burst as 0 (then its own default for packet limits); nft omits it so.
-    if (e.burst !== 0) o.be32(C.NFTA_LIMIT_BURST, e.burst, 'burst');
-    o.be32(C.NFTA_LIMIT_TYPE, LIMIT_TYPES.number(e.limitType), 'limitType').be32(C.NFTA_LIMIT_FLAGS, e.flags, 'flags');
+    if (e.burst !== 0) w.be32(C.NFTA_LIMIT_BURST, u32(e.burst, 'limit.burst'));
+    w.be32(C.NFTA_LIMIT_TYPE, LIMIT_TYPES.number(e.limitType)).be32(C.NFTA_LIMIT_FLAGS, u32(e.flags, 'limit.flags'));
   },
 
   // Absent burst, type and flags mean 0, packets and 0 to the kernel (nft_limit.c).

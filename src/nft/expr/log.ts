@@ -1,6 +1,6 @@
 /** log: log the packet to the kernel log (level) or to an nflog group (nft_log.c). */
 import * as C from '../constants';
-import { compact, ExprCodec, ExprWriter } from './codec';
+import { compact, ExprCodec, text, u16, u32 } from './codec';
 
 // NF_LOG_* (linux/netfilter/nf_log.h) in the order libnftnl prints them.
 const FLAG_TEXT: [number, string][] = [
@@ -15,13 +15,12 @@ export const log: ExprCodec<'log'> = {
   attrs: [C.NFTA_LOG_GROUP, C.NFTA_LOG_PREFIX, C.NFTA_LOG_SNAPLEN, C.NFTA_LOG_QTHRESHOLD, C.NFTA_LOG_LEVEL, C.NFTA_LOG_FLAGS],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'log');
-    if (e.prefix !== undefined) o.strz(C.NFTA_LOG_PREFIX, e.prefix, 'prefix');
-    if (e.group !== undefined) o.be16(C.NFTA_LOG_GROUP, e.group, 'group');
-    if (e.snaplen !== undefined) o.be32(C.NFTA_LOG_SNAPLEN, e.snaplen, 'snaplen');
-    if (e.qthreshold !== undefined) o.be16(C.NFTA_LOG_QTHRESHOLD, e.qthreshold, 'qthreshold');
-    if (e.level !== undefined) o.be32(C.NFTA_LOG_LEVEL, e.level, 'level');
-    if (e.flags !== undefined) o.be32(C.NFTA_LOG_FLAGS, e.flags, 'flags');
+    if (e.prefix !== undefined) w.str(C.NFTA_LOG_PREFIX, text(e.prefix, 'log.prefix'));
+    if (e.group !== undefined) w.be16(C.NFTA_LOG_GROUP, u16(e.group, 'log.group'));
+    if (e.snaplen !== undefined) w.be32(C.NFTA_LOG_SNAPLEN, u32(e.snaplen, 'log.snaplen'));
+    if (e.qthreshold !== undefined) w.be16(C.NFTA_LOG_QTHRESHOLD, u16(e.qthreshold, 'log.qthreshold'));
+    if (e.level !== undefined) w.be32(C.NFTA_LOG_LEVEL, u32(e.level, 'log.level'));
+    if (e.flags !== undefined) w.be32(C.NFTA_LOG_FLAGS, u32(e.flags, 'log.flags'));
   },
 
   decode(r) {

@@ -1,18 +1,17 @@
 /** lookup: match a register against a set, or map it through one into dreg (nft_lookup.c). */
 import * as C from '../constants';
-import { compact, ExprCodec, ExprWriter, UnrepresentableError } from './codec';
+import { compact, ExprCodec, text, u32, UnrepresentableError } from './codec';
 
 export const lookup: ExprCodec<'lookup'> = {
   attrs: [C.NFTA_LOOKUP_SET, C.NFTA_LOOKUP_SREG, C.NFTA_LOOKUP_DREG, C.NFTA_LOOKUP_SET_ID, C.NFTA_LOOKUP_FLAGS],
 
   // invert: undefined sends no NFTA_LOOKUP_FLAGS (as nft does); false sends 0 (as the kernel dumps it).
   encode(w, e) {
-    const o = new ExprWriter(w, 'lookup');
-    o.be32(C.NFTA_LOOKUP_SREG, e.sreg, 'sreg');
-    if (e.dreg !== undefined) o.be32(C.NFTA_LOOKUP_DREG, e.dreg, 'dreg');
-    o.strz(C.NFTA_LOOKUP_SET, e.set, 'set');
-    if (e.setId !== undefined) o.be32(C.NFTA_LOOKUP_SET_ID, e.setId, 'setId');
-    if (e.invert !== undefined) o.be32(C.NFTA_LOOKUP_FLAGS, e.invert ? C.NFT_LOOKUP_F_INV : 0, 'invert');
+    w.be32(C.NFTA_LOOKUP_SREG, u32(e.sreg, 'lookup.sreg'));
+    if (e.dreg !== undefined) w.be32(C.NFTA_LOOKUP_DREG, u32(e.dreg, 'lookup.dreg'));
+    w.str(C.NFTA_LOOKUP_SET, text(e.set, 'lookup.set'));
+    if (e.setId !== undefined) w.be32(C.NFTA_LOOKUP_SET_ID, u32(e.setId, 'lookup.setId'));
+    if (e.invert !== undefined) w.be32(C.NFTA_LOOKUP_FLAGS, e.invert ? C.NFT_LOOKUP_F_INV : 0);
   },
 
   decode(r) {

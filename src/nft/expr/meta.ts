@@ -1,6 +1,6 @@
 /** meta: load packet metadata (NFT_META_*) into a register, or set it from one (nft_meta.c). */
 import * as C from '../constants';
-import { compact, ExprCodec, ExprWriter } from './codec';
+import { compact, ExprCodec, u32 } from './codec';
 
 // libnftnl's key names (meta.c), indexed by NFT_META_*.
 const KEY_TEXT = [
@@ -14,10 +14,9 @@ export const meta: ExprCodec<'meta'> = {
   attrs: [C.NFTA_META_DREG, C.NFTA_META_KEY, C.NFTA_META_SREG],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'meta');
-    o.be32(C.NFTA_META_KEY, e.key, 'key');
-    if (e.dreg !== undefined) o.be32(C.NFTA_META_DREG, e.dreg, 'dreg');
-    if (e.sreg !== undefined) o.be32(C.NFTA_META_SREG, e.sreg, 'sreg');
+    w.be32(C.NFTA_META_KEY, u32(e.key, 'meta.key'));
+    if (e.dreg !== undefined) w.be32(C.NFTA_META_DREG, u32(e.dreg, 'meta.dreg'));
+    if (e.sreg !== undefined) w.be32(C.NFTA_META_SREG, u32(e.sreg, 'meta.sreg'));
   },
 
   decode(r) {

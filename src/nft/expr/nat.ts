@@ -1,7 +1,7 @@
 /** nat: source or destination NAT to addresses/ports held in registers (nft_nat.c). */
 import * as C from '../constants';
 import { NatExpr } from '../types';
-import { compact, EnumMap, ExprCodec, ExprWriter } from './codec';
+import { compact, EnumMap, ExprCodec, u32 } from './codec';
 
 const NAT_TYPES = new EnumMap<NatExpr['natType']>('nat.natType', { snat: C.NFT_NAT_SNAT, dnat: C.NFT_NAT_DNAT });
 // libnftnl's family names (utils.c), by NFPROTO_*.
@@ -19,13 +19,12 @@ export const nat: ExprCodec<'nat'> = {
   ],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'nat');
-    o.be32(C.NFTA_NAT_TYPE, NAT_TYPES.number(e.natType), 'natType').be32(C.NFTA_NAT_FAMILY, e.family, 'family');
-    if (e.regAddrMin !== undefined) o.be32(C.NFTA_NAT_REG_ADDR_MIN, e.regAddrMin, 'regAddrMin');
-    if (e.regAddrMax !== undefined) o.be32(C.NFTA_NAT_REG_ADDR_MAX, e.regAddrMax, 'regAddrMax');
-    if (e.regProtoMin !== undefined) o.be32(C.NFTA_NAT_REG_PROTO_MIN, e.regProtoMin, 'regProtoMin');
-    if (e.regProtoMax !== undefined) o.be32(C.NFTA_NAT_REG_PROTO_MAX, e.regProtoMax, 'regProtoMax');
-    if (e.flags !== undefined) o.be32(C.NFTA_NAT_FLAGS, e.flags, 'flags');
+    w.be32(C.NFTA_NAT_TYPE, NAT_TYPES.number(e.natType)).be32(C.NFTA_NAT_FAMILY, u32(e.family, 'nat.family'));
+    if (e.regAddrMin !== undefined) w.be32(C.NFTA_NAT_REG_ADDR_MIN, u32(e.regAddrMin, 'nat.regAddrMin'));
+    if (e.regAddrMax !== undefined) w.be32(C.NFTA_NAT_REG_ADDR_MAX, u32(e.regAddrMax, 'nat.regAddrMax'));
+    if (e.regProtoMin !== undefined) w.be32(C.NFTA_NAT_REG_PROTO_MIN, u32(e.regProtoMin, 'nat.regProtoMin'));
+    if (e.regProtoMax !== undefined) w.be32(C.NFTA_NAT_REG_PROTO_MAX, u32(e.regProtoMax, 'nat.regProtoMax'));
+    if (e.flags !== undefined) w.be32(C.NFTA_NAT_FLAGS, u32(e.flags, 'nat.flags'));
   },
 
   decode(r) {

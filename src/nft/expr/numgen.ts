@@ -1,7 +1,7 @@
 /** numgen: an incrementing or random number modulo n, plus offset, into a register (nft_numgen.c). */
 import * as C from '../constants';
 import { NumgenExpr } from '../types';
-import { compact, EnumMap, ExprCodec, ExprWriter } from './codec';
+import { compact, EnumMap, ExprCodec, u32 } from './codec';
 
 const NG_TYPES = new EnumMap<NumgenExpr['ngType']>('numgen.ngType', { inc: C.NFT_NG_INCREMENTAL, random: C.NFT_NG_RANDOM });
 
@@ -9,9 +9,8 @@ export const numgen: ExprCodec<'numgen'> = {
   attrs: [C.NFTA_NG_DREG, C.NFTA_NG_MODULUS, C.NFTA_NG_TYPE, C.NFTA_NG_OFFSET],
 
   encode(w, e) {
-    const o = new ExprWriter(w, 'numgen');
-    o.be32(C.NFTA_NG_DREG, e.dreg, 'dreg').be32(C.NFTA_NG_MODULUS, e.modulus, 'modulus').be32(C.NFTA_NG_TYPE, NG_TYPES.number(e.ngType), 'ngType');
-    if (e.offset !== undefined) o.be32(C.NFTA_NG_OFFSET, e.offset, 'offset');
+    w.be32(C.NFTA_NG_DREG, u32(e.dreg, 'numgen.dreg')).be32(C.NFTA_NG_MODULUS, u32(e.modulus, 'numgen.modulus')).be32(C.NFTA_NG_TYPE, NG_TYPES.number(e.ngType));
+    if (e.offset !== undefined) w.be32(C.NFTA_NG_OFFSET, u32(e.offset, 'numgen.offset'));
   },
 
   decode(r) {

@@ -2,7 +2,7 @@
  * optional checksum fixup (net/netfilter/nft_payload.c). */
 import * as C from '../constants';
 import { PayloadBase } from '../types';
-import { compact, EnumMap, ExprCodec, ExprWriter } from './codec';
+import { compact, EnumMap, ExprCodec, u32 } from './codec';
 
 const BASES = new EnumMap<PayloadBase>('payload.base', {
   ll: C.NFT_PAYLOAD_LL_HEADER,
@@ -26,15 +26,14 @@ export const payload: ExprCodec<'payload'> = {
 
   // Attribute order as libnftnl builds it, so nft's own bytes re-encode identically.
   encode(w, e) {
-    const o = new ExprWriter(w, 'payload');
-    if (e.sreg !== undefined) o.be32(C.NFTA_PAYLOAD_SREG, e.sreg, 'sreg');
-    if (e.dreg !== undefined) o.be32(C.NFTA_PAYLOAD_DREG, e.dreg, 'dreg');
-    o.be32(C.NFTA_PAYLOAD_BASE, BASES.number(e.base), 'base');
-    o.be32(C.NFTA_PAYLOAD_OFFSET, e.offset, 'offset');
-    o.be32(C.NFTA_PAYLOAD_LEN, e.len, 'len');
-    if (e.csumType !== undefined) o.be32(C.NFTA_PAYLOAD_CSUM_TYPE, e.csumType, 'csumType');
-    if (e.csumOffset !== undefined) o.be32(C.NFTA_PAYLOAD_CSUM_OFFSET, e.csumOffset, 'csumOffset');
-    if (e.csumFlags !== undefined) o.be32(C.NFTA_PAYLOAD_CSUM_FLAGS, e.csumFlags, 'csumFlags');
+    if (e.sreg !== undefined) w.be32(C.NFTA_PAYLOAD_SREG, u32(e.sreg, 'payload.sreg'));
+    if (e.dreg !== undefined) w.be32(C.NFTA_PAYLOAD_DREG, u32(e.dreg, 'payload.dreg'));
+    w.be32(C.NFTA_PAYLOAD_BASE, BASES.number(e.base));
+    w.be32(C.NFTA_PAYLOAD_OFFSET, u32(e.offset, 'payload.offset'));
+    w.be32(C.NFTA_PAYLOAD_LEN, u32(e.len, 'payload.len'));
+    if (e.csumType !== undefined) w.be32(C.NFTA_PAYLOAD_CSUM_TYPE, u32(e.csumType, 'payload.csumType'));
+    if (e.csumOffset !== undefined) w.be32(C.NFTA_PAYLOAD_CSUM_OFFSET, u32(e.csumOffset, 'payload.csumOffset'));
+    if (e.csumFlags !== undefined) w.be32(C.NFTA_PAYLOAD_CSUM_FLAGS, u32(e.csumFlags, 'payload.csumFlags'));
   },
 
   decode(r) {

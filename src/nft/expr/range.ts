@@ -1,7 +1,7 @@
 /** range: match a register against an inclusive interval [from, to] (nft_range.c). */
 import * as C from '../constants';
 import { RangeExpr } from '../types';
-import { dataWords, EnumMap, ExprCodec, ExprWriter } from './codec';
+import { dataWords, EnumMap, ExprCodec, u32 } from './codec';
 import { decodeValue, encodeValue } from './data';
 
 const RANGE_OPS = new EnumMap<RangeExpr['op']>('range.op', { eq: C.NFT_RANGE_EQ, neq: C.NFT_RANGE_NEQ });
@@ -10,7 +10,7 @@ export const range: ExprCodec<'range'> = {
   attrs: [C.NFTA_RANGE_SREG, C.NFTA_RANGE_OP, C.NFTA_RANGE_FROM_DATA, C.NFTA_RANGE_TO_DATA],
 
   encode(w, e) {
-    new ExprWriter(w, 'range').be32(C.NFTA_RANGE_SREG, e.sreg, 'sreg').be32(C.NFTA_RANGE_OP, RANGE_OPS.number(e.op), 'op');
+    w.be32(C.NFTA_RANGE_SREG, u32(e.sreg, 'range.sreg')).be32(C.NFTA_RANGE_OP, RANGE_OPS.number(e.op));
     encodeValue(w, C.NFTA_RANGE_FROM_DATA, e.from, 'range.from');
     encodeValue(w, C.NFTA_RANGE_TO_DATA, e.to, 'range.to');
   },

@@ -1,12 +1,12 @@
 /** reject: answer with an ICMP error or a TCP reset, then drop (nft_reject.c). */
 import * as C from '../constants';
-import { ExprCodec, ExprWriter } from './codec';
+import { ExprCodec, u32, u8 } from './codec';
 
 export const reject: ExprCodec<'reject'> = {
   attrs: [C.NFTA_REJECT_TYPE, C.NFTA_REJECT_ICMP_CODE],
 
   encode(w, e) {
-    new ExprWriter(w, 'reject').be32(C.NFTA_REJECT_TYPE, e.rejectType, 'rejectType').u8(C.NFTA_REJECT_ICMP_CODE, e.icmpCode, 'icmpCode');
+    w.be32(C.NFTA_REJECT_TYPE, u32(e.rejectType, 'reject.rejectType')).u8(C.NFTA_REJECT_ICMP_CODE, u8(e.icmpCode, 'reject.icmpCode'));
   },
 
   // A TCP reset has no ICMP code: the kernel dumps none and ignores one sent (nft sends 0).
