@@ -1,7 +1,7 @@
 /** Typed values as nf_tables carries them: addresses and ports in network byte order, set keys
  * sized per nft data type, concatenation fields padded to 32-bit registers. */
 import { isIPv4, isIPv6 } from 'node:net';
-import { formatIPv6Groups } from '../net/ipv6-text';
+import { formatIPv6Groups, parseIPv6Groups } from '../net/ip-text';
 import { NftTypeName } from './types';
 
 /** Byte length of one value of each type, before register padding. */
@@ -48,59 +48,15 @@ export function ipv4(addr: string): Buffer {
   return out;
 }
 
-/** IPv6 text to 16 bytes. Plain hex groups (every canonical address) are parsed by hand: this runs
- * once per set element on large syncs. An embedded IPv4 tail or a zone takes the general path. */
+/** IPv6 text to 16 bytes. Well-formed text is parsed by hand (this runs once per set element on
+ * large syncs); anything else (a zone) takes the general path. */
 export function ipv6(addr: string): Buffer {
-  return ipv6HexGroups(addr) ?? ipv6General(addr);
-}
-
-const hexGroups = new Uint16Array(8);
-
-function hexDigit(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  if (c >= 65 && c <= 70) return c - 55;
-  return -1;
-}
-
-/** Groups of 1-4 hex digits joined by ':', at most one '::' standing for one or more zero groups;
- * undefined for any other text (which isIPv6 may still accept, or reject). */
-function ipv6HexGroups(addr: string): Buffer | undefined {
-  const n = addr.length;
-  let count = 0;
-  // Groups written before the '::', or -1 without one.
-  let gap = -1;
-  let i = 0;
-  if (n >= 2 && addr.charCodeAt(0) === 58 && addr.charCodeAt(1) === 58) {
-    gap = 0;
-    i = 2;
-  }
-  while (i < n) {
-    let value = 0;
-    let digits = 0;
-    for (; i < n; i++) {
-      const d = hexDigit(addr.charCodeAt(i));
-      if (d < 0) break;
-      value = value * 16 + d;
-      digits++;
-    }
-    if (digits === 0 || digits > 4 || count === 8) return undefined;
-    hexGroups[count++] = value;
-    if (i === n) break;
-    if (addr.charCodeAt(i++) !== 58 || i === n) return undefined;
-    if (addr.charCodeAt(i) === 58) {
-      if (gap >= 0) return undefined;
-      gap = count;
-      i++;
-    }
-  }
-  if (gap < 0 ? count !== 8 : count > 7) return undefined;
+  const groups = parseIPv6Groups(addr);
+  if (!groups) return ipv6General(addr);
   const out = Buffer.allocUnsafe(16);
-  const zeros = 8 - count;
-  for (let g = 0, at = 0; g < 8; g++, at += 2) {
-    const value = gap < 0 || g < gap ? hexGroups[g] : g < gap + zeros ? 0 : hexGroups[g - zeros];
-    out[at] = value >>> 8;
-    out[at + 1] = value & 0xff;
+  for (let g = 0; g < 8; g++) {
+    out[2 * g] = groups[g] >>> 8;
+    out[2 * g + 1] = groups[g] & 0xff;
   }
   return out;
 }

@@ -1,7 +1,7 @@
 /** IP address and CIDR arithmetic for policy compilation: parsing to bigints, canonical text,
  * and cidr-minus-excepts as inclusive ranges. */
 
-import { formatIPv6Groups } from '../net/ipv6-text';
+import { formatIPv6Groups, parseDottedQuad, parseIPv6Groups } from '../net/ip-text';
 
 export type IpFamily = 'v4' | 'v6';
 
@@ -25,82 +25,8 @@ const BITS: Record<IpFamily, number> = { v4: 32, v6: 128 };
 const SHORT_DECIMAL = /^(0|[1-9][0-9]{0,2})$/;
 
 function parseV4(text: string): bigint | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  // A number, not a bigint, until the end: 32 bits are exact in a double, and bigint
-  // arithmetic allocates at every step.
-  let value = 0;
-  for (const part of parts) {
-    if (!SHORT_DECIMAL.test(part)) return undefined;
-    const n = Number(part);
-    if (n > 255) return undefined;
-    value = value * 256 + n;
-  }
-  return BigInt(value);
-}
-
-/** The eight 16-bit groups of an IPv6 address (numbers, not a bigint: pod addresses are parsed
- * on every pod event and bigint arithmetic is slow; for the same reason the groups are read
- * character by character rather than split and matched). */
-function parseV6Groups(text: string): number[] | undefined {
-  let end = text.length;
-  let tail: number[] | undefined;
-  const lastColon = text.lastIndexOf(':');
-  if (text.includes('.', lastColon)) {
-    const v4 = parseV4(text.slice(lastColon + 1));
-    if (v4 === undefined) return undefined;
-    tail = [Number(v4 >> 16n), Number(v4 & 0xffffn)];
-    // Keep the '::' when the address ends in it before the embedded IPv4 ("::1.2.3.4").
-    end = text[lastColon - 1] === ':' ? lastColon + 1 : lastColon;
-  }
-  // The groups are text[0, end): at most one '::' there, splitting them into left and right.
-  let gap = text.indexOf('::');
-  if (gap + 2 > end) gap = -1;
-  if (gap >= 0) {
-    const second = text.indexOf('::', gap + 2);
-    if (second >= 0 && second + 2 <= end) return undefined;
-  }
-  const left: number[] = [];
-  const right: number[] = [];
-  if (!readGroups(text, 0, gap >= 0 ? gap : end, left)) return undefined;
-  if (gap >= 0 && !readGroups(text, gap + 2, end, right)) return undefined;
-  if (tail) right.push(tail[0], tail[1]);
-  const missing = 8 - left.length - right.length;
-  if (gap >= 0 ? missing < 1 : missing !== 0) return undefined;
-  for (let i = 0; i < missing; i++) left.push(0);
-  for (const g of right) left.push(g);
-  return left;
-}
-
-/** Appends the colon-separated groups of text[start, end) (1-4 hex digits each) to `out`;
- * false when one is malformed. An empty range has no groups. */
-function readGroups(text: string, start: number, end: number, out: number[]): boolean {
-  if (start === end) return true;
-  let value = 0;
-  let digits = 0;
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x3a) {
-      if (digits === 0) return false;
-      out.push(value);
-      value = 0;
-      digits = 0;
-      continue;
-    }
-    const d = hexDigit(c);
-    if (d < 0 || ++digits > 4) return false;
-    value = value * 16 + d;
-  }
-  if (digits === 0) return false;
-  out.push(value);
-  return true;
-}
-
-function hexDigit(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
-  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
-  return -1;
+  const n = parseDottedQuad(text);
+  return n === undefined ? undefined : BigInt(n);
 }
 
 function groupsToBigint(groups: number[]): bigint {
@@ -111,7 +37,7 @@ function groupsToBigint(groups: number[]): bigint {
 
 export function parseIp(text: string): ParsedIp | undefined {
   if (text.includes(':')) {
-    const groups = parseV6Groups(text);
+    const groups = parseIPv6Groups(text);
     return groups === undefined ? undefined : { family: 'v6', value: groupsToBigint(groups) };
   }
   const value = parseV4(text);
@@ -137,7 +63,7 @@ export function canonicalIp(text: string): { family: IpFamily; text: string } | 
   // Pod addresses are parsed on every pod event; a canonical IPv4 needs no arithmetic.
   if (V4_CANONICAL.test(trimmed)) return { family: 'v4', text: trimmed };
   if (trimmed.includes(':')) {
-    const groups = parseV6Groups(trimmed);
+    const groups = parseIPv6Groups(trimmed);
     return groups && { family: 'v6', text: formatIPv6Groups(groups) };
   }
   return undefined;
