@@ -1,8 +1,8 @@
 /** Pure encode/decode of nf_tables object messages (tables, chains, rules, sets, elements, gen). */
-import { align4, AttrMap, AttrWriter, NLA_F_NESTED, NLA_HDRLEN, parseAttrs } from '../netlink/attr';
+import { AttrMap, AttrWriter, parseAttrs } from '../netlink/attr';
 import { DecodeError } from '../netlink/errors';
 import * as C from './constants';
-import { checkValue, decodeData, decodeValue, encodeValue, encodeVerdict } from './expr/data';
+import { decodeData, decodeValue, encodeValue, encodeVerdict } from './expr/data';
 import { decodeExprListAttr, encodeExprList } from './expr';
 import { Chain, ChainType, Family, HookName, NFPROTO, NFT_TYPE, NftSet, NftTypeName, Rule, SetElement, Table } from './types';
 import { decrement, increment, keyLength, TYPE_LEN } from './values';
@@ -329,32 +329,6 @@ export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
 // Nested attribute lengths are 16-bit: keep every element list well under 64 KiB.
 const MAX_ELEMENT_LIST_BYTES = 60_000;
 
-// Key-only elements, the bulk of a large sync (pod addresses), are laid out here and appended with
-// one raw() per run instead of five writer calls each. The bytes are the writer's:
-// NFTA_LIST_ELEM { NFTA_SET_ELEM_KEY { NFTA_DATA_VALUE key } }, nests flagged, padded to 4 bytes.
-// The list may end one element (76 bytes at most) past its limit.
-const keyElements = new Uint8Array(MAX_ELEMENT_LIST_BYTES + 128);
-
-function putAttrHeader(out: Uint8Array, at: number, length: number, type: number): void {
-  out[at] = length & 0xff;
-  out[at + 1] = length >>> 8;
-  out[at + 2] = type & 0xff;
-  out[at + 3] = type >>> 8;
-}
-
-/** Lays out one key-only element at `at`; returns where the next one goes. */
-function putKeyElement(out: Uint8Array, at: number, key: Buffer): number {
-  const value = NLA_HDRLEN + key.length;
-  const keyNest = NLA_HDRLEN + align4(value);
-  const end = at + NLA_HDRLEN + keyNest;
-  putAttrHeader(out, at, NLA_HDRLEN + keyNest, C.NFTA_LIST_ELEM | NLA_F_NESTED);
-  putAttrHeader(out, at + 4, keyNest, C.NFTA_SET_ELEM_KEY | NLA_F_NESTED);
-  putAttrHeader(out, at + 8, value, C.NFTA_DATA_VALUE);
-  for (let i = 0; i < key.length; i++) out[at + 12 + i] = key[i];
-  for (let i = at + 12 + key.length; i < end; i++) out[i] = 0;
-  return end;
-}
-
 /** Writes one element-list message payload for a set, starting at elems[from]; returns the index
  * of the first element left for the next message (nested attribute lengths are 16-bit). Element
  * lists are the bulk of a large sync, so the loop uses no closures. */
@@ -363,18 +337,8 @@ export function encodeSetElements(w: AttrWriter, set: { table: string; name: str
   w.str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
   if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
   const list = w.beginNest(C.NFTA_SET_ELEM_LIST_ELEMENTS);
-  // Bytes laid out in keyElements and not yet appended to w.
-  let pending = 0;
-  while (i < elems.length && w.length + pending - list < MAX_ELEMENT_LIST_BYTES) {
+  while (i < elems.length && w.length - list < MAX_ELEMENT_LIST_BYTES) {
     const e = elems[i++];
-    if (!e.keyEnd && !e.flags && (withKeysOnly || (!e.verdict && !e.data))) {
-      pending = putKeyElement(keyElements, pending, checkValue(e.key, 'element key'));
-      continue;
-    }
-    if (pending > 0) {
-      w.raw(keyElements.subarray(0, pending));
-      pending = 0;
-    }
     const begin = w.beginNest(C.NFTA_LIST_ELEM);
     encodeValue(w, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
     if (e.keyEnd) encodeValue(w, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
@@ -385,7 +349,6 @@ export function encodeSetElements(w: AttrWriter, set: { table: string; name: str
     }
     w.endNest(begin);
   }
-  if (pending > 0) w.raw(keyElements.subarray(0, pending));
   w.endNest(list);
   return i;
 }

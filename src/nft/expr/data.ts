@@ -22,7 +22,7 @@ const VERDICT_CODES = new EnumMap<VerdictKind>('verdict code', {
   return: C.NFT_RETURN,
 });
 
-export function checkValue(value: Buffer, field: string): Buffer {
+function checkValue(value: Buffer, field: string): Buffer {
   if (!Buffer.isBuffer(value)) throw new TypeError(`${field}: not a Buffer`);
   if (value.length === 0 || value.length > C.NFT_DATA_VALUE_MAXLEN) {
     throw new RangeError(`${field}: ${value.length} bytes, the kernel takes 1..${C.NFT_DATA_VALUE_MAXLEN}`);
