@@ -119,7 +119,7 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   for (const [name, elems] of d.removeElements) tx.deleteElements(from.sets.get(name)!.set, elems);
   for (const [name, elems] of d.addElements) tx.addElements(to.sets.get(name)!.set, elems);
   for (const name of [...d.addChains, ...d.rewriteChains]) {
-    for (const r of to.chains.get(name)!.rules) tx.addRule({ ...r, handle: undefined });
+    for (const r of to.chains.get(name)!.rules) tx.addRule(r);
   }
   for (const name of d.replaceSets) {
     // Only rules still using the old set definition could block this; they were rewritten above.
