@@ -43,11 +43,27 @@ class IoWorker : public Napi::AsyncWorker {
   IoFailure failure_;
 };
 
+// Acks go out as (seq, errno) pairs in one typed array: a batch of thousands of messages gets
+// thousands of acks, and one JS object each costs more than the kernel's work on the message.
+// Only acks with more to say (an error, a reason text, an offset) become objects.
 Napi::Object TransactResultToJs(Napi::Env env, const TransactOutcome& outcome) {
   Napi::Object result = Napi::Object::New(env);
-  Napi::Array acks = Napi::Array::New(env, outcome.acks.size());
-  for (size_t i = 0; i < outcome.acks.size(); ++i) acks.Set(i, AckToJs(env, outcome.acks[i]));
-  result.Set("acks", acks);
+  size_t n = outcome.acks.size();
+  Napi::Uint32Array words = Napi::Uint32Array::New(env, n * 2);
+  Napi::Array details = Napi::Array::New(env);
+  uint32_t detailCount = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Ack& ack = outcome.acks[i];
+    words[2 * i] = ack.seq;
+    words[2 * i + 1] = static_cast<uint32_t>(ack.error);
+    if (ack.error == 0 && ack.extAckMsg.empty() && !ack.hasOffset) continue;
+    Napi::Object d = Napi::Object::New(env);
+    d.Set("index", Napi::Number::New(env, static_cast<double>(i)));
+    d.Set("ack", AckToJs(env, ack));
+    details.Set(detailCount++, d);
+  }
+  result.Set("ackWords", words);
+  result.Set("ackDetails", details);
   result.Set("messages", Napi::Buffer<uint8_t>::Copy(env, outcome.messages.data(), outcome.messages.size()));
   return result;
 }
@@ -177,7 +193,7 @@ NetlinkSocket::~NetlinkSocket() {
   state_->fd = -1;
 }
 
-// transact(datagrams: Buffer[]): Promise<{acks, messages}>
+// transact(datagrams: Buffer[]): Promise<{ackWords, ackDetails, messages}>
 Napi::Value NetlinkSocket::Transact(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto datagrams = CopyBuffers(env, info[0], "transact(datagrams): datagrams must be an array of Buffers");
@@ -187,7 +203,7 @@ Napi::Value NetlinkSocket::Transact(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// transactSync(datagrams: Buffer[]): {acks, messages} — the same exchange on the calling thread.
+// transactSync(datagrams: Buffer[]): {ackWords, ackDetails, messages} — the same exchange on the calling thread.
 // The kernel handles netlink inside sendmsg, so a small batch costs less than the two thread hops
 // of the async form; callers keep it for small batches.
 Napi::Value NetlinkSocket::TransactSync(const Napi::CallbackInfo& info) {

@@ -14,7 +14,7 @@ import {
   NLM_F_REQUEST,
 } from '../netlink/message';
 import * as C from './constants';
-import { Addr, elementKey, ElementSyntaxError, parseMember } from './element';
+import { Addr, elementKey, ElementSyntaxError, parseIPv4, parseMember } from './element';
 import { Element, IpsetSet, isSetType, SetFamily, SetOptions, SetType } from './types';
 
 const NBO = NLA_F_NET_BYTEORDER;
@@ -58,7 +58,8 @@ function flagsFor(exist: boolean): number {
 }
 
 function checkName(name: string, what = 'set name'): void {
-  if (name.length === 0 || Buffer.byteLength(name) >= C.IPSET_MAXNAMELEN) {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short names need no byte count.
+  if (name.length === 0 || (name.length * 3 >= C.IPSET_MAXNAMELEN && Buffer.byteLength(name) >= C.IPSET_MAXNAMELEN)) {
     throw new RangeError(`${what} "${name}" must be 1 to ${C.IPSET_MAXNAMELEN - 1} bytes`);
   }
 }
@@ -123,20 +124,29 @@ export function encodeSwap(h: Header, a: string, b: string): Buffer {
 }
 
 function writeAddr(w: AttrWriter, type: number, a: Addr): void {
-  w.nest(type, (n) => (typeof a === 'number' ? n.be32(C.IPSET_ATTR_IPADDR_IPV4 | NBO, a) : n.bytes(C.IPSET_ATTR_IPADDR_IPV6 | NBO, a)));
+  const at = w.beginNest(type);
+  if (typeof a === 'number') w.be32(C.IPSET_ATTR_IPADDR_IPV4 | NBO, a);
+  else w.bytes(C.IPSET_ATTR_IPADDR_IPV6 | NBO, a);
+  w.endNest(at);
 }
 
 /** The IPSET_ATTR_DATA payload of one member of a set of this type. The fields come from the
  * member's key, read in either family: the kernel refuses an address of the wrong one. */
 export function writeElementData(w: AttrWriter, type: SetType, e: Element): void {
-  const p = parseMember(type, 'unspec', e.key);
-  if (p.ip !== undefined) writeAddr(w, C.IPSET_ATTR_IP, p.ip);
-  if (p.cidr !== undefined) w.u8(C.IPSET_ATTR_CIDR, p.cidr);
-  if (p.port !== undefined) w.be16(C.IPSET_ATTR_PORT | NBO, p.port);
-  if (p.proto !== undefined) w.u8(C.IPSET_ATTR_PROTO, p.proto);
-  if (p.ip2 !== undefined) writeAddr(w, C.IPSET_ATTR_IP2, p.ip2);
-  if (p.cidr2 !== undefined) w.u8(C.IPSET_ATTR_CIDR2, p.cidr2);
-  if (p.name !== undefined) w.str(C.IPSET_ATTR_NAME, p.name);
+  // An IPv4 hash:ip member, the bulk of most syncs, is read without building its parts.
+  const v4 = type === 'hash:ip' ? parseIPv4(e.key) : undefined;
+  if (v4 !== undefined) {
+    writeAddr(w, C.IPSET_ATTR_IP, v4);
+  } else {
+    const p = parseMember(type, 'unspec', e.key);
+    if (p.ip !== undefined) writeAddr(w, C.IPSET_ATTR_IP, p.ip);
+    if (p.cidr !== undefined) w.u8(C.IPSET_ATTR_CIDR, p.cidr);
+    if (p.port !== undefined) w.be16(C.IPSET_ATTR_PORT | NBO, p.port);
+    if (p.proto !== undefined) w.u8(C.IPSET_ATTR_PROTO, p.proto);
+    if (p.ip2 !== undefined) writeAddr(w, C.IPSET_ATTR_IP2, p.ip2);
+    if (p.cidr2 !== undefined) w.u8(C.IPSET_ATTR_CIDR2, p.cidr2);
+    if (p.name !== undefined) w.str(C.IPSET_ATTR_NAME, p.name);
+  }
   if (e.timeout !== undefined) w.be32(C.IPSET_ATTR_TIMEOUT | NBO, e.timeout);
   if (e.packets !== undefined) w.be64(C.IPSET_ATTR_PACKETS | NBO, e.packets);
   if (e.bytes !== undefined) w.be64(C.IPSET_ATTR_BYTES | NBO, e.bytes);

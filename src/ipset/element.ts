@@ -289,7 +289,22 @@ export function parseMember(type: SetType, family: SetFamily, text: string): Mem
   }
 }
 
+/** The length of an address's dotted quad without leading zeros. */
+function ipv4TextLength(n: number): number {
+  let len = 3;
+  for (let shift = 24; shift >= 0; shift -= 8) {
+    const o = (n >>> shift) & 255;
+    len += o >= 100 ? 3 : o >= 10 ? 2 : 1;
+  }
+  return len;
+}
+
 /** Parses one member text for a set of this type and family (no extensions). */
 export function parseElement(type: SetType, family: SetFamily, text: string): Element {
+  if (type === 'hash:ip' && family !== 'inet6') {
+    // A dotted quad without leading zeros is already its key: no parts, no new string.
+    const v4 = parseIPv4(text);
+    if (v4 !== undefined && ipv4TextLength(v4) === text.length) return { key: text };
+  }
   return { key: elementKey(type, parseMember(type, family, text)) };
 }

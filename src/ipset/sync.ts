@@ -30,8 +30,8 @@ export interface KnownSet {
   members: Map<string, Element>;
   /** The member texts the set was made from, in the caller's order, when they were exactly its
    * keys (canonical, no duplicates, no extensions): the same texts in the same order next time
-   * mean the same set, found without a look-up per member. */
-  order?: readonly string[];
+   * mean the same set, found without a look-up per member. A run updates it in place. */
+  order?: string[];
 }
 
 /** What a run left under its prefix: the sets it made match the desired state, and the sets it
@@ -119,6 +119,14 @@ export function tempNamePattern(prefix: string): RegExp {
   return new RegExp(`^${escapeRegExp(prefix)}${TEMP_MARK}[0-9a-f]{${TEMP_HASH_LEN}}$`);
 }
 
+/** tempNamePattern as a test that rejects most names without running the expression (runs
+ * check every set's name). */
+function tempNameTest(prefix: string): (name: string) => boolean {
+  const pattern = tempNamePattern(prefix);
+  const start = prefix + TEMP_MARK;
+  return (name) => name.startsWith(start) && pattern.test(name);
+}
+
 /** Options as the kernel will report them, so desired and actual compare equal when they match. */
 function normalizeOptions(type: SetType, o: SetOptions = {}): SetOptions {
   const out: SetOptions = {};
@@ -182,40 +190,58 @@ function sameOrder(order: readonly string[] | undefined, members: readonly Membe
   return true;
 }
 
+/** Up to this many keys, a linear scan is cheaper than building a Set. */
+const SMALL = 16;
+
+function keySet(keys: string[]): string[] | Set<string> {
+  return keys.length > SMALL ? new Set(keys) : keys;
+}
+
+function hasKey(keys: string[] | Set<string>, key: string): boolean {
+  return Array.isArray(keys) ? keys.includes(key) : keys.has(key);
+}
+
 /** A set whose caller kept its member order, changed at a few positions: only the texts at
- * changed positions are looked up, and the set's member map is updated, not rebuilt.
+ * changed positions are looked up, and the set's member map and order are updated, not rebuilt.
  * Members at unchanged positions are kept; the previous order has each key once, so a member
  * that left a changed position is gone unless it came back at another changed position. Returns
  * undefined when most positions changed (the general comparison is then cheaper), and reports
  * member problems like validate. */
-function changedInPlace(cur: KnownSet, order: readonly string[], texts: readonly string[], parse: (m: string) => Element | undefined): Checked | undefined {
+function changedInPlace(cur: KnownSet, order: string[], texts: readonly string[], parse: (m: string) => Element | undefined): Checked | undefined {
   const common = Math.min(order.length, texts.length);
-  const arrived: string[] = texts.slice(common);
-  const left: string[] = order.slice(common);
-  for (let i = 0; i < common; i++) {
-    if (texts[i] !== order[i]) {
-      arrived.push(texts[i]);
-      left.push(order[i]);
-    }
+  const at: number[] = [];
+  for (let i = 0; i < common; i++) if (texts[i] !== order[i]) at.push(i);
+  const arrived: string[] = [];
+  const left: string[] = [];
+  for (const i of at) {
+    arrived.push(texts[i]);
+    left.push(order[i]);
   }
+  for (let i = common; i < texts.length; i++) arrived.push(texts[i]);
+  for (let i = common; i < order.length; i++) left.push(order[i]);
   if (arrived.length + left.length > texts.length / 2) return undefined;
-  const leftKeys = new Set(left);
-  const arrivedKeys = new Set<string>();
+  const leftKeys = keySet(left);
+  const arrivedKeys = arrived.length > SMALL ? new Set<string>() : undefined;
+  const arrivedList: string[] = [];
   const add: Element[] = [];
   let keepsOrder = true;
   for (const m of arrived) {
-    const e = cur.members.get(m) ?? parse(m);
+    const known = cur.members.get(m);
+    const e = known ?? parse(m);
     if (!e) continue;
-    if (e.key !== m) keepsOrder = false;
+    const key = e.key;
+    if (key !== m) keepsOrder = false;
+    const held = known !== undefined || cur.members.has(key);
     // Twice in the list, or also at an unchanged position: a duplicate.
-    if (arrivedKeys.has(e.key) || (cur.members.has(e.key) && !leftKeys.has(e.key))) keepsOrder = false;
-    else if (!cur.members.has(e.key)) add.push(e);
-    arrivedKeys.add(e.key);
+    if ((arrivedKeys ? arrivedKeys.has(key) : arrivedList.includes(key)) || (held && !hasKey(leftKeys, key))) keepsOrder = false;
+    else if (!held) add.push(e);
+    if (arrivedKeys) arrivedKeys.add(key);
+    else arrivedList.push(key);
   }
-  const del = left.filter((k) => !arrivedKeys.has(k)).map((k) => cur.members.get(k) as Element);
-  // The member map is shared and updated once the whole desired state is valid (applyInPlace).
-  const w: KnownSet = { ...cur, order: keepsOrder ? texts.slice() : undefined };
-  return { w, parsed: add, changes: { add, del } };
+  const del: Element[] = [];
+  for (const k of left) if (!(arrivedKeys ? arrivedKeys.has(k) : arrivedList.includes(k))) del.push(cur.members.get(k) as Element);
+  const newOrder = !keepsOrder ? undefined : texts.length === order.length ? { at, texts } : texts.slice();
+  return { w: cur, parsed: add, changes: { add, del, order: newOrder } };
 }
 
 /** A desired set checked and parsed; `parsed` are the members that were not known keys of the
@@ -223,16 +249,21 @@ function changedInPlace(cur: KnownSet, order: readonly string[], texts: readonly
 interface Checked {
   w: KnownSet;
   parsed: Element[];
-  /** Found by comparing positions with the set's previous order (changedInPlace); `w.members`
-   * is then the previous map, to be updated by applyInPlace. */
-  changes?: { add: Element[]; del: Element[] };
+  /** Found by comparing positions with the set's previous order (changedInPlace); `w` is then
+   * the previous set, its members and order to be updated by applyInPlace: the texts at
+   * positions `at`, a new order, or none when the texts are no longer exactly its keys. */
+  changes?: { add: Element[]; del: Element[]; order: { at: number[]; texts: readonly string[] } | string[] | undefined };
 }
 
+/** Updates the sets changedInPlace compared, once the whole desired state is known valid. */
 function applyInPlace(checked: Checked[]): void {
   for (const { w, changes } of checked) {
     if (!changes) continue;
     for (const e of changes.del) w.members.delete(e.key);
     for (const e of changes.add) w.members.set(e.key, e);
+    const { order } = changes;
+    if (order === undefined || Array.isArray(order)) w.order = order;
+    else for (const i of order.at) (w.order as string[])[i] = order.texts[i];
   }
 }
 
@@ -240,20 +271,31 @@ function applyInPlace(checked: Checked[]): void {
  * holds (same kind of set) is canonical and valid, so it is taken as is, not parsed again. */
 function validate(desired: Map<string, DesiredSet>, prefix: string, present: Map<string, PresentSet>): Checked[] {
   const problems: string[] = [];
-  const temp = tempNamePattern(prefix);
+  const isTemp = tempNameTest(prefix);
   const out: Checked[] = [];
+  // Most sets of a run share their type, family and (absent) options: worked out once each.
+  const kinds = new Map<string, { family: SetFamily; options: SetOptions; spec: string }>();
+  const kindOf = (d: DesiredSet & { type: SetType }) => {
+    const id = d.options === undefined ? `${d.type}/${d.family}` : undefined;
+    const had = id === undefined ? undefined : kinds.get(id);
+    if (had) return had;
+    const family = familyOf(d.type, d.family);
+    const options = normalizeOptions(d.type, d.options);
+    const kind = { family, options, spec: specOf(d.type, family, options) };
+    if (id !== undefined) kinds.set(id, kind);
+    return kind;
+  };
   for (const [name, d] of desired) {
     if (!name.startsWith(prefix)) problems.push(`set ${name}: name does not start with the prefix "${prefix}"`);
-    if (temp.test(name)) problems.push(`set ${name}: name is reserved for temporary sets`);
-    if (Buffer.byteLength(name) > NAME_MAX || name.length === 0) problems.push(`set ${name}: name must be 1 to ${NAME_MAX} bytes`);
+    if (isTemp(name)) problems.push(`set ${name}: name is reserved for temporary sets`);
+    // A UTF-16 unit is at most 3 UTF-8 bytes: short names need no byte count.
+    if (name.length === 0 || (name.length * 3 > NAME_MAX && Buffer.byteLength(name) > NAME_MAX)) problems.push(`set ${name}: name must be 1 to ${NAME_MAX} bytes`);
     if (!isSetType(d.type)) {
       problems.push(`set ${name}: unsupported type "${d.type}"`);
       continue;
     }
     if (d.type === 'bitmap:port' && !d.options?.range) problems.push(`set ${name}: bitmap:port needs options.range`);
-    const family = familyOf(d.type, d.family);
-    const options = normalizeOptions(d.type, d.options);
-    const spec = specOf(d.type, family, options);
+    const { family, options, spec } = kindOf(d);
     const cur = present.get(name)?.known;
     const sameKind = cur?.spec === spec ? cur : undefined;
     /** The member, or undefined with the problem recorded. */
@@ -405,9 +447,9 @@ export async function syncSets(
   }
   if (cache?.used) throw new SyncInputError(['cache: this state was already used by a run; pass the state that run returned']);
   const desiredMap = desired instanceof Map ? desired : new Map(Object.entries(desired));
-  const isTemp = tempNamePattern(prefix);
+  const isTemp = tempNameTest(prefix);
   const before = { ...client.sent };
-  const inScope = (name: string) => name.startsWith(prefix) && (prune || desiredMap.has(name) || isTemp.test(name));
+  const inScope = (name: string) => name.startsWith(prefix) && (prune || desiredMap.has(name) || isTemp(name));
   const present = cache ? presentFromCache(cache) : await readPresent(client, inScope);
   const checked = validate(desiredMap, prefix, present);
   cache?.markUsed();
@@ -444,13 +486,13 @@ export async function syncSets(
     return failed;
   };
 
-  const leftovers = [...present.keys()].filter((n) => isTemp.test(n));
+  const leftovers = [...present.keys()].filter(isTemp);
   const fill: IpsetOp[] = leftovers.map((name) => ({ op: 'destroy', name, exist: true }));
   result.leftoversRemoved.push(...leftovers);
 
   const respec: KnownSet[] = [];
   const changed: (Replacement & { type: SetType })[] = [];
-  for (const c of listsLast(checked.map((x) => ({ ...x, type: x.w.type })))) {
+  for (const c of [...checked.filter((x) => x.w.type !== 'list:set'), ...checked.filter((x) => x.w.type === 'list:set')]) {
     const { w } = c;
     const cur = present.get(w.name);
     if (!cur) {
@@ -478,7 +520,7 @@ export async function syncSets(
     }
     result.updated.push(...changed.map((c) => c.w.name));
   }
-  const doomedSets = prune ? listsLast([...present.values()].filter((s) => !wanted.has(s.name) && !isTemp.test(s.name)).map((s) => ({ ...s, type: s.typeName }))).reverse() : [];
+  const doomedSets = prune ? listsLast([...present.values()].filter((s) => !wanted.has(s.name) && !isTemp(s.name)).map((s) => ({ ...s, type: s.typeName }))).reverse() : [];
   const destroys: IpsetOp[] = doomedSets.map((s) => {
     const op: IpsetOp = { op: 'destroy', name: s.name, exist: true };
     doomed.set(op, s.name);

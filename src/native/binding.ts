@@ -14,11 +14,20 @@ export interface NativeDump {
   error?: NativeAck;
 }
 
+export interface NativeTransact {
+  /** Every ack in arrival order as (seq, errno) pairs. */
+  ackWords: Uint32Array;
+  /** The acks that carry more than a success (an error, a reason text, an offset), by position. */
+  ackDetails: { index: number; ack: NativeAck }[];
+  /** Every other reply, as received. */
+  messages: Buffer;
+}
+
 export interface NativeSocket {
   readonly portId: number;
-  transact(datagrams: Buffer[]): Promise<{ acks: NativeAck[]; messages: Buffer }>;
+  transact(datagrams: Buffer[]): Promise<NativeTransact>;
   /** transact on the calling thread, for small batches. */
-  transactSync(datagrams: Buffer[]): { acks: NativeAck[]; messages: Buffer };
+  transactSync(datagrams: Buffer[]): NativeTransact;
   dump(request: Buffer, timeoutMs: number): Promise<NativeDump>;
   /** Runs the dumps one after another in one trip to a worker thread. */
   dumpAll(requests: Buffer[], timeoutMs: number): Promise<NativeDump[]>;

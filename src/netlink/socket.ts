@@ -1,5 +1,5 @@
 /** A netlink socket bound to one namespace, with operations serialised in call order. */
-import { native, NativeDump, NativeSocket } from '../native/binding';
+import { native, NativeDump, NativeSocket, NativeTransact } from '../native/binding';
 import { DecodeError, NetlinkError } from './errors';
 import { decodeNfMessages, NETLINK_NETFILTER, NfMessage } from './message';
 import { Netns } from './netns';
@@ -28,6 +28,14 @@ export interface SocketOptions {
 
 /** Up to this many bytes a transact blocks the event loop for tens of microseconds at most. */
 const SYNC_TRANSACT_BYTES = 16 * 1024;
+
+function transactResult(raw: NativeTransact): TransactReply {
+  const w = raw.ackWords;
+  const acks: Ack[] = new Array(w.length >> 1);
+  for (let i = 0; i < acks.length; i++) acks[i] = { seq: w[2 * i], errno: w[2 * i + 1] };
+  for (const d of raw.ackDetails) acks[d.index] = d.ack;
+  return { acks, messages: decodeNfMessages(raw.messages) };
+}
 
 function dumpResult(raw: NativeDump, what: string): NfMessage[] {
   if (raw.error) {
@@ -98,8 +106,7 @@ export class NetlinkSocket {
     let bytes = 0;
     for (const d of datagrams) bytes += d.length;
     return this.serial(async () => {
-      const raw = bytes <= SYNC_TRANSACT_BYTES ? this.sock.transactSync(datagrams) : await this.sock.transact(datagrams);
-      return { acks: raw.acks, messages: decodeNfMessages(raw.messages) };
+      return transactResult(bytes <= SYNC_TRANSACT_BYTES ? this.sock.transactSync(datagrams) : await this.sock.transact(datagrams));
     });
   }
 

@@ -34,6 +34,12 @@ test('members normalise as the kernel stores them', () => {
   assert.equal(parseElement('hash:ip,port', 'inet', '198.18.0.1,80').key, '198.18.0.1,tcp:80');
   assert.equal(parseElement('hash:ip,port,net', 'inet6', '2001:db8::1,UDP:53,2001:db8:ff::9/40').key, '2001:db8::1,udp:53,2001:db8::/40');
   assert.equal(parseElement('bitmap:port', 'unspec', 'tcp:443').key, '443');
+  // hash:ip texts without leading zeros are their own key; others are rewritten.
+  assert.equal(parseElement('hash:ip', 'inet', '198.18.0.1').key, '198.18.0.1');
+  assert.equal(parseElement('hash:ip', 'inet', '198.018.0.01').key, '198.18.0.1');
+  assert.equal(parseElement('hash:ip', 'inet', '0.0.0.0').key, '0.0.0.0');
+  assert.equal(parseElement('hash:ip', 'inet', '255.255.255.255').key, '255.255.255.255');
+  assert.throws(() => parseElement('hash:ip', 'inet6', '198.18.0.1'), ElementSyntaxError);
 });
 
 test('bad members are refused with the member and the problem named', () => {
