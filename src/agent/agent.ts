@@ -1,7 +1,8 @@
 /** The sync loop: cluster changes -> policy engine -> desired table -> minimal atomic transaction.
  *
  * - Nothing is written before the source's initial state is complete; then the previous run's
- *   table is replaced in one transaction (never a moment with no rules or empty sets).
+ *   table is read back and brought to the desired state in one transaction (never a moment with
+ *   no rules or empty sets; nothing written when nothing changed), or created whole.
  * - Each change is applied to the engine at once; an empty delta costs nothing more. Changes that
  *   arrive while a commit is in flight are merged and committed together right after it: no
  *   fixed delay, no full recompute.
@@ -19,7 +20,7 @@ import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
 import { isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, formatDiff, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
-import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules } from '../ruleset/model';
+import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
 import { ChangeScope, DesiredTable } from './desired';
 import { Renderer } from './render';
 
@@ -77,7 +78,8 @@ export class Agent {
     this.committed = emptyModel({ family: 'inet', name: opts.table });
   }
 
-  /** Loads the source's initial state and replaces the table with it in one transaction. */
+  /** Loads the source's initial state and brings the table to it in one transaction: the
+   * previous run's table is read back and only what differs is written. */
   async start(snapshot: ClusterSnapshot): Promise<SyncReport> {
     this.engine.batch(() => {
       for (const ns of snapshot.namespaces.values()) this.engine.upsertNamespace(ns);
@@ -87,7 +89,7 @@ export class Agent {
     const ir = this.engine.state();
     this.desired = new DesiredTable(this.renderer, ir);
     this.reportPolicyErrors([...ir.policies.values()].flatMap((p) => p.errors));
-    return this.exclusive(() => this.replaceTable('full'));
+    return this.exclusive(() => this.reconcile('full'));
   }
 
   /** Feed one change from the source. */
@@ -265,64 +267,87 @@ export class Agent {
   /** Reads the table back and repairs any difference from the desired state atomically.
    * Returns the drift found ('' when none). */
   async resync(): Promise<SyncReport> {
-    return this.exclusive(async () => {
-      for (let attempt = 0; ; attempt++) {
-        const t0 = performance.now();
-        let kernel: RulesetModel | undefined;
-        let genId: number;
-        try {
-          const read = await readTable(this.opts.socket, 'inet', this.opts.table);
-          genId = read.genId;
-          kernel = read.value ? modelFromKernel(read.value) : undefined;
-        } catch (err) {
-          if (!(err instanceof DecodeError)) {
-            this.commitFailed('resync', err);
-            throw err;
-          }
-          // Bytes nfkube cannot even parse in its own table: replace all of it.
-          this.opts.logger.warn({ err }, 'own table unreadable; replacing it');
-          return this.replaceTable('resync');
-        }
-        try {
-          if (!kernel) {
-            this.opts.logger.warn({ table: this.opts.table }, 'own table missing; recreating it');
-            const r = await this.replaceTable('resync', genId);
-            r.drift = `table inet ${this.opts.table} missing`;
-            r.repaired = { table: 1 };
-            return r;
-          }
-          // Pending changes are part of the desired model now; they are committed by this repair.
-          const target = cloneModel(this.desired!.model);
-          const pendingAtStart = this.pending;
-          this.pending = new ChangeScope();
-          this.pendingEvents = 0;
-          const d: RuleSetDiff = diffRulesets(kernel, target);
-          if (isEmptyDiff(d)) {
-            this.committed = target;
-            this.failures = 0;
-            const report: SyncReport = { kind: 'resync', messages: 0, byType: new Map(), durationMs: performance.now() - t0, drift: '' };
-            this.opts.observer?.synced?.(report);
-            return report;
-          }
-          const drift = formatDiff(kernel, target, d);
-          this.opts.logger.warn({ drift }, 'kernel state differs from the desired state; repairing');
-          let res: CommitResult;
-          try {
-            res = await commit(this.opts.socket, diffTransaction(kernel, target, d), { echo: false, genId });
-          } catch (err) {
-            this.pending.merge(pendingAtStart);
-            throw err;
-          }
-          this.committed = target;
-          this.failures = 0;
-          return this.recordCommit('resync', res, t0, { drift, repaired: repairedCounts(d) });
-        } catch (err) {
-          if (isGenerationMismatch(err) && attempt < 5) continue; // someone committed meanwhile: read again
-          this.commitFailed('resync', err);
+    return this.exclusive(() => this.reconcile('resync'));
+  }
+
+  /** Reads the table back and commits the difference from the desired state in one transaction,
+   * guarded by the generation it was read at. At start ('full') the difference is what changed
+   * since the previous run, not drift: a restart over an unchanged cluster writes nothing and
+   * keeps the rules' handles and counters; a table that is missing, unreadable or refuses the
+   * difference is replaced whole. */
+  private async reconcile(kind: 'full' | 'resync'): Promise<SyncReport> {
+    const atStart = kind === 'full';
+    for (let attempt = 0; ; attempt++) {
+      const t0 = performance.now();
+      let kernel: RulesetModel | undefined;
+      let genId: number;
+      let flags: string | undefined;
+      try {
+        const read = await readTable(this.opts.socket, 'inet', this.opts.table);
+        genId = read.genId;
+        kernel = read.value ? modelFromKernel(read.value) : undefined;
+        flags = read.value ? tableFlagsProblem(read.value.table) : undefined;
+      } catch (err) {
+        if (!(err instanceof DecodeError)) {
+          if (!atStart) this.commitFailed(kind, err);
           throw err;
         }
+        // Bytes nfkube cannot even parse in its own table: replace all of it.
+        this.opts.logger.warn({ err }, 'own table unreadable; replacing it');
+        return this.replaceTable(kind);
       }
-    });
+      try {
+        if (!kernel || flags) {
+          if (atStart && !kernel) return await this.replaceTable(kind, genId);
+          const drift = flags ?? `table inet ${this.opts.table} missing`;
+          this.opts.logger.warn({ table: this.opts.table, drift }, 'own table missing or switched off; replacing it');
+          const r = await this.replaceTable(kind, genId);
+          if (atStart) return r;
+          r.drift = drift;
+          r.repaired = { table: 1 };
+          return r;
+        }
+        // Pending changes are part of the desired model now; they are committed by this repair.
+        const target = cloneModel(this.desired!.model);
+        const pendingAtStart = this.pending;
+        this.pending = new ChangeScope();
+        this.pendingEvents = 0;
+        const d: RuleSetDiff = diffRulesets(kernel, target);
+        if (isEmptyDiff(d)) {
+          this.committed = target;
+          this.failures = 0;
+          const report: SyncReport = { kind, messages: 0, byType: new Map(), durationMs: performance.now() - t0 };
+          if (!atStart) report.drift = '';
+          this.opts.observer?.synced?.(report);
+          this.opts.observer?.sizes?.(this.sizes(kind));
+          this.opts.logger.info({ kind, messages: 0, ...this.lastSizes }, atStart ? "the previous run's table already matches: nothing written" : 'no drift');
+          return report;
+        }
+        const drift = atStart ? undefined : formatDiff(kernel, target, d);
+        if (atStart) this.opts.logger.info({ changes: repairedCounts(d) }, "updating the previous run's table");
+        else this.opts.logger.warn({ drift }, 'kernel state differs from the desired state; repairing');
+        let res: CommitResult;
+        try {
+          res = await commit(this.opts.socket, diffTransaction(kernel, target, d), { echo: false, genId });
+        } catch (err) {
+          this.pending.merge(pendingAtStart);
+          throw err;
+        }
+        this.committed = target;
+        this.failures = 0;
+        return this.recordCommit(kind, res, t0, atStart ? {} : { drift, repaired: repairedCounts(d) });
+      } catch (err) {
+        if (isGenerationMismatch(err) && attempt < 5) continue; // someone committed meanwhile: read again
+        if (atStart && err instanceof NetlinkError) {
+          // The previous run's objects cannot be brought over (a definition the kernel will not
+          // change in place): start from a clean replacement instead.
+          this.opts.logger.warn({ err }, "the previous run's table could not be updated in place; replacing it");
+          return this.replaceTable(kind);
+        }
+        if (!atStart) this.commitFailed(kind, err);
+        throw err;
+      }
+    }
   }
 
   async stop(): Promise<void> {

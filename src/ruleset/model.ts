@@ -2,6 +2,7 @@
  * The agent renders what it means into one, keeps another for what the kernel holds, and the
  * read-back of the kernel converts into the same shape. */
 import { sameRuleBody } from '../nft/canonical';
+import { NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER } from '../nft/constants';
 import { TableContents } from '../nft/readback';
 import { Chain, NftSet, Rule, SetElement, Table } from '../nft/types';
 
@@ -69,6 +70,19 @@ export function sameRules(a: Rule[], b: Rule[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (!sameRuleBody(a[i], b[i])) return false;
   return true;
+}
+
+/** Why a table read back cannot enforce as it is, or undefined: table flags are not part of the
+ * model (nfkube's table has none), and a dormant table's base chains see no packets at all. */
+export function tableFlagsProblem(t: Table): string | undefined {
+  const flags = t.flags ?? 0;
+  if (flags === 0) return undefined;
+  const names: string[] = [];
+  if (flags & NFT_TABLE_F_DORMANT) names.push('dormant');
+  if (flags & NFT_TABLE_F_OWNER) names.push('owner');
+  const rest = flags & ~(NFT_TABLE_F_DORMANT | NFT_TABLE_F_OWNER);
+  if (rest) names.push(`0x${rest.toString(16)}`);
+  return `table ${t.family} ${t.name} has flags ${names.join(', ')}`;
 }
 
 export function modelFromKernel(t: TableContents): RulesetModel {

@@ -32,7 +32,7 @@ async function assertEnforced(sb: Sandbox, cluster: Cluster): Promise<void> {
 
 const messagesSince = (agent: Agent, before: number) => agent.totals.messages - before;
 
-test('start-up replaces the previous table in one transaction and enforces the cluster state', async () => {
+test('start-up brings a leftover table to the cluster state in one transaction', async () => {
   await withSandbox(async (sb) => {
     // A leftover table from an earlier run, with content nfkube no longer means.
     sb.run('nft', ['add table inet nfkube; add chain inet nfkube stale; add set inet nfkube old { type ipv4_addr; }']);
@@ -43,6 +43,31 @@ test('start-up replaces the previous table in one transaction and enforces the c
     const text = sb.run('nft', ['list', 'table', 'inet', 'nfkube']);
     assert.doesNotMatch(text, /stale|set old/);
     await agent.stop();
+  });
+});
+
+test('a restart writes only what changed while it was down: nothing, or one policy chain', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    await (await startAgent(sb, cluster)).stop();
+    const table = () => sb.run('nft', ['-a', 'list', 'table', 'inet', 'nfkube']);
+    const before = table();
+
+    const same = await startAgent(sb, cluster);
+    assert.equal(same.totals.messages, 0, 'an unchanged cluster: nothing written');
+    assert.equal(table(), before, 'every rule, set and element as it was, handles included');
+    await same.stop();
+
+    cluster.apply(policy('x', 'web', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ port: 8080 }] }] }));
+    const baseChain = () => sb.run('nft', ['-a', 'list', 'chain', 'inet', 'nfkube', 'forward_ingress']);
+    const baseBefore = baseChain();
+    const changed = await startAgent(sb, cluster);
+    assert.equal(changed.totals.commits, 1);
+    // As for the same change made while running: one chain refilled, the unused sets deleted.
+    assert.deepEqual(Object.fromEntries(changed.totals.byType), { NFT_MSG_DELRULE: 1, NFT_MSG_NEWRULE: 2, NFT_MSG_DELSET: 2 });
+    assert.equal(baseChain(), baseBefore, 'base chains untouched');
+    await assertEnforced(sb, cluster);
+    await changed.stop();
   });
 });
 
@@ -129,6 +154,27 @@ test('drift is found by read-back and repaired in one transaction', async () => 
     sb.run('nft', ['delete', 'table', 'inet', 'nfkube']);
     const recreated = await agent.resync();
     assert.match(recreated.drift ?? '', /missing/);
+    await assertEnforced(sb, cluster);
+    await agent.stop();
+  });
+});
+
+test('a table switched off (dormant) is drift: replaced at start and by a resync', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const dormant = () => /flags dormant/.test(sb.run('nft', ['list', 'table', 'inet', 'nfkube']));
+    await (await startAgent(sb, cluster)).stop();
+    // Its base chains see no packets, though every rule and element is in place.
+    sb.run('nft', ['add table inet nfkube { flags dormant; }']);
+    assert.ok(dormant());
+    const agent = await startAgent(sb, cluster);
+    assert.ok(!dormant(), 'start wakes it');
+    assert.equal(agent.totals.commits, 1);
+
+    sb.run('nft', ['add table inet nfkube { flags dormant; }']);
+    const repaired = await agent.resync();
+    assert.match(repaired.drift ?? '', /table inet nfkube has flags dormant/);
+    assert.ok(!dormant(), 'a resync wakes it');
     await assertEnforced(sb, cluster);
     await agent.stop();
   });

@@ -189,3 +189,12 @@ test('a deleted table is reported whole and recreated', async () => {
     );
   });
 });
+
+test('a table switched off (dormant) is reported and replaced awake', async () => {
+  await withAgent(async (sb, cluster, agent) => {
+    // Every rule and element is in place, but no base chain of a dormant table sees a packet.
+    sb.run('nft', ['add table inet nfkube { flags dormant; }']);
+    await assertDetectedAndRepaired(sb, cluster, agent, 'table inet nfkube has flags dormant');
+    assert.doesNotMatch(sb.run('nft', ['list', 'table', 'inet', 'nfkube']), /dormant/);
+  });
+});

@@ -5,7 +5,7 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { listTable } from '../../nft/readback';
 import { compileFull } from '../../policy/compile';
 import { diffRulesets, formatDiff, isEmptyDiff } from '../../ruleset/diff';
-import { emptyModel, modelFromKernel } from '../../ruleset/model';
+import { emptyModel, modelFromKernel, tableFlagsProblem } from '../../ruleset/model';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
@@ -28,12 +28,14 @@ const command: Command = {
       const back = await listTable(socket, 'inet', table);
       const kernel = back ? modelFromKernel(back) : emptyModel({ family: 'inet', name: table });
       const d = diffRulesets(kernel, desired);
+      const flags = back ? tableFlagsProblem(back.table) : undefined;
       if (!back) process.stdout.write(`table inet ${table} does not exist\n`);
-      if (isEmptyDiff(d) && back) {
+      if (flags) process.stdout.write(`${flags}\n`);
+      if (isEmptyDiff(d) && back && !flags) {
         process.stdout.write(`table inet ${table} matches the desired state (${desired.chains.size} chains, ${desired.sets.size} sets)\n`);
         return 0;
       }
-      process.stdout.write(`${formatDiff(kernel, desired, d)}\n`);
+      if (!isEmptyDiff(d)) process.stdout.write(`${formatDiff(kernel, desired, d)}\n`);
       return 1;
     } finally {
       await socket.close();
