@@ -4,6 +4,7 @@
  * Each method runs several times, each time on new 10% churn; the table shows the median.
  * Run: node dist/bench/ipset.bench.js — prints a markdown section. */
 import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { IpsetClient } from '../src/ipset/client';
 import { syncSets, SyncOptions, SyncResult } from '../src/ipset/sync';
 import { DesiredSet } from '../src/ipset/types';
@@ -11,6 +12,7 @@ import { Netns } from '../src/netlink/netns';
 import { NetlinkSocket } from '../src/netlink/socket';
 
 const addr = (n: number) => `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+const NFKUBE = join(__dirname, '..', '..', 'bin', 'nfkube');
 /** Untimed runs before a long-lived caller's timed ones. */
 const LONG_LIVED_WARMUP = 10;
 const RESTORE_REUSED = '`ipset restore`, swap via one reused temporary set';
@@ -65,6 +67,8 @@ async function scenario(sets: number, members: number, reps: number, rows: Row[]
     }
   };
   const desired = (): Record<string, DesiredSet> => Object.fromEntries(state.map((m, i) => [`b-${i}`, { type: 'hash:ip', members: m.map(addr) } as DesiredSet]));
+  const nfkubeRestore = (file: string) =>
+    execFileSync('nsenter', [`--net=${ns.path}`, process.execPath, NFKUBE, 'ipset', 'restore', '--prefix', 'b-'], { input: file, maxBuffer: 1 << 30 });
   const ipsetRestore = (script: string) => execFileSync('nsenter', [`--net=${ns.path}`, 'ipset', 'restore'], { input: script, maxBuffer: 1 << 30 });
 
   /** Times one method `reps` times after `warmup` untimed runs; `prepare` runs untimed before
@@ -99,6 +103,14 @@ async function scenario(sets: number, members: number, reps: number, rows: Row[]
     await measure('nfkube no change, fresh process', desired, async (d) => counts((last = await sync({}, d))));
     await measure('nfkube no change, long-lived caller', desired, async (d) => counts((last = await sync({ cache: last.state }, d))), LONG_LIVED_WARMUP);
 
+    await measure(
+      '`nfkube ipset restore --prefix b-` (the CLI: a new Node process per run, reads the kernel)',
+      () => {
+        churn();
+        return state.map((m, i) => `create b-${i} hash:ip family inet\n${m.map((n) => `add b-${i} ${addr(n)}`).join('\n')}\n`).join('');
+      },
+      (file) => (nfkubeRestore(file), `${sets * 2} mutating, 1 read (and Node's start)`),
+    );
     await measure(
       RESTORE_REUSED,
       () => {

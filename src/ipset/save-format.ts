@@ -63,7 +63,14 @@ export interface ParsedSet extends DesiredSet {
 
 const EXIST_FLAGS = new Set(['-exist', '-!']);
 
+const WHITESPACE = /\s+/;
+
 function tokenize(text: string): string[] {
+  // Most lines hold no quoted comment: split them without matching token by token.
+  if (!text.includes('"')) {
+    const words = text.split(WHITESPACE);
+    return words.some((w) => EXIST_FLAGS.has(w)) ? words.filter((w) => !EXIST_FLAGS.has(w)) : words;
+  }
   const out: string[] = [];
   const re = /"([^"]*)"|(\S+)/g;
   let m: RegExpExecArray | null;
@@ -85,7 +92,8 @@ const NAME_MAX = 31;
 
 function checkSetName(name: string | undefined): string {
   if (!name) throw new Error('missing set name');
-  if (Buffer.byteLength(name) > NAME_MAX) throw new Error(`set name "${name}" is longer than ${NAME_MAX} bytes`);
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short names need no byte count.
+  if (name.length * 3 > NAME_MAX && Buffer.byteLength(name) > NAME_MAX) throw new Error(`set name "${name}" is longer than ${NAME_MAX} bytes`);
   return name;
 }
 
