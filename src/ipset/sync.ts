@@ -119,8 +119,8 @@ export function tempNamePattern(prefix: string): RegExp {
   return new RegExp(`^${escapeRegExp(prefix)}${TEMP_MARK}[0-9a-f]{${TEMP_HASH_LEN}}$`);
 }
 
-/** tempNamePattern as a test that rejects most names without running the expression (runs
- * check every set's name). */
+/** tempNamePattern as a test that rejects most names by their start, before the expression
+ * runs: a run tests every set's name. */
 function tempNameTest(prefix: string): (name: string) => boolean {
   const pattern = tempNamePattern(prefix);
   const start = prefix + TEMP_MARK;
