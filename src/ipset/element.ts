@@ -2,6 +2,7 @@
  * carry, both ways. A member is kept as its canonical text (its key): parsing normalises exactly
  * as the kernel stores (networks masked, host prefixes dropped), so a desired member and one read
  * back compare equal as strings, and every key parses back to the same fields. */
+import { longestZeroRun, parseIPv6Groups } from '../net/ip-text';
 import { Element, SetFamily, SetType } from './types';
 
 /** A member text that does not fit the set; the message names the member and the problem. */
@@ -58,30 +59,12 @@ export function parseIPv4(s: string): number | undefined {
   return value * 256 + octet;
 }
 
+/** IPv6 text to its 16 bytes, or undefined when the text is not an address. */
 export function parseIPv6(s: string): Buffer | undefined {
-  if (!/^[0-9a-fA-F:.]+$/.test(s) || s.length > 45) return undefined;
-  let head = s;
-  let v4: number | undefined;
-  const lastColon = s.lastIndexOf(':');
-  if (s.includes('.')) {
-    v4 = parseIPv4(s.slice(lastColon + 1));
-    if (v4 === undefined) return undefined;
-    head = s.slice(0, lastColon + 1) + '0:0';
-  }
-  const halves = head.split('::');
-  if (halves.length > 2) return undefined;
-  const groups = (h: string) => (h === '' ? [] : h.split(':'));
-  const left = groups(halves[0]);
-  const right = halves.length === 2 ? groups(halves[1]) : [];
-  const total = left.length + right.length;
-  if (halves.length === 1 ? total !== 8 : total > 7) return undefined;
-  const words = [...left, ...Array(8 - total).fill('0'), ...right];
+  const groups = parseIPv6Groups(s);
+  if (!groups) return undefined;
   const out = Buffer.alloc(16);
-  for (let i = 0; i < 8; i++) {
-    if (!/^[0-9a-fA-F]{1,4}$/.test(words[i])) return undefined;
-    out.writeUInt16BE(parseInt(words[i], 16), i * 2);
-  }
-  if (v4 !== undefined) out.writeUInt32BE(v4, 12);
+  for (let i = 0; i < 8; i++) out.writeUInt16BE(groups[i], i * 2);
   return out;
 }
 
@@ -93,35 +76,21 @@ export function formatIPv4(n: number): string {
  * first on a tie) of two or more zero words becomes `::`; mapped and compatible IPv4 stay dotted. */
 export function formatIPv6(b: Buffer): string {
   const words = Array.from({ length: 8 }, (_, i) => b.readUInt16BE(i * 2));
-  let bestAt = -1;
-  let bestLen = 0;
-  for (let i = 0; i < 8; ) {
-    if (words[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && words[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestAt = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  if (bestLen < 2) bestAt = -1;
+  const run = longestZeroRun(words);
+  const end = run.start + run.length;
   let out = '';
   for (let i = 0; i < 8; i++) {
-    if (bestAt >= 0 && i >= bestAt && i < bestAt + bestLen) {
-      if (i === bestAt) out += ':';
+    if (run.length > 0 && i >= run.start && i < end) {
+      if (i === run.start) out += ':';
       continue;
     }
     if (i > 0) out += ':';
-    if (i === 6 && bestAt === 0 && (bestLen === 6 || (bestLen === 5 && words[5] === 0xffff))) {
+    if (i === 6 && run.start === 0 && (run.length === 6 || (run.length === 5 && words[5] === 0xffff))) {
       return out + formatIPv4(b.readUInt32BE(12));
     }
     out += words[i].toString(16);
   }
-  if (bestAt >= 0 && bestAt + bestLen === 8) out += ':';
+  if (run.length > 0 && end === 8) out += ':';
   return out;
 }
 

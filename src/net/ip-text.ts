@@ -1,11 +1,11 @@
 /** Address text shared by the nft and policy code: dotted quads and IPv6
  * groups parsed by hand, and RFC 5952 formatting. */
 
-/** RFC 5952 text for an IPv6 address given as eight 16-bit groups: lower-case hex, the longest run
- * of two or more zero groups (the first on a tie) compressed to `::`. */
-export function formatIPv6Groups(groups: number[]): string {
-  let bestStart = -1;
-  let bestLen = 1;
+/** The run of zero groups that `::` replaces: the longest of two or more (the first on a tie),
+ * as RFC 5952 and glibc's inet_ntop choose it; `length` 0 when there is none. */
+export function longestZeroRun(groups: number[]): { start: number; length: number } {
+  let start = -1;
+  let length = 1;
   for (let i = 0; i < 8; ) {
     if (groups[i] !== 0) {
       i++;
@@ -13,15 +13,22 @@ export function formatIPv6Groups(groups: number[]): string {
     }
     let j = i;
     while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestStart = i;
-      bestLen = j - i;
+    if (j - i > length) {
+      start = i;
+      length = j - i;
     }
     i = j;
   }
+  return start < 0 ? { start: -1, length: 0 } : { start, length };
+}
+
+/** RFC 5952 text for an IPv6 address given as eight 16-bit groups: lower-case hex, the longest run
+ * of two or more zero groups (the first on a tie) compressed to `::`. */
+export function formatIPv6Groups(groups: number[]): string {
+  const run = longestZeroRun(groups);
   const hex = (gs: number[]): string => gs.map((g) => g.toString(16)).join(':');
-  if (bestStart < 0) return hex(groups);
-  return `${hex(groups.slice(0, bestStart))}::${hex(groups.slice(bestStart + bestLen))}`;
+  if (run.length === 0) return hex(groups);
+  return `${hex(groups.slice(0, run.start))}::${hex(groups.slice(run.start + run.length))}`;
 }
 
 /** The eight 16-bit groups of an IPv6 address, or undefined when the text is not one. Pod and
