@@ -14,7 +14,8 @@ import {
   NLM_F_REQUEST,
 } from '../netlink/message';
 import * as C from './constants';
-import { Addr, elementKey, ElementSyntaxError, parseIPv4, parseMember } from './element';
+import { parseDottedQuad } from '../net/ip-text';
+import { Addr, elementKey, ElementSyntaxError, parseMember } from './element';
 import { Element, IpsetSet, isSetType, SetFamily, SetOptions, SetType } from './types';
 
 const NBO = NLA_F_NET_BYTEORDER;
@@ -134,7 +135,7 @@ function writeAddr(w: AttrWriter, type: number, a: Addr): void {
  * member's key, read in either family: the kernel refuses an address of the wrong one. */
 export function writeElementData(w: AttrWriter, type: SetType, e: Element): void {
   // An IPv4 hash:ip member, the bulk of most syncs, is read without building its parts.
-  const v4 = type === 'hash:ip' ? parseIPv4(e.key) : undefined;
+  const v4 = type === 'hash:ip' ? parseDottedQuad(e.key) : undefined;
   if (v4 !== undefined) {
     writeAddr(w, C.IPSET_ATTR_IP, v4);
   } else {

@@ -2,7 +2,7 @@
  * carry, both ways. A member is kept as its canonical text (its key): parsing normalises exactly
  * as the kernel stores (networks masked, host prefixes dropped), so a desired member and one read
  * back compare equal as strings, and every key parses back to the same fields. */
-import { longestZeroRun, parseIPv6Groups } from '../net/ip-text';
+import { longestZeroRun, parseDottedQuad, parseIPv6Groups } from '../net/ip-text';
 import { Element, SetFamily, SetType } from './types';
 
 /** A member text that does not fit the set; the message names the member and the problem. */
@@ -33,31 +33,6 @@ const IPPROTO_ICMPV6 = 58;
 const PROTO_BY_NAME: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, udplite: 136, icmp: IPPROTO_ICMP, 'ipv6-icmp': IPPROTO_ICMPV6, icmpv6: IPPROTO_ICMPV6 };
 const PROTO_NAME: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
 const PORT_PROTOS = new Set([6, 17, 132, 136]);
-
-/** Dotted quad to a number, without a regular expression or a Buffer: desired members and keys
- * are parsed in bulk. */
-export function parseIPv4(s: string): number | undefined {
-  let value = 0;
-  let octet = 0;
-  let digits = 0;
-  let dots = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      octet = octet * 10 + c - 48;
-      if (++digits > 3 || octet > 255) return undefined;
-    } else if (c === 46 && digits > 0 && dots < 3) {
-      value = value * 256 + octet;
-      octet = 0;
-      digits = 0;
-      dots++;
-    } else {
-      return undefined;
-    }
-  }
-  if (dots !== 3 || digits === 0) return undefined;
-  return value * 256 + octet;
-}
 
 /** IPv6 text to its 16 bytes, or undefined when the text is not an address. */
 export function parseIPv6(s: string): Buffer | undefined {
@@ -115,10 +90,13 @@ function maskAddr(a: Addr, cidr: number): Addr {
 /** `unspec` takes either family: keys are parsed for encoding without knowing the set's family,
  * and the kernel refuses an address of the wrong one. */
 function parseAddr(text: string, whole: string, family: SetFamily): Addr {
-  const v4 = parseIPv4(text);
+  const v4 = parseDottedQuad(text);
   if (v4 !== undefined) {
     if (family === 'inet6') throw new ElementSyntaxError(whole, `IPv4 address ${text} in an inet6 set`);
     return v4;
+  }
+  if (/^[\d.]+$/.test(text) && /(^|\.)0\d/.test(text)) {
+    throw new ElementSyntaxError(whole, `"${text}" has an octet with a leading zero, which the ipset tool reads as octal: write it without`);
   }
   const v6 = parseIPv6(text);
   if (!v6) throw new ElementSyntaxError(whole, `"${text}" is not an IP address`);
@@ -258,22 +236,11 @@ export function parseMember(type: SetType, family: SetFamily, text: string): Mem
   }
 }
 
-/** The length of an address's dotted quad without leading zeros. */
-function ipv4TextLength(n: number): number {
-  let len = 3;
-  for (let shift = 24; shift >= 0; shift -= 8) {
-    const o = (n >>> shift) & 255;
-    len += o >= 100 ? 3 : o >= 10 ? 2 : 1;
-  }
-  return len;
-}
-
 /** Parses one member text for a set of this type and family (no extensions). */
 export function parseElement(type: SetType, family: SetFamily, text: string): Element {
   if (type === 'hash:ip' && family !== 'inet6') {
-    // A dotted quad without leading zeros is already its key: no parts, no new string.
-    const v4 = parseIPv4(text);
-    if (v4 !== undefined && ipv4TextLength(v4) === text.length) return { key: text };
+    // A dotted quad (they have no leading zeros) is already its key: no parts, no new string.
+    if (parseDottedQuad(text) !== undefined) return { key: text };
   }
   return { key: elementKey(type, parseMember(type, family, text)) };
 }

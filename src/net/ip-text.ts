@@ -95,17 +95,28 @@ function hexDigit(c: number): number {
   return -1;
 }
 
-/** A dotted quad as a number; leading zeros are refused (they read as octal elsewhere; Go's
- * net.ParseIP refuses them too). */
+/** A dotted quad as a number; leading zeros are refused (inet_aton, and with it the ipset and
+ * nft tools, reads "010" as octal 8). Hand-parsed: set members are read in bulk. */
 export function parseDottedQuad(text: string): number | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
   let value = 0;
-  for (const part of parts) {
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(part)) return undefined;
-    const n = Number(part);
-    if (n > 255) return undefined;
-    value = value * 256 + n;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return undefined;
+      octet = octet * 10 + c - 48;
+      if (++digits > 3 || octet > 255) return undefined;
+    } else if (c === 46 && digits > 0 && dots < 3) {
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+    } else {
+      return undefined;
+    }
   }
-  return value;
+  if (dots !== 3 || digits === 0) return undefined;
+  return value * 256 + octet;
 }

@@ -145,16 +145,17 @@ test('cache: a long-lived caller skips the dump and gets what a fresh run gets; 
 });
 
 test('cache: members moved, repeated or written differently sync exactly; a state serves one run', async () => {
+  // hash:net, where a member has texts other than its key (a dotted quad is always its own).
   await withSandbox(async (sb) => {
     const client = new IpsetClient(sb.socket);
-    const canonical = (texts: string[]) => [...new Set(texts.map((t) => parseElement('hash:ip', 'inet', t).key))].sort();
+    const canonical = (texts: string[]) => [...new Set(texts.map((t) => parseElement('hash:net', 'inet', t).key))].sort();
     let list = ips(1, 20);
-    let r = await syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX });
+    let r = await syncSets(client, { 't-p': { type: 'hash:net', members: list } }, { prefix: PREFIX });
     // Steps that change few positions take the positional comparison (while the previous list
     // was canonical and without repeats); the others, the general one.
     const steps: ((l: string[]) => string[])[] = [
       (l) => [l[1], l[0], ...l.slice(2, 5), '198.18.50.1', ...l.slice(6)], // two swap places, one replaced
-      (l) => [...l.slice(0, 7), '198.18.050.002', ...l.slice(8)], // not canonical text
+      (l) => [...l.slice(0, 7), '198.18.50.2/32', ...l.slice(8)], // not canonical text (a host prefix)
       canonical,
       (l) => [...l.slice(0, 3), l[10], ...l.slice(4)], // a kept member repeated: one member fewer
       canonical,
@@ -167,13 +168,13 @@ test('cache: members moved, repeated or written differently sync exactly; a stat
     for (const step of steps) {
       list = step(list);
       const before = r.state!;
-      await assert.rejects(syncSets(client, { 't-p': { type: 'hash:ip', members: [...list, 'bogus'] } }, { prefix: PREFIX, cache: before }), SyncInputError);
-      r = await syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX, cache: before });
+      await assert.rejects(syncSets(client, { 't-p': { type: 'hash:net', members: [...list, 'bogus'] } }, { prefix: PREFIX, cache: before }), SyncInputError);
+      r = await syncSets(client, { 't-p': { type: 'hash:net', members: list } }, { prefix: PREFIX, cache: before });
       assert.deepEqual(r.failures, []);
       assert.deepEqual(members(sb, 't-p'), canonical(list), list.join(' '));
-      await assert.rejects(syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX, cache: before }), /already used/);
+      await assert.rejects(syncSets(client, { 't-p': { type: 'hash:net', members: list } }, { prefix: PREFIX, cache: before }), /already used/);
     }
-    const fresh = await syncSets(client, { 't-p': { type: 'hash:ip', members: list } }, { prefix: PREFIX });
+    const fresh = await syncSets(client, { 't-p': { type: 'hash:net', members: list } }, { prefix: PREFIX });
     assert.equal(fresh.messages.mutating, 0);
   });
 });

@@ -34,9 +34,12 @@ test('members normalise as the kernel stores them', () => {
   assert.equal(parseElement('hash:ip,port', 'inet', '198.18.0.1,80').key, '198.18.0.1,tcp:80');
   assert.equal(parseElement('hash:ip,port,net', 'inet6', '2001:db8::1,UDP:53,2001:db8:ff::9/40').key, '2001:db8::1,udp:53,2001:db8::/40');
   assert.equal(parseElement('bitmap:port', 'unspec', 'tcp:443').key, '443');
-  // hash:ip texts without leading zeros are their own key; others are rewritten.
+  // A dotted quad is its own key; a leading zero is refused: the ipset and nft tools read it as
+  // octal (010 is 8), so the text is ambiguous.
   assert.equal(parseElement('hash:ip', 'inet', '198.18.0.1').key, '198.18.0.1');
-  assert.equal(parseElement('hash:ip', 'inet', '198.018.0.01').key, '198.18.0.1');
+  for (const [type, text] of [['hash:ip', '198.018.0.1'], ['hash:net', '010.0.0.0/8'], ['hash:ip,port', '1.2.3.04,80']] as const) {
+    assert.throws(() => parseElement(type, 'inet', text), (e: unknown) => e instanceof ElementSyntaxError && /leading zero.*octal/.test(e.message), text);
+  }
   assert.equal(parseElement('hash:ip', 'inet', '0.0.0.0').key, '0.0.0.0');
   assert.equal(parseElement('hash:ip', 'inet', '255.255.255.255').key, '255.255.255.255');
   assert.throws(() => parseElement('hash:ip', 'inet6', '198.18.0.1'), ElementSyntaxError);
@@ -212,16 +215,18 @@ test('save format: parse and print round-trip; every bad line reported with its 
     'create a hash:ip',
     'frobnicate',
     'add a "198.18.0.1',
+    'add a 198.18.0.010',
   ].join('\n');
   assert.throws(
     () => parseSave(bad),
     (e: unknown) => {
       assert.ok(e instanceof RestoreSyntaxError);
-      assert.deepEqual(e.errors.map((x) => x.line), [2, 3, 4, 6, 7, 8, 9, 10, 11, 12]);
+      assert.deepEqual(e.errors.map((x) => x.line), [2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13]);
       assert.match(e.message, /line 2: .*IPv6 address 2001:db8::1 in an inet set/);
       assert.match(e.message, /line 3: .*unknown or unsupported set type "hash:nope"/);
       assert.match(e.message, /line 6: .*outside the set's range 1-100/);
       assert.match(e.message, /line 7: .*port "99999"/);
+      assert.match(e.message, /line 13: .*"198.18.0.010" has an octet with a leading zero, which the ipset tool reads as octal/);
       return true;
     },
   );
