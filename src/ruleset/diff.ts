@@ -92,7 +92,21 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
       if (del.length) d.removeElements.set(name, del);
     }
   }
+  if (d.replaceSets.length > 0) rewriteLookupsOf(d, from, to);
   return d;
+}
+
+/** A set is replaced by deleting it, which the kernel refuses while any rule looks it up: every
+ * chain whose rules reference a replaced set is rewritten too, so its old rules are gone first
+ * and its new ones bind the new set. */
+function rewriteLookupsOf(d: RuleSetDiff, from: RulesetModel, to: RulesetModel): void {
+  const replaced = new Set(d.replaceSets);
+  const planned = new Set([...d.addChains, ...d.removeChains, ...d.rewriteChains]);
+  for (const [name, c] of from.chains) {
+    if (planned.has(name) || !to.chains.has(name)) continue;
+    const refers = c.rules.some((r) => r.exprs.some((e) => (e.type === 'lookup' && replaced.has(e.set)) || (e.type === 'objref' && e.setName !== undefined && replaced.has(e.setName))));
+    if (refers) d.rewriteChains.push(name);
+  }
 }
 
 /** Orders the changes so every reference resolves at each step of the batch: chains exist
@@ -111,8 +125,10 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   }
   // Rules of chains about to go stop referencing anything first.
   for (const name of d.removeChains) tx.flushChain(from.chains.get(name)!.chain);
-  for (const name of d.replaceSets) tx.flushSet(from.sets.get(name)!.set);
-  for (const name of d.addSets) {
+  // Every rule that looked up a replaced set was just flushed (diffRulesets rewrites those
+  // chains): the old set can go, and the rules added below bind the new one.
+  for (const name of d.replaceSets) tx.deleteSet(from.sets.get(name)!.set);
+  for (const name of [...d.addSets, ...d.replaceSets]) {
     const s = to.sets.get(name)!;
     tx.addSet(s.set).addElements(s.set, [...s.elements.values()]);
   }
@@ -120,11 +136,6 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   for (const [name, elems] of d.addElements) tx.addElements(to.sets.get(name)!.set, elems);
   for (const name of [...d.addChains, ...d.rewriteChains]) {
     for (const r of to.chains.get(name)!.rules) tx.addRule(r);
-  }
-  for (const name of d.replaceSets) {
-    // Only rules still using the old set definition could block this; they were rewritten above.
-    const s = to.sets.get(name)!;
-    tx.deleteSet(from.sets.get(name)!.set).addSet(s.set).addElements(s.set, [...s.elements.values()]);
   }
   for (const name of d.removeChains) tx.deleteChain(from.chains.get(name)!.chain);
   for (const name of d.removeSets) tx.deleteSet(from.sets.get(name)!.set);
@@ -174,7 +185,10 @@ export function formatDiff(from: RulesetModel, to: RulesetModel, d: RuleSetDiff)
     lines.push(`~ chain ${n}`);
     for (const r of b.rules) if (!aKeys.has(ruleKey(r))) lines.push(`+   ${formatRule({ ...r, handle: undefined })}`);
     for (const r of a.rules) if (!bKeys.has(ruleKey(r))) lines.push(`-   ${formatRule(r)}`);
-    if ([...aKeys].every((k) => bKeys.has(k)) && [...bKeys].every((k) => aKeys.has(k))) lines.push('    (rule order or base chain settings differ)');
+    if ([...aKeys].every((k) => bKeys.has(k)) && [...bKeys].every((k) => aKeys.has(k))) {
+      const unchanged = sameChainDefinition(a.chain, b.chain) && sameRules(a.rules, b.rules);
+      lines.push(unchanged ? '    (its rules look up a set that is replaced)' : '    (rule order or base chain settings differ)');
+    }
   }
   for (const n of d.addSets) lines.push(`+ set ${n} (${to.sets.get(n)!.elements.size} elements)`);
   for (const n of d.removeSets) lines.push(`- set ${n}`);

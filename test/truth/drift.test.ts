@@ -198,3 +198,19 @@ test('a table switched off (dormant) is reported and replaced awake', async () =
     assert.doesNotMatch(sb.run('nft', ['list', 'table', 'inet', 'nfkube']), /dormant/);
   });
 });
+
+test('a set recreated with another definition is replaced, and the chain that looks it up refilled', async () => {
+  await withAgent(async (sb, cluster, agent) => {
+    const n = names(agent);
+    // The kernel refuses to delete a set a rule looks up: the other writer empties the chain first.
+    sb.run('nft', [`flush chain inet nfkube ${n.webPolicy}; delete set inet nfkube ${n.clients4}; add set inet nfkube ${n.clients4} { type ipv4_addr; flags interval; }`]);
+    const before = verify(sb, cluster);
+    assert.equal(before.status, 1);
+    assert.match(before.stdout, new RegExp(`^~ chain ${n.webPolicy}\n\\+   ip saddr @${n.clients4} `));
+    assert.match(before.stdout, new RegExp(`\n~ set ${n.clients4} \\(definition differs\\)\n`));
+    const repair = await agent.resync();
+    assert.match(repair.drift ?? '', /definition differs/);
+    assert.equal(verify(sb, cluster).status, 0);
+    assert.doesNotMatch(sb.run('nft', ['list', 'set', 'inet', 'nfkube', n.clients4]), /interval/);
+  });
+});
