@@ -162,6 +162,8 @@ interface Result {
   nftEvent: number;
   krEvent: number;
   rssMB: number;
+  restartMs: number;
+  restartMessages: number;
 }
 
 async function run(pods: number, policies: number): Promise<Result> {
@@ -220,6 +222,13 @@ async function run(pods: number, policies: number): Promise<Result> {
   const emptyEvents = agent.totals.emptyEvents - empty0;
   const rssMB = process.resourceUsage().maxRSS / 1024;
   await agent.stop();
+  // A restart over the cluster as the events left it: the table is read back and compared.
+  const now = { ...snapshot, pods: new Map(live.map((p) => [`${p.namespace}/${p.name}`, p])) };
+  const restarted = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+  t0 = performance.now();
+  const restart = await restarted.start(now);
+  const restartMs = performance.now() - t0;
+  await restarted.stop();
   await sb.close();
 
   // The same intent through nft -f and kube-router style, each in its own namespace.
@@ -278,6 +287,8 @@ async function run(pods: number, policies: number): Promise<Result> {
     nftEvent: percentile(deltas, 50),
     krEvent: percentile(krEvents, 50),
     rssMB,
+    restartMs,
+    restartMessages: restart.messages,
   };
 }
 
@@ -302,10 +313,10 @@ async function main(): Promise<void> {
       ) +
       '\n\nThe full sync is a fresh process\'s first: its code runs cold, as at an agent\'s start. "nft -f, nfkube\'s ruleset" loads the file `nfkube render` prints for the same cluster (verdict maps, shared named sets). "nft -f, straightforward file" loads the same intent written as a person writes it, as the issue\'s reference file was: per-pod dispatch rules, a chain per pod and per policy direction, peers inline as anonymous sets.\n\n' +
       table(
-        ['size', 'nfkube event p50 / p99 (event to committed; events that commit)', 'CPU per event', 'kernel messages per event', 'events with 0 messages', 'nft -f element delta', 'kube-router style per event', 'peak RSS'],
-        rows.map((r) => [r.size, `${r.eventP50.toFixed(3)} / ${r.eventP99.toFixed(3)} ms`, `${r.eventCpuUs.toFixed(0)} µs`, r.msgsPerEvent.toFixed(2), `${r.emptyEvents} of ${EVENTS}`, ms(r.nftEvent), ms(r.krEvent), `${r.rssMB.toFixed(0)} MB`]),
+        ['size', 'nfkube event p50 / p99 (event to committed; events that commit)', 'CPU per event', 'kernel messages per event', 'events with 0 messages', 'nft -f element delta', 'kube-router style per event', 'peak RSS', 'restart over an unchanged cluster'],
+        rows.map((r) => [r.size, `${r.eventP50.toFixed(3)} / ${r.eventP99.toFixed(3)} ms`, `${r.eventCpuUs.toFixed(0)} µs`, r.msgsPerEvent.toFixed(2), `${r.emptyEvents} of ${EVENTS}`, ms(r.nftEvent), ms(r.krEvent), `${r.rssMB.toFixed(0)} MB`, `${ms(r.restartMs)}, ${r.restartMessages} messages`]),
       ) +
-      '\n\nEvents alternate pod adds (half on this node) and deletes of random pods. CPU per event is the process\'s CPU time over the 1,000 events divided by 1,000: it includes the read-back of the chains each commit rewrote. Each size runs in its own process; peak RSS is that process\'s maximum, with the generated cluster objects (the informer cache\'s share) included.\n\n',
+      '\n\nEvents alternate pod adds (half on this node) and deletes of random pods. CPU per event is the process\'s CPU time over the 1,000 events divided by 1,000: it includes the read-back of the chains each commit rewrote. Each size runs in its own process; peak RSS is that process\'s maximum, with the generated cluster objects (the informer cache\'s share) included. The restart is a new Agent started over the cluster as the events left it: it reads the table back, compares, and writes only what differs.\n\n',
   );
 }
 
