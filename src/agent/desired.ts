@@ -34,11 +34,13 @@ export class DesiredTable {
   private readonly targets = new Map<string, Target>();
   private readonly policies = new Map<string, CompiledPolicy>();
   private readonly ipBlocks = new Map<string, IpBlockSet>();
-  /** vmap element -> target key that owns it (two pods may briefly claim one address). */
-  private readonly vmapOwner = new Map<string, string>();
+  /** vmap entry (`set key`) -> keys of the targets claiming it, sorted; the first holds it, as in
+   * a full render, and when it leaves the entry passes to the next (two pods may briefly share an
+   * address, and the one that stays must stay isolated). */
+  private readonly vmapClaims = new Map<string, string[]>();
 
   constructor(private readonly renderer: Renderer, ir: PolicyIR) {
-    this.model = renderer.full(ir, this.vmapOwner);
+    this.model = renderer.full(ir, this.vmapClaims);
     for (const [k, t] of ir.targets) this.targets.set(k, t);
     for (const [k, p] of ir.policies) this.policies.set(k, p);
     for (const [k, ib] of ir.ipBlockSets) this.ipBlocks.set(k, ib);
@@ -138,19 +140,34 @@ export class DesiredTable {
     if (!t) return;
     for (const [set, e] of this.renderer.vmapEntries(t)) {
       const k = elementKey(e);
-      if (this.vmapOwner.get(`${set} ${k}`) !== t.key) continue;
-      this.vmapOwner.delete(`${set} ${k}`);
-      this.model.sets.get(set)!.elements.delete(k);
+      const entry = `${set} ${k}`;
+      const claims = this.vmapClaims.get(entry);
+      const at = claims ? claims.indexOf(t.key) : -1;
+      if (!claims || at < 0) continue;
+      claims.splice(at, 1);
+      const elements = this.model.sets.get(set)!.elements;
       scope.element(set, k);
+      if (claims.length === 0) {
+        this.vmapClaims.delete(entry);
+        elements.delete(k);
+      } else if (at === 0) {
+        const next = this.renderer.vmapEntries(this.targets.get(claims[0])!).find(([s, x]) => s === set && elementKey(x) === k)!;
+        elements.set(k, next[1]);
+      }
     }
   }
 
   private addVmapEntries(t: Target, scope: ChangeScope): void {
     for (const [set, e] of this.renderer.vmapEntries(t)) {
       const k = elementKey(e);
-      const owner = this.vmapOwner.get(`${set} ${k}`);
-      if (owner !== undefined && owner !== t.key) continue;
-      this.vmapOwner.set(`${set} ${k}`, t.key);
+      const entry = `${set} ${k}`;
+      const claims = this.vmapClaims.get(entry);
+      if (!claims) this.vmapClaims.set(entry, [t.key]);
+      else if (!claims.includes(t.key)) {
+        claims.push(t.key);
+        claims.sort((x, y) => (x < y ? -1 : 1));
+      }
+      if (this.vmapClaims.get(entry)![0] !== t.key) continue;
       this.model.sets.get(set)!.elements.set(k, e);
       scope.element(set, k);
     }

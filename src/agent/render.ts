@@ -224,9 +224,10 @@ export class Renderer {
     return out;
   }
 
-  /** The whole table for an IR. `owners` receives, per vmap entry (`set key`), the target that
-   * holds it: two local pods may briefly claim one address, and the first by pod key keeps it. */
-  full(ir: PolicyIR, owners = new Map<string, string>()): RulesetModel {
+  /** The whole table for an IR. `claims` receives, per vmap entry (`set key`), the keys of the
+   * targets that claim it, sorted: two local pods may briefly share an address (one leaving, one
+   * arriving), and the first by pod key holds the entry. */
+  full(ir: PolicyIR, claims = new Map<string, string[]>()): RulesetModel {
     const m = emptyModel({ family: 'inet', name: this.opts.table });
     const base = this.base();
     for (const c of base.chains) m.chains.set(c.chain.name, c);
@@ -243,9 +244,13 @@ export class Renderer {
       for (const c of this.podChains(t, names)) m.chains.set(c.chain.name, c);
       for (const [set, e] of this.vmapEntries(t)) {
         const k = elementKey(e);
-        const owned = `${set} ${k}`;
-        if (owners.has(owned)) continue;
-        owners.set(owned, t.key);
+        const entry = `${set} ${k}`;
+        const held = claims.get(entry);
+        if (held) {
+          held.push(t.key);
+          continue;
+        }
+        claims.set(entry, [t.key]);
         m.sets.get(set)!.elements.set(k, e);
       }
     }

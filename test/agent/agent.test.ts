@@ -71,6 +71,41 @@ test('a restart writes only what changed while it was down: nothing, or one poli
   });
 });
 
+test('two local pods briefly sharing an address: the entry passes to the one that stays', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const agent = await startAgent(sb, cluster);
+    const dispatch = () => sb.run('nft', ['list', 'map', 'inet', 'nfkube', 'ingress_v4']);
+    const chainOf = (text: string, ip: string) => new RegExp(`${ip.replace(/\./g, '\\.')} : goto (pod_\\w+_in)`).exec(text)?.[1];
+    const chainA = chainOf(dispatch(), '198.18.0.2');
+    assert.ok(chainA);
+    // A new web pod gets x/a's address while x/a is still running (slow status update): x/a,
+    // first by key, keeps the entry.
+    cluster.apply(pod('x', 'a2', '198.18.0.2', { app: 'web' }));
+    await agent.idle();
+    assert.equal(chainOf(dispatch(), '198.18.0.2'), chainA);
+    await assertEnforced(sb, cluster);
+    // x/a leaves: its address stays dispatched, now to x/a2's chain (before, it lost the entry
+    // and x/a2 was not isolated at all).
+    cluster.remove('Pod', 'x/a');
+    await agent.idle();
+    const chainA2 = chainOf(dispatch(), '198.18.0.2');
+    assert.ok(chainA2, 'the address is still dispatched');
+    assert.notEqual(chainA2, chainA);
+    await assertEnforced(sb, cluster);
+    // The same the other way round: a claimant first by key arrives, then leaves.
+    cluster.apply(pod('x', 'a1', '198.18.0.2', { app: 'web' }));
+    await agent.idle();
+    await assertEnforced(sb, cluster);
+    cluster.remove('Pod', 'x/a1');
+    await agent.idle();
+    assert.equal(chainOf(dispatch(), '198.18.0.2'), chainA2);
+    await assertEnforced(sb, cluster);
+    assert.equal((await agent.resync()).drift, '');
+    await agent.stop();
+  });
+});
+
 test('event cost is counted: irrelevant events write nothing, a pod joining a selector adds elements only', async () => {
   await withSandbox(async (sb) => {
     const cluster = baseCluster();
