@@ -3,6 +3,7 @@
 import type { LabelSelector, NamespaceInfo, NetworkPolicyInfo, PeerInfo, PodInfo, PolicyPortInfo, PolicyRuleInfo } from '../../src/k8s/model';
 import type { PolicyEngine } from '../../src/policy/engine';
 import type { PolicyDelta } from '../../src/policy/ir';
+import type { ClusterChange } from '../../src/k8s/source';
 
 export const NODE = 'node-1';
 
@@ -119,8 +120,9 @@ export class World {
 
 const NAMESPACES = ['x', 'y', 'z'];
 
-/** One random event, applied to both the world and the engine. */
-export function step(w: World, engine: PolicyEngine): PolicyDelta {
+/** One random change, applied to the world: a pod, namespace or policy created, changed or
+ * deleted. */
+export function randomChange(w: World): ClusterChange {
   const r = w.rand();
   const ns = w.pick(NAMESPACES);
   if (r < 0.45) {
@@ -129,31 +131,45 @@ export function step(w: World, engine: PolicyEngine): PolicyDelta {
     const existing = w.pods.get(key);
     if (existing && w.chance(0.3)) {
       w.pods.delete(key);
-      return engine.deletePod(existing);
+      return { kind: 'Pod', type: 'delete', key, object: existing };
     }
     const pod = existing && w.chance(0.5) ? { ...existing, labels: w.labels() } : w.pod(ns, name);
     w.pods.set(key, pod);
-    return engine.upsertPod(pod);
+    return { kind: 'Pod', type: 'upsert', key, object: pod };
   }
   if (r < 0.6) {
-    if (w.namespaces.has(ns) && w.chance(0.2)) {
+    const existing = w.namespaces.get(ns);
+    if (existing && w.chance(0.2)) {
       w.namespaces.delete(ns);
-      return engine.deleteNamespace({ name: ns });
+      return { kind: 'Namespace', type: 'delete', key: ns, object: existing };
     }
     const labels: Record<string, string> = {};
     if (w.chance(0.7)) labels.team = w.pick(['red', 'blue']);
     const info = { name: ns, labels };
     w.namespaces.set(ns, info);
-    return engine.upsertNamespace(info);
+    return { kind: 'Namespace', type: 'upsert', key: ns, object: info };
   }
   const name = `np${Math.floor(w.rand() * 5)}`;
   const key = `${ns}/${name}`;
-  if (w.policies.has(key) && w.chance(0.3)) {
+  const existing = w.policies.get(key);
+  if (existing && w.chance(0.3)) {
     w.policies.delete(key);
-    return engine.deletePolicy({ namespace: ns, name });
+    return { kind: 'NetworkPolicy', type: 'delete', key, object: existing };
   }
   const np = w.policy(ns, name);
   w.policies.set(key, np);
-  return engine.upsertPolicy(np);
+  return { kind: 'NetworkPolicy', type: 'upsert', key, object: np };
 }
 
+/** One random change, applied to the world and the engine. */
+export function step(w: World, engine: PolicyEngine): PolicyDelta {
+  const c = randomChange(w);
+  switch (c.kind) {
+    case 'Pod':
+      return c.type === 'upsert' ? engine.upsertPod(c.object) : engine.deletePod(c.object);
+    case 'Namespace':
+      return c.type === 'upsert' ? engine.upsertNamespace(c.object) : engine.deleteNamespace(c.object);
+    case 'NetworkPolicy':
+      return c.type === 'upsert' ? engine.upsertPolicy(c.object) : engine.deletePolicy(c.object);
+  }
+}

@@ -1,0 +1,37 @@
+/** The agent against the kernel on random cluster changes (pods sharing addresses, policies
+ * appearing, changing and going, invalid fields, namespace relabels): after every commit the
+ * table read back equals a full render of the cluster, and a resync finds nothing to repair. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { Agent } from '../../src/agent/agent';
+import { Renderer } from '../../src/agent/render';
+import { listTable } from '../../src/nft/readback';
+import { compileFull } from '../../src/policy/compile';
+import { diffRulesets, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
+import { modelFromKernel } from '../../src/ruleset/model';
+import { withSandbox } from '../helpers/netns';
+import { mulberry32 as rng } from '../helpers/prng';
+import { NODE, randomChange, World } from '../helpers/random-cluster';
+
+test('random cluster changes: the kernel holds a full render of the cluster after every commit', async () => {
+  await withSandbox(async (sb) => {
+    const w = new World(rng(11));
+    const renderer = new Renderer({ table: 'nfkube', denyAction: 'drop' });
+    const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+    await agent.start({ pods: new Map(), namespaces: new Map(), policies: new Map() });
+    for (let i = 0; i < 150; i++) {
+      // Several changes at once now and then, so some are coalesced into one commit.
+      const burst = i % 10 === 9 ? 4 : 1;
+      for (let k = 0; k < burst; k++) agent.onChange(randomChange(w));
+      await agent.idle();
+      const meant = renderer.full(compileFull(w.inputs(), NODE));
+      const kernel = modelFromKernel((await listTable(sb.socket, 'inet', 'nfkube'))!);
+      const d = diffRulesets(kernel, meant);
+      assert.ok(isEmptyDiff(d), `change ${i}:\n${formatDiff(kernel, meant, d)}`);
+    }
+    assert.equal((await agent.resync()).drift, '');
+    assert.ok(agent.totals.commits > 50);
+    await agent.stop();
+  });
+});
