@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
-import { listChainRules, readTable } from '../nft/readback';
+import { listChainRules, listTables, readTable } from '../nft/readback';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
@@ -262,6 +262,19 @@ export class Agent {
       this.pending.merge(pendingAtStart);
       throw err;
     }
+  }
+
+  /** A cheap look at the table alone: present and not dormant. A foreign `flush ruleset` (an
+   * nftables.service restart, say) or `delete table` ends all enforcement at once, so callers
+   * check often rather than wait for the next full resync; when the table is gone or switched
+   * off, this runs that resync now and returns its report. */
+  async checkTable(): Promise<SyncReport | undefined> {
+    if (!this.desired || this.stopped) return undefined;
+    const tables = await listTables(this.opts.socket, 'inet');
+    const own = tables.find((t) => t.name === this.opts.table);
+    if (own && !tableFlagsProblem(own)) return undefined;
+    this.opts.logger.warn({ table: this.opts.table, problem: own ? tableFlagsProblem(own) : 'missing' }, 'own table missing or switched off; resyncing now');
+    return this.resync();
   }
 
   /** Reads the table back and repairs any difference from the desired state atomically.

@@ -106,6 +106,27 @@ test('two local pods briefly sharing an address: the entry passes to the one tha
   });
 });
 
+test('the table check finds a flushed ruleset or a dormant table and restores enforcement at once', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const agent = await startAgent(sb, cluster);
+    const before = agent.totals.messages;
+    assert.equal(await agent.checkTable(), undefined, 'a healthy table: nothing to do');
+    assert.equal(agent.totals.messages, before);
+
+    // What restarting a host's nftables.service does: its file starts with `flush ruleset`.
+    sb.run('nft', ['flush ruleset']);
+    const restored = await agent.checkTable();
+    assert.match(restored?.drift ?? '', /missing/);
+    await assertEnforced(sb, cluster);
+
+    sb.run('nft', ['add table inet nfkube { flags dormant; }']);
+    assert.match((await agent.checkTable())?.drift ?? '', /dormant/);
+    await assertEnforced(sb, cluster);
+    await agent.stop();
+  });
+});
+
 test('event cost is counted: irrelevant events write nothing, a pod joining a selector adds elements only', async () => {
   await withSandbox(async (sb) => {
     const cluster = baseCluster();

@@ -13,6 +13,9 @@ import { openSource, SOURCE_OPTIONS } from '../source';
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once]
                     [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]`;
 
+/** How often the agent checks that its table is still there and awake (one small dump). */
+const TABLE_CHECK_MS = 10_000;
+
 const command: Command = {
   summary: 'enforce NetworkPolicy for the pods on this node (--once: sync and exit)',
   usage,
@@ -57,6 +60,7 @@ const command: Command = {
       return 0;
     }
     const timer = setInterval(() => void agent.resync().catch((err) => logger.error({ err }, 'resync failed')), resyncMs);
+    const tableCheck = setInterval(() => void agent.checkTable().catch((err) => logger.error({ err }, 'table check failed')), Math.min(TABLE_CHECK_MS, resyncMs));
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
         logger.info({ signal }, 'stopping; the enforced rules stay in place');
@@ -66,6 +70,7 @@ const command: Command = {
       process.once('SIGINT', shutdown);
     });
     clearInterval(timer);
+    clearInterval(tableCheck);
     await server?.close();
     await source.stop();
     await agent.stop();
