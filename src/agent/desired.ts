@@ -145,12 +145,13 @@ export class DesiredTable {
       const at = claims ? claims.indexOf(t.key) : -1;
       if (!claims || at < 0) continue;
       claims.splice(at, 1);
+      if (at > 0) continue;
       const elements = this.model.sets.get(set)!.elements;
       scope.element(set, k);
       if (claims.length === 0) {
         this.vmapClaims.delete(entry);
         elements.delete(k);
-      } else if (at === 0) {
+      } else {
         const next = this.renderer.vmapEntries(this.targets.get(claims[0])!).find(([s, x]) => s === set && elementKey(x) === k)!;
         elements.set(k, next[1]);
       }
