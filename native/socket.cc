@@ -44,8 +44,8 @@ class IoWorker : public Napi::AsyncWorker {
 };
 
 // Acks go out as (seq, errno) pairs in one typed array: a batch of thousands of messages gets
-// thousands of acks, and one JS object each costs more than the kernel's work on the message.
-// Only acks with more to say (an error, a reason text, an offset) become objects.
+// thousands of acks, and building an object for each through N-API costs far more than filling
+// an array. Only acks with more to say (an error, a reason text, an offset) become objects.
 Napi::Object TransactResultToJs(Napi::Env env, const TransactOutcome& outcome) {
   Napi::Object result = Napi::Object::New(env);
   size_t n = outcome.acks.size();
@@ -203,9 +203,9 @@ Napi::Value NetlinkSocket::Transact(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// transactSync(datagrams: Buffer[]): {ackWords, ackDetails, messages} — the same exchange on the calling thread.
-// The kernel handles netlink inside sendmsg, so a small batch costs less than the two thread hops
-// of the async form; callers keep it for small batches.
+// transactSync(datagrams: Buffer[]): {ackWords, ackDetails, messages} — the same exchange on the
+// calling thread. The kernel handles netlink inside sendmsg, so a small batch costs less than the
+// two thread hops of the async form; callers keep it for small batches.
 Napi::Value NetlinkSocket::TransactSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto datagrams = CopyBuffers(env, info[0], "transactSync(datagrams): datagrams must be an array of Buffers");
