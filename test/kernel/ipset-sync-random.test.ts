@@ -1,6 +1,6 @@
 /** syncSets against the kernel on random edits of member lists (moves, replacements, repeats,
- * texts other than their key, growth and shrinkage), each run taking either the state the
- * previous run returned or a fresh read: after every run `ipset save` (the oracle) holds exactly
+ * texts other than their key, growth and shrinkage, type changes), in both modes, each run taking
+ * either the state the previous run returned or a fresh read: after every run `ipset save` (the oracle) holds exactly
  * the desired members, and an unchanged list sends nothing. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,7 +26,7 @@ function kernelMembers(sb: Sandbox): Map<string, string[]> {
   return out;
 }
 
-test('random member edits sync exactly, through the cached state and through fresh reads', async () => {
+test('random member edits and type changes sync exactly, in both modes, through the cached state and fresh reads', async () => {
   await withSandbox(async (sb) => {
     const client = new IpsetClient(sb.socket);
     const rand = rng(7);
@@ -56,6 +56,13 @@ test('random member edits sync exactly, through the cached state and through fre
       const changed = new Set<string>();
       for (const [name, l] of lists) {
         if (rand() < 0.5) continue;
+        if (rand() < 0.1) {
+          // A change of type: the set is replaced by swap (or destroy and rename).
+          l.type = l.type === 'hash:ip' ? 'hash:net' : 'hash:ip';
+          l.members = Array.from({ length: Math.floor(rand() * 6) }, text[l.type as 'hash:ip' | 'hash:net']);
+          changed.add(name);
+          continue;
+        }
         const next = pick(edits)(l.members, text[l.type as 'hash:ip' | 'hash:net']);
         const keys = (xs: string[]) => [...new Set(xs.map((m) => parseElement(l.type, 'inet', m).key))].sort().join(' ');
         if (keys(next) !== keys(l.members)) changed.add(name);
@@ -63,11 +70,14 @@ test('random member edits sync exactly, through the cached state and through fre
       }
       const desired: Record<string, DesiredSet> = Object.fromEntries([...lists].map(([n, l]) => [n, { type: l.type, members: [...l.members] }]));
       const useCache = last?.state !== undefined && rand() < 0.7;
-      last = await syncSets(client, desired, { prefix: PREFIX, cache: useCache ? last!.state : undefined });
-      const where = `round ${round} (${useCache ? 'cached state' : 'fresh read'})`;
+      const mode = rand() < 0.3 ? 'replace' : 'incremental';
+      last = await syncSets(client, desired, { prefix: PREFIX, mode, cache: useCache ? last!.state : undefined });
+      const where = `round ${round} (${mode}, ${useCache ? 'cached state' : 'fresh read'})`;
       assert.deepEqual(last.failures, [], where);
       const kernel = kernelMembers(sb);
+      assert.deepEqual([...kernel.keys()].sort(), [...lists.keys()].sort(), `${where}: no temporary set left`);
       for (const [name, l] of lists) {
+        assert.match(sb.run('ipset', ['list', '-t', name]), new RegExp(`Type: ${l.type}\n`), `${where}: ${name} type`);
         assert.deepEqual(kernel.get(name), [...new Set(l.members.map((m) => parseElement(l.type, 'inet', m).key))].sort(), `${where}: ${name} from ${l.members.join(' ')}`);
       }
       if (round > 0 && changed.size === 0) assert.equal(last.messages.mutating, 0, `${where}: nothing changed`);
