@@ -54,14 +54,11 @@ export function formatIp(family: IpFamily, value: bigint): string {
   return formatIPv6Groups(groups);
 }
 
-
-const V4_CANONICAL = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$/;
-
 /** Canonical text and family of an address, or undefined when it is not one. */
 export function canonicalIp(text: string): { family: IpFamily; text: string } | undefined {
   const trimmed = text.trim();
-  // Pod addresses are parsed on every pod event; a canonical IPv4 needs no arithmetic.
-  if (V4_CANONICAL.test(trimmed)) return { family: 'v4', text: trimmed };
+  // A dotted quad (leading zeros are refused) is its own canonical text.
+  if (parseDottedQuad(trimmed) !== undefined) return { family: 'v4', text: trimmed };
   if (trimmed.includes(':')) {
     const groups = parseIPv6Groups(trimmed);
     return groups && { family: 'v6', text: formatIPv6Groups(groups) };
