@@ -120,9 +120,11 @@ export function ctState(states: (keyof typeof CT_STATE_BITS)[]): Expr[] {
 }
 
 /** `icmpv6 type nd-router-solicit-nd-neighbor-advert` (133-136): IPv6 neighbor and router
- * discovery, which a host needs to reach anything at all. */
+ * discovery, which a host needs to reach anything at all. IPv6 only: in an inet table an IPv4
+ * packet can carry protocol 58 too, and must not pass as discovery. */
 export function icmpv6NeighborDiscovery(): Expr[] {
   return [
+    ...nfproto('ipv6'),
     ...l4proto('ipv6-icmp'),
     { type: 'payload', base: 'transport', offset: 0, len: 1, dreg: REG },
     { type: 'range', sreg: REG, op: 'eq', from: Buffer.from([133]), to: Buffer.from([136]) },

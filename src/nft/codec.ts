@@ -196,13 +196,20 @@ function keyTypeId(fields: NftTypeName[]): number {
   return fields.reduce((id, f) => (id * (1 << TYPE_BITS) + NFT_TYPE[f]) >>> 0, 0);
 }
 
-function keyFieldsFromId(id: number, fieldCount: number): NftTypeName[] {
+/** The fields of a key type id. `fieldCount` comes from NFTA_SET_DESC_CONCAT, which nft sends
+ * only for interval concatenations: without it the id is read 6 bits at a time until nothing is
+ * left (every type id is non-zero and below 64), and the fields must add up to the key length. */
+function keyFieldsFromId(typeId: number, fieldCount: number | undefined, keyLen: number | undefined): NftTypeName[] {
   const fields: NftTypeName[] = [];
-  for (let i = 0; i < fieldCount; i++) {
+  let id = typeId;
+  for (let i = 0; fieldCount === undefined ? id > 0 || i === 0 : i < fieldCount; i++) {
     const t = TYPE_BY_ID.get(id & ((1 << TYPE_BITS) - 1));
-    if (!t) throw new DecodeError(`set key type ${id} has an unknown field type`);
+    if (!t) throw new DecodeError(`set key type ${typeId} has an unknown field type`);
     fields.unshift(t);
     id = Math.floor(id / (1 << TYPE_BITS));
+  }
+  if (fieldCount === undefined && keyLen !== undefined && fields.length > 1 && keyLength(fields) !== keyLen) {
+    throw new DecodeError(`set key type ${typeId} (${fields.join(' . ')}) does not fit its key length ${keyLen}`);
   }
   return fields;
 }
@@ -248,7 +255,7 @@ export function encodeSetRef(w: AttrWriter, s: { table: string; name: string }):
 
 export function decodeSet(family: number, payload: Buffer): NftSet {
   const a = AttrMap.parse(payload, 'set');
-  let fieldCount = 1;
+  let fieldCount: number | undefined;
   const desc = a.nested(C.NFTA_SET_DESC);
   const concat = desc?.get(C.NFTA_SET_DESC_CONCAT);
   if (concat) fieldCount = parseAttrs(concat.buf, concat.start, concat.end).length;
@@ -258,7 +265,7 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
     table: a.required(a.str(C.NFTA_SET_TABLE), 'NFTA_SET_TABLE'),
     name: a.required(a.str(C.NFTA_SET_NAME), 'NFTA_SET_NAME'),
     handle: a.be64(C.NFTA_SET_HANDLE),
-    key: keyFieldsFromId(a.required(a.be32(C.NFTA_SET_KEY_TYPE), 'NFTA_SET_KEY_TYPE'), fieldCount),
+    key: keyFieldsFromId(a.required(a.be32(C.NFTA_SET_KEY_TYPE), 'NFTA_SET_KEY_TYPE'), fieldCount, a.be32(C.NFTA_SET_KEY_LEN)),
     flags: rawFlags & ~(C.NFT_SET_MAP | C.NFT_SET_CONCAT),
   };
   const dataType = a.be32(C.NFTA_SET_DATA_TYPE);

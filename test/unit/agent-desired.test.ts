@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChangeScope, DesiredTable } from '../../src/agent/desired';
 import { Renderer } from '../../src/agent/render';
+import * as C from '../../src/nft/constants';
+import { Expr } from '../../src/nft/types';
 import { PolicyEngine } from '../../src/policy/engine';
 import { applyDiff, cloneModel, diffRulesets, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import { RulesetModel } from '../../src/ruleset/model';
@@ -37,4 +39,13 @@ test('desired table after every random event equals a full render; scoped diffs 
       }
     }
   }
+});
+
+test('neighbor discovery passes for IPv6 only: an IPv4 packet with protocol 58 is not let through', () => {
+  const { chains } = new Renderer({ table: 'nfkube', denyAction: 'drop' }).base();
+  const matchesL4Proto58 = (exprs: Expr[]) => exprs.some((e, i) => e.type === 'meta' && e.key === C.NFT_META_L4PROTO && exprs[i + 1]?.type === 'cmp' && (exprs[i + 1] as { data: Buffer }).data[0] === 58);
+  const checksIPv6 = (exprs: Expr[]) => exprs.some((e, i) => e.type === 'meta' && e.key === C.NFT_META_NFPROTO && exprs[i + 1]?.type === 'cmp' && (exprs[i + 1] as { data: Buffer }).data[0] === 10); // NFPROTO_IPV6
+  const discovery = chains.flatMap((c) => c.rules).filter((r) => matchesL4Proto58(r.exprs));
+  assert.equal(discovery.length, 3, 'one discovery rule per base chain');
+  for (const r of discovery) assert.ok(checksIPv6(r.exprs), `${r.chain}: the discovery rule checks the family`);
 });
