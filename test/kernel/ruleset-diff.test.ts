@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as b from '../../src/nft/build';
 import * as C from '../../src/nft/constants';
 import { listTable } from '../../src/nft/readback';
-import { commit } from '../../src/nft/transaction';
+import { commit, Transaction } from '../../src/nft/transaction';
 import { Chain, Expr, NftSet, Rule, Table } from '../../src/nft/types';
 import { ipv4 } from '../../src/nft/values';
 import { diffRulesets, diffTransaction, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
@@ -30,9 +30,7 @@ function model(peersFlags: number): RulesetModel {
 
 async function load(socket: Parameters<typeof commit>[0], m: RulesetModel): Promise<void> {
   const empty = emptyModel(table);
-  const tx = diffTransaction(empty, m, diffRulesets(empty, m)).addTable(table);
-  tx.operations.unshift(tx.operations.pop()!);
-  await commit(socket, tx);
+  await commit(socket, diffTransaction(empty, m, diffRulesets(empty, m), new Transaction().addTable(table)));
 }
 
 test('a set whose definition changes is replaced, and every chain that looks it up is rewritten around it', async () => {
