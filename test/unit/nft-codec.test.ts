@@ -161,3 +161,22 @@ test('object decoders never crash on random or truncated bytes: DecodeError or a
   }
   assert.ok(decoded > 0);
 });
+
+test('a concatenated set key reads back whole whether or not the set carries NFTA_SET_DESC_CONCAT', () => {
+  // nft sends the field lengths only for interval concatenations; the packed type id alone must
+  // give every field (6 bits each: ipv4_addr 7, inet_proto 12, inet_service 13).
+  const packed = (7 << 12) | (12 << 6) | 13;
+  const w = new AttrWriter();
+  w.str(C.NFTA_SET_TABLE, 't').str(C.NFTA_SET_NAME, 'svc').be32(C.NFTA_SET_FLAGS, C.NFT_SET_CONCAT).be32(C.NFTA_SET_KEY_TYPE, packed).be32(C.NFTA_SET_KEY_LEN, 12);
+  assert.deepEqual(decodeSet(NFPROTO.inet, w.finish()).key, ['ipv4_addr', 'inet_proto', 'inet_service']);
+
+  const mine: NftSet = { family: 'inet', table: 't', name: 'svc', key: ['ipv4_addr', 'inet_proto', 'inet_service'], flags: 0 };
+  const enc = new AttrWriter();
+  encodeSet(enc, mine);
+  assert.deepEqual(decodeSet(NFPROTO.inet, enc.finish()).key, mine.key);
+
+  // A type id whose fields do not add up to the key length is refused, not misread.
+  const bad = new AttrWriter();
+  bad.str(C.NFTA_SET_TABLE, 't').str(C.NFTA_SET_NAME, 'x').be32(C.NFTA_SET_KEY_TYPE, packed).be32(C.NFTA_SET_KEY_LEN, 8);
+  assert.throws(() => decodeSet(NFPROTO.inet, bad.finish()), DecodeError);
+});
