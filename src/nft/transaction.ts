@@ -240,21 +240,21 @@ interface MessageKind {
 
 type VerbsOf<K extends Operation['kind']> = Extract<Operation, { kind: K }>['verb'];
 
+/** The verbs every kind of object has: add (created when missing), create (refused when it
+ * exists), delete (refused when missing), destroy (not). */
+function objectVerbs(newType: number, delType: number, destroyType: number): Record<'add' | 'create' | 'delete' | 'destroy', MessageKind> {
+  return {
+    add: { type: msg(newType), flags: NLM_F_CREATE },
+    create: { type: msg(newType), flags: NLM_F_CREATE | NLM_F_EXCL },
+    delete: { type: msg(delType), flags: 0 },
+    destroy: { type: msg(destroyType), flags: 0 },
+  };
+}
+
 const MESSAGE_KINDS: { [K in Operation['kind']]: Record<VerbsOf<K>, MessageKind> } = {
-  table: {
-    add: { type: msg(C.NFT_MSG_NEWTABLE), flags: NLM_F_CREATE },
-    create: { type: msg(C.NFT_MSG_NEWTABLE), flags: NLM_F_CREATE | NLM_F_EXCL },
-    delete: { type: msg(C.NFT_MSG_DELTABLE), flags: 0 },
-    destroy: { type: msg(C.NFT_MSG_DESTROYTABLE), flags: 0 },
-    flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 },
-  },
-  chain: {
-    add: { type: msg(C.NFT_MSG_NEWCHAIN), flags: NLM_F_CREATE },
-    create: { type: msg(C.NFT_MSG_NEWCHAIN), flags: NLM_F_CREATE | NLM_F_EXCL },
-    delete: { type: msg(C.NFT_MSG_DELCHAIN), flags: 0 },
-    destroy: { type: msg(C.NFT_MSG_DESTROYCHAIN), flags: 0 },
-    flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 },
-  },
+  // Flushing a table or chain deletes its rules; flushing a set, its elements.
+  table: { ...objectVerbs(C.NFT_MSG_NEWTABLE, C.NFT_MSG_DELTABLE, C.NFT_MSG_DESTROYTABLE), flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 } },
+  chain: { ...objectVerbs(C.NFT_MSG_NEWCHAIN, C.NFT_MSG_DELCHAIN, C.NFT_MSG_DESTROYCHAIN), flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 } },
   rule: {
     add: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_CREATE | NLM_F_APPEND, echo: true },
     insert: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_CREATE, echo: true },
@@ -262,19 +262,8 @@ const MESSAGE_KINDS: { [K in Operation['kind']]: Record<VerbsOf<K>, MessageKind>
     delete: { type: msg(C.NFT_MSG_DELRULE), flags: 0 },
     destroy: { type: msg(C.NFT_MSG_DESTROYRULE), flags: 0 },
   },
-  set: {
-    add: { type: msg(C.NFT_MSG_NEWSET), flags: NLM_F_CREATE },
-    create: { type: msg(C.NFT_MSG_NEWSET), flags: NLM_F_CREATE | NLM_F_EXCL },
-    delete: { type: msg(C.NFT_MSG_DELSET), flags: 0 },
-    destroy: { type: msg(C.NFT_MSG_DESTROYSET), flags: 0 },
-    flush: { type: msg(C.NFT_MSG_DELSETELEM), flags: 0 },
-  },
-  element: {
-    add: { type: msg(C.NFT_MSG_NEWSETELEM), flags: NLM_F_CREATE },
-    create: { type: msg(C.NFT_MSG_NEWSETELEM), flags: NLM_F_CREATE | NLM_F_EXCL },
-    delete: { type: msg(C.NFT_MSG_DELSETELEM), flags: 0 },
-    destroy: { type: msg(C.NFT_MSG_DESTROYSETELEM), flags: 0 },
-  },
+  set: { ...objectVerbs(C.NFT_MSG_NEWSET, C.NFT_MSG_DELSET, C.NFT_MSG_DESTROYSET), flush: { type: msg(C.NFT_MSG_DELSETELEM), flags: 0 } },
+  element: objectVerbs(C.NFT_MSG_NEWSETELEM, C.NFT_MSG_DELSETELEM, C.NFT_MSG_DESTROYSETELEM),
 };
 
 function familyOf(op: Operation): number {
