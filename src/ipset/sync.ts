@@ -190,17 +190,6 @@ function sameOrder(order: readonly string[] | undefined, members: readonly Membe
   return true;
 }
 
-/** Up to this many keys, a linear scan is cheaper than building a Set. */
-const SMALL = 16;
-
-function keySet(keys: string[]): string[] | Set<string> {
-  return keys.length > SMALL ? new Set(keys) : keys;
-}
-
-function hasKey(keys: string[] | Set<string>, key: string): boolean {
-  return Array.isArray(keys) ? keys.includes(key) : keys.has(key);
-}
-
 /** A set whose caller kept its member order, changed at a few positions: only the texts at
  * changed positions are looked up, and the set's member map and order are updated, not rebuilt.
  * Members at unchanged positions are kept; the previous order has each key once, so a member
@@ -220,9 +209,8 @@ function changedInPlace(cur: KnownSet, order: string[], texts: readonly string[]
   for (let i = common; i < texts.length; i++) arrived.push(texts[i]);
   for (let i = common; i < order.length; i++) left.push(order[i]);
   if (arrived.length + left.length > texts.length / 2) return undefined;
-  const leftKeys = keySet(left);
-  const arrivedKeys = arrived.length > SMALL ? new Set<string>() : undefined;
-  const arrivedList: string[] = [];
+  const leftKeys = new Set(left);
+  const arrivedKeys = new Set<string>();
   const add: Element[] = [];
   let keepsOrder = true;
   for (const m of arrived) {
@@ -233,13 +221,12 @@ function changedInPlace(cur: KnownSet, order: string[], texts: readonly string[]
     if (key !== m) keepsOrder = false;
     const held = known !== undefined || cur.members.has(key);
     // Twice in the list, or also at an unchanged position: a duplicate.
-    if ((arrivedKeys ? arrivedKeys.has(key) : arrivedList.includes(key)) || (held && !hasKey(leftKeys, key))) keepsOrder = false;
+    if (arrivedKeys.has(key) || (held && !leftKeys.has(key))) keepsOrder = false;
     else if (!held) add.push(e);
-    if (arrivedKeys) arrivedKeys.add(key);
-    else arrivedList.push(key);
+    arrivedKeys.add(key);
   }
   const del: Element[] = [];
-  for (const k of left) if (!(arrivedKeys ? arrivedKeys.has(k) : arrivedList.includes(k))) del.push(cur.members.get(k) as Element);
+  for (const k of left) if (!arrivedKeys.has(k)) del.push(cur.members.get(k) as Element);
   const newOrder = !keepsOrder ? undefined : texts.length === order.length ? { at, texts } : texts.slice();
   return { w: cur, parsed: add, changes: { add, del, order: newOrder } };
 }
