@@ -272,8 +272,9 @@ export class Agent {
     if (!this.desired || this.stopped) return undefined;
     const tables = await listTables(this.opts.socket, 'inet');
     const own = tables.find((t) => t.name === this.opts.table);
-    if (own && !tableFlagsProblem(own)) return undefined;
-    this.opts.logger.warn({ table: this.opts.table, problem: own ? tableFlagsProblem(own) : 'missing' }, 'own table missing or switched off; resyncing now');
+    const problem = own ? tableFlagsProblem(own) : 'missing';
+    if (!problem) return undefined;
+    this.opts.logger.warn({ table: this.opts.table, problem }, 'own table missing or switched off; resyncing now');
     return this.resync();
   }
 

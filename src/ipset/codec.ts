@@ -58,11 +58,17 @@ function flagsFor(exist: boolean): number {
   return NLM_F_REQUEST | NLM_F_ACK | (exist ? 0 : NLM_F_EXCL);
 }
 
+/** The longest set name the kernel takes, in bytes (IPSET_MAXNAMELEN holds the NUL too). */
+export const SET_NAME_MAX = C.IPSET_MAXNAMELEN - 1;
+
+/** Whether a set name is 1 to SET_NAME_MAX bytes. Names are checked for every set and message:
+ * a UTF-16 unit is at most 3 UTF-8 bytes, so short ones need no byte count. */
+export function setNameFits(name: string): boolean {
+  return name.length > 0 && (name.length * 3 <= SET_NAME_MAX || Buffer.byteLength(name) <= SET_NAME_MAX);
+}
+
 function checkName(name: string, what = 'set name'): void {
-  // A UTF-16 unit is at most 3 UTF-8 bytes: short names need no byte count.
-  if (name.length === 0 || (name.length * 3 >= C.IPSET_MAXNAMELEN && Buffer.byteLength(name) >= C.IPSET_MAXNAMELEN)) {
-    throw new RangeError(`${what} "${name}" must be 1 to ${C.IPSET_MAXNAMELEN - 1} bytes`);
-  }
+  if (!setNameFits(name)) throw new RangeError(`${what} "${name}" must be 1 to ${SET_NAME_MAX} bytes`);
 }
 
 export function encodeProtocol(h: Header): Buffer {

@@ -1,6 +1,6 @@
 /** The `ipset save` text format: printing sets as `ipset save` does, and parsing create/add lines
  * into desired sets with every problem reported by line number before anything is applied. */
-import { familyOf } from './codec';
+import { familyOf, SET_NAME_MAX, setNameFits } from './codec';
 import { ElementSyntaxError, parseElement } from './element';
 import { DesiredSet, Element, IpsetSet, isHashType, isSetType, MemberInput, SetOptions, SetType } from './types';
 
@@ -88,12 +88,9 @@ function uint(v: string | undefined, what: string, max = 0xffffffff): number {
   return Number(v);
 }
 
-const NAME_MAX = 31;
-
 function checkSetName(name: string | undefined): string {
   if (!name) throw new Error('missing set name');
-  // A UTF-16 unit is at most 3 UTF-8 bytes: short names need no byte count.
-  if (name.length * 3 > NAME_MAX && Buffer.byteLength(name) > NAME_MAX) throw new Error(`set name "${name}" is longer than ${NAME_MAX} bytes`);
+  if (!setNameFits(name)) throw new Error(`set name "${name}" is longer than ${SET_NAME_MAX} bytes`);
   return name;
 }
 

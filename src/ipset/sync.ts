@@ -10,7 +10,7 @@
  * A run compares with what the kernel holds, read in one dump. A long-lived caller may instead
  * pass the state its previous run left (`cache`), which saves the dump. */
 import { createHash } from 'node:crypto';
-import { familyOf } from './codec';
+import { familyOf, SET_NAME_MAX, setNameFits } from './codec';
 import { IpsetClient, IpsetOp, MessageCounts } from './client';
 import * as C from './constants';
 import { ElementSyntaxError, parseElement } from './element';
@@ -109,7 +109,6 @@ interface PresentSet {
 
 const TEMP_MARK = '~nfk';
 const TEMP_HASH_LEN = 6;
-const NAME_MAX = C.IPSET_MAXNAMELEN - 1;
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -275,8 +274,7 @@ function validate(desired: Map<string, DesiredSet>, prefix: string, present: Map
   for (const [name, d] of desired) {
     if (!name.startsWith(prefix)) problems.push(`set ${name}: name does not start with the prefix "${prefix}"`);
     if (isTemp(name)) problems.push(`set ${name}: name is reserved for temporary sets`);
-    // A UTF-16 unit is at most 3 UTF-8 bytes: short names need no byte count.
-    if (name.length === 0 || (name.length * 3 > NAME_MAX && Buffer.byteLength(name) > NAME_MAX)) problems.push(`set ${name}: name must be 1 to ${NAME_MAX} bytes`);
+    if (!setNameFits(name)) problems.push(`set ${name}: name must be 1 to ${SET_NAME_MAX} bytes`);
     if (!isSetType(d.type)) {
       problems.push(`set ${name}: unsupported type "${d.type}"`);
       continue;
@@ -426,8 +424,8 @@ export async function syncSets(
   const { prefix, cache } = opts;
   const mode = opts.mode ?? 'incremental';
   const prune = opts.prune ?? true;
-  if (Buffer.byteLength(prefix) > NAME_MAX - TEMP_MARK.length - TEMP_HASH_LEN) {
-    throw new SyncInputError([`prefix "${prefix}" is too long: temporary names need ${TEMP_MARK.length + TEMP_HASH_LEN} more bytes within ${NAME_MAX}`]);
+  if (Buffer.byteLength(prefix) > SET_NAME_MAX - TEMP_MARK.length - TEMP_HASH_LEN) {
+    throw new SyncInputError([`prefix "${prefix}" is too long: temporary names need ${TEMP_MARK.length + TEMP_HASH_LEN} more bytes within ${SET_NAME_MAX}`]);
   }
   if (cache && (cache.prefix !== prefix || cache.prune !== prune)) {
     throw new SyncInputError([`cache is the state of a run with prefix "${cache.prefix}" and prune ${cache.prune}, not "${prefix}" and ${prune}`]);
