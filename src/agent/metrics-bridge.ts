@@ -4,7 +4,7 @@ import { NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import { listRules } from '../nft/readback';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
-import { AgentObserver } from './agent';
+import { AgentObserver } from '../pipeline/agent';
 
 export function metricsObserver(metrics: AgentMetrics): AgentObserver {
   return {

@@ -1,20 +1,18 @@
 /** `nfkube agent`: enforce NetworkPolicy for this node's pods until stopped (or once). */
-import { Agent } from '../../agent/agent';
+import { PolicyComponent } from '../../agent/policy-component';
 import { metricsObserver, policyCounterReader } from '../../agent/metrics-bridge';
 import { AgentMetrics } from '../../observe/metrics';
 import { DEFAULT_METRICS_ADDR, parseListenAddress, startObserveServer } from '../../observe/server';
 import { logCoexistence } from '../../agent/coexist';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
+import { Agent, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, parseDuration, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
 
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once]
                     [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]`;
-
-/** How often the agent checks that its table is still there and awake (one small dump). */
-const TABLE_CHECK_MS = 10_000;
 
 const command: Command = {
   summary: 'enforce NetworkPolicy for the pods on this node (--once: sync and exit)',
@@ -28,7 +26,14 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     await logCoexistence(socket, table, logger);
     const metrics = new AgentMetrics();
-    const agent = new Agent({ socket, nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics) });
+    const policy = new PolicyComponent({ nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger });
+    const agent = new Agent({
+      socket,
+      logger,
+      components: [policy],
+      observer: metricsObserver(metrics),
+      ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
+    });
     const source = openSource(v, {
       onChange: (c) => agent.onChange(c),
       onError: (e) => logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message),
@@ -59,8 +64,6 @@ const command: Command = {
       await socket.close();
       return 0;
     }
-    const timer = setInterval(() => void agent.resync().catch((err) => logger.error({ err }, 'resync failed')), resyncMs);
-    const tableCheck = setInterval(() => void agent.checkTable().catch((err) => logger.error({ err }, 'table check failed')), Math.min(TABLE_CHECK_MS, resyncMs));
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
         logger.info({ signal }, 'stopping; the enforced rules stay in place');
@@ -69,8 +72,6 @@ const command: Command = {
       process.once('SIGTERM', shutdown);
       process.once('SIGINT', shutdown);
     });
-    clearInterval(timer);
-    clearInterval(tableCheck);
     await server?.close();
     await source.stop();
     await agent.stop();
