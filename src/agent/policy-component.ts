@@ -12,10 +12,15 @@ import { Renderer } from './render';
 
 export interface PolicyComponentOptions {
   nodeName: string;
-  /** The table's name; the policy table is always `inet` (one table for IPv4 and IPv6). */
+  /** The table's name (see policyTable). */
   table: string;
   denyAction: 'drop' | 'reject';
   logger: Logger;
+}
+
+/** The policy's table: always `inet`, one table for IPv4 and IPv6. */
+export function policyTable(name: string): TableRef {
+  return { family: 'inet', name };
 }
 
 export class PolicyComponent implements Component {
@@ -27,7 +32,7 @@ export class PolicyComponent implements Component {
   private readonly reportedErrors = new Set<string>();
 
   constructor(private readonly opts: PolicyComponentOptions) {
-    this.table = { family: 'inet', name: opts.table };
+    this.table = policyTable(opts.table);
     this.engine = new PolicyEngine(opts.nodeName);
     this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction });
   }

@@ -84,7 +84,7 @@ export class Agent {
 
   /** Feed one change from the source; every component is offered it. */
   onChange(change: ClusterChange): void {
-    if (this.stopped) return;
+    if (!this.loaded || this.stopped) return;
     this.totals.events++;
     let used = false;
     for (const s of this.syncs) if (s.offer(change)) used = true;
@@ -119,6 +119,16 @@ export class Agent {
       if (r) reports.push(r);
     }
     return reports.length ? combine(reports) : undefined;
+  }
+
+  /** The table whose syncs have been failing the longest without a success in between, since
+   * when, and the last error; undefined while every table's last sync succeeded. */
+  failing(): { table: string; since: number; error: unknown } | undefined {
+    let worst: ReturnType<Agent['failing']>;
+    this.syncs.forEach((s, i) => {
+      if (s.failing && (!worst || s.failing.since < worst.since)) worst = { table: tableText(this.opts.components[i].table), ...s.failing };
+    });
+    return worst;
   }
 
   async stop(): Promise<void> {

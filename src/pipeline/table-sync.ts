@@ -87,8 +87,6 @@ export interface TableSyncOptions {
   observer?: AgentObserver;
   /** Told whenever the number of events waiting for this table changes. */
   onQueue?(): void;
-  /** Told when a sync failed or a commit succeeded: the agent's health follows. */
-  onOutcome?(ok: boolean, err?: unknown): void;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -107,6 +105,8 @@ export class TableSync {
   private stopped = false;
   private lastSizes?: SyncSizes;
   private sizesAt = 0;
+  /** Set by the first failed sync after a success (or the start), cleared by the next success. */
+  failing?: { since: number; error: unknown };
 
   constructor(private readonly opts: TableSyncOptions) {
     this.component = opts.component;
@@ -198,14 +198,14 @@ export class TableSync {
 
   private succeeded(): void {
     this.failures = 0;
-    this.opts.onOutcome?.(true);
+    this.failing = undefined;
   }
 
   /** Logs a failed sync and schedules its retry with backoff. */
   private syncFailed(kind: SyncKind, err: unknown): void {
     this.failures++;
     this.opts.observer?.failed?.(kind, err);
-    this.opts.onOutcome?.(false, err);
+    this.failing = { since: this.failing?.since ?? Date.now(), error: err };
     const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures - 1, 10));
     const fields = err instanceof NetlinkError ? { code: err.code, op: err.op, object: err.object, extAck: err.extAck } : {};
     this.logger.error({ err, ...fields, retryInMs: backoff }, `${kind} sync failed; the previous state stays in force`);

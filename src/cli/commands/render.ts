@@ -12,7 +12,7 @@ const usage = 'usage: nfkube render --manifests DIR [--node-name N] [--table T] 
 const command: Command = {
   summary: 'print the nftables ruleset for a manifests directory (no root needed)',
   usage,
-  async run(args) {
+  async run(args, ctx) {
     const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' } }, usage);
     if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
     let errors = 0;
@@ -24,6 +24,7 @@ const command: Command = {
         process.stderr.write(`nfkube: ${e.message}\n`);
       },
     });
+    ctx.defer(() => source.stop());
     const snap = await source.start();
     await source.stop();
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));

@@ -17,32 +17,30 @@ const usage = 'usage: nfkube verify [--manifests DIR | --kubeconfig P] [--node-n
 const command: Command = {
   summary: 'compare the kernel with the desired ruleset; print the difference (exit 1 if any)',
   usage,
-  async run(args) {
+  async run(args, ctx) {
     const v = parse(args, SOURCE_OPTIONS, usage);
     const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) });
     const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
+    ctx.defer(() => source.stop());
     const snap = await source.start();
     await source.stop();
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
     const desired = renderer.full(ir);
     const table = desired.table;
     const socket = NetlinkSocket.open();
-    try {
-      const back = await listTable(socket, table.family, table.name);
-      const kernel = back ? modelFromKernel(back) : undefined;
-      const flags = back ? tableFlagsProblem(back.table) : undefined;
-      const p = plan(kernel, flags, desired, false);
-      if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
-      if (flags) process.stdout.write(`${flags}\n`);
-      if (p.action === 'noop') {
-        process.stdout.write(`table ${tableText(table)} matches the desired state (${desired.chains.size} chains, ${desired.sets.size} sets)\n`);
-        return 0;
-      }
-      if (!isEmptyDiff(p.diff)) process.stdout.write(`${formatDiff(kernel ?? emptyModel(table), desired, p.diff)}\n`);
-      return 1;
-    } finally {
-      await socket.close();
+    ctx.defer(() => socket.close());
+    const back = await listTable(socket, table.family, table.name);
+    const kernel = back ? modelFromKernel(back) : undefined;
+    const flags = back ? tableFlagsProblem(back.table) : undefined;
+    const p = plan(kernel, flags, desired, false);
+    if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
+    if (flags) process.stdout.write(`${flags}\n`);
+    if (p.action === 'noop') {
+      process.stdout.write(`table ${tableText(table)} matches the desired state (${desired.chains.size} chains, ${desired.sets.size} sets)\n`);
+      return 0;
     }
+    if (!isEmptyDiff(p.diff)) process.stdout.write(`${formatDiff(kernel ?? emptyModel(table), desired, p.diff)}\n`);
+    return 1;
   },
 };
 
