@@ -49,24 +49,26 @@ const command: Command = {
     const source = openSource(v, {
       onChange: (c) => agent.onChange(c),
       onError: (e) => {
-        sourceErrors++;
         lastSourceError = e.message;
         // A lost connection is retried by the source: a warning until --timeout or /healthz
         // says otherwise. A bad object or file is an error.
-        if (e.object === undefined && e.file === undefined) logger.warn(e.message);
-        else logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message);
+        if (e.object === undefined && e.file === undefined) return logger.warn(e.message);
+        sourceErrors++;
+        logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message);
       },
     });
     ctx.defer(() => source.stop());
     ctx.defer(() => agent.stop());
     if (deadlineMs !== undefined) {
       let initialErrors = 0;
+      let stage = "the cluster's initial state was not complete";
       await withDeadline(deadlineMs, async () => {
         const snapshot = await source.start();
         initialErrors = sourceErrors;
+        stage = 'the first sync was not committed';
         await agent.start(snapshot);
         await agent.idle();
-      }, () => `agent --once: not done within --timeout ${v.timeout ?? '60s'} of starting${lastSourceError ? `; last source error: ${lastSourceError}` : ''}`);
+      }, () => `agent --once: not done within --timeout ${v.timeout ?? '60s'} of starting: ${stage}${lastSourceError ? `; last source error: ${lastSourceError}` : ''}`);
       // What could be read is enforced; the exit code says that something could not.
       return initialErrors > 0 ? 1 : 0;
     }
