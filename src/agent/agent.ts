@@ -49,7 +49,7 @@ export interface AgentObserver {
   synced?(r: SyncReport): void;
   failed?(kind: SyncReport['kind'], err: unknown): void;
   queueDepth?(n: number): void;
-  sizes?(s: { pods: number; policies: number; sets: number; elements: number; rules: number }): void;
+  sizes?(s: { pods: number; policies: number; sets: number; elements: number; rules: number; failedClosed?: number }): void;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -67,14 +67,14 @@ export class Agent {
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
   private readonly reportedErrors = new Set<string>();
-  private lastSizes?: { pods: number; policies: number; sets: number; elements: number; rules: number };
+  private lastSizes?: { pods: number; policies: number; sets: number; elements: number; rules: number; failedClosed?: number };
   private sizesAt = 0;
   /** Totals, for tests and logs: kernel messages by kind since start. */
   readonly totals = { commits: 0, messages: 0, events: 0, emptyEvents: 0, byType: new Map<string, number>() };
 
   constructor(private readonly opts: AgentOptions) {
     this.engine = new PolicyEngine(opts.nodeName);
-    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction });
+    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, onFailClosed: (err) => opts.logger.error({ object: err.object, err: err.cause }, err.message) });
     this.committed = emptyModel({ family: 'inet', name: opts.table });
   }
 
@@ -235,7 +235,8 @@ export class Agent {
     if (!this.lastSizes || kind !== 'incremental' || now - this.sizesAt >= 1000) {
       const m = this.desired!.model;
       const stats = this.engine.stats();
-      this.lastSizes = { pods: stats.targets ?? 0, policies: stats.policies ?? 0, sets: m.sets.size, elements: countElements(m), rules: countRules(m) };
+      const failedClosed = (stats.policiesFailedClosed ?? 0) + this.renderer.failedClosed.size;
+      this.lastSizes = { pods: stats.targets ?? 0, policies: stats.policies ?? 0, sets: m.sets.size, elements: countElements(m), rules: countRules(m), failedClosed };
       this.sizesAt = now;
     }
     return this.lastSizes;
