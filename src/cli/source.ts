@@ -4,6 +4,8 @@ import { accessSync, constants } from 'node:fs';
 import { ClusterSource, SourceHandlers } from '../k8s/source';
 
 export function openSource(values: Record<string, string | boolean | undefined>, handlers: SourceHandlers): ClusterSource {
+  // Commands that take no warnings still show them, marked as such.
+  if (!handlers.onWarning) handlers = { ...handlers, onWarning: (w) => handlers.onError({ ...w, severity: 'warning' }) };
   const manifests = values.manifests as string | undefined;
   const kubeconfig = values.kubeconfig as string | undefined;
   if (manifests && kubeconfig) throw new Error('--manifests and --kubeconfig exclude each other');
