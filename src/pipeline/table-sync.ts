@@ -298,7 +298,8 @@ export class TableSync {
 
   /** Reads the table back and repairs any difference from the desired state atomically. */
   resync(): Promise<SyncReport> {
-    return this.opts.lane.run(() => this.reconcile('resync'));
+    // A timer's resync queued before stop() may reach the lane after it: it writes nothing then.
+    return this.opts.lane.run(async () => (this.stopped ? { kind: 'resync', messages: 0, byType: new Map(), durationMs: 0 } : this.reconcile('resync')));
   }
 
   /** Reads the table back, plans, and commits the plan in one transaction guarded by the
