@@ -81,7 +81,7 @@ export function formatLabel(label: RuleLabel): string {
 
 const ACCEPT = /^(\S+) (ingress|egress)\[(\d+)\]$/u;
 const DENY = /^default deny (ingress|egress) (\S+)$/u;
-const JUMP = /^\S+\/\S+$/u;
+const JUMP = /^\S*\/\S*$/u;
 
 /** The label a comment carries, or undefined when the comment is not one nfkube writes. Names
  * come back as written: sanitised, and truncated when they were long. */
