@@ -14,7 +14,8 @@
 import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
-import { listChainRules, listTables, readTable } from '../nft/readback';
+import { listChainRules, listTables } from '../nft/readback';
+import { markedTable, readOwnTable } from '../nft/ownership';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
@@ -32,6 +33,8 @@ export interface AgentOptions {
   logger: Logger;
   /** Optional observer of what the agent does (metrics). */
   observer?: AgentObserver;
+  /** Hold the table with NFT_TABLE_F_OWNER|PERSIST while running (src/nft/ownership.ts). */
+  holdTable?: boolean;
 }
 
 export interface SyncReport {
@@ -247,7 +250,8 @@ export class Agent {
     const t0 = performance.now();
     // Changes arriving while the commit is in flight stay pending against this exact state.
     const target = cloneModel(this.desired!.model);
-    const tx = new Transaction().addTable(target.table).deleteTable(target.table).addTable(target.table);
+    const table = markedTable(target.table, this.opts.holdTable);
+    const tx = new Transaction().addTable(table).deleteTable(table).addTable(table);
     const empty = emptyModel(target.table);
     diffTransaction(empty, target, diffRulesets(empty, target), tx);
     const pendingAtStart = this.pending;
@@ -297,7 +301,7 @@ export class Agent {
       let genId: number;
       let flags: string | undefined;
       try {
-        const read = await readTable(this.opts.socket, 'inet', this.opts.table);
+        const read = await readOwnTable(this.opts.socket, 'inet', this.opts.table, this.opts.holdTable);
         genId = read.genId;
         kernel = read.value ? modelFromKernel(read.value) : undefined;
         flags = read.value ? tableFlagsProblem(read.value.table) : undefined;

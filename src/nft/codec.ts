@@ -43,6 +43,8 @@ function hookName(family: Family, n: number): HookName {
 export function encodeTable(w: AttrWriter, t: Table): void {
   w.str(C.NFTA_TABLE_NAME, t.name);
   if (t.flags !== undefined) w.be32(C.NFTA_TABLE_FLAGS, t.flags);
+  // The kernel keeps a table's user data from its creation: an update does not change it.
+  if (t.comment !== undefined) w.bytes(C.NFTA_TABLE_USERDATA, commentUdata(UDATA_TABLE_COMMENT, t.comment, 'table comment'));
 }
 
 export function encodeTableRef(w: AttrWriter, t: { name: string }): void {
@@ -51,13 +53,19 @@ export function encodeTableRef(w: AttrWriter, t: { name: string }): void {
 
 export function decodeTable(family: number, payload: Buffer): Table {
   const a = AttrMap.parse(payload, 'table');
-  return {
+  const table: Table = {
     family: familyFromNumber(family),
     name: a.required(a.str(C.NFTA_TABLE_NAME), 'NFTA_TABLE_NAME'),
     flags: a.be32(C.NFTA_TABLE_FLAGS),
     handle: a.be64(C.NFTA_TABLE_HANDLE),
     use: a.be32(C.NFTA_TABLE_USE),
   };
+  const udata = a.bytes(C.NFTA_TABLE_USERDATA);
+  const comment = udata && decodeComment(udata, UDATA_TABLE_COMMENT);
+  if (comment !== undefined) table.comment = comment;
+  const owner = a.be32(C.NFTA_TABLE_OWNER);
+  if (owner !== undefined) table.owner = owner;
+  return table;
 }
 
 // --- chains ---------------------------------------------------------------------------------
@@ -108,8 +116,10 @@ export function decodeChain(family: number, payload: Buffer): Chain {
 
 // --- rules ----------------------------------------------------------------------------------
 
-// nft's userdata TLVs (nftables include/rule.h NFTNL_UDATA_RULE_COMMENT): type u8, len u8, value.
+// nft's userdata TLVs (libnftnl udata.h NFTNL_UDATA_RULE_COMMENT, NFTNL_UDATA_TABLE_COMMENT):
+// type u8, len u8, value.
 const UDATA_RULE_COMMENT = 0;
+const UDATA_TABLE_COMMENT = 0;
 
 // Rules of one policy entry, and pod chains' jumps to one policy, carry the same comment: a
 // batch encodes each text once. Bounded, as comments name policies that come and go.
@@ -131,12 +141,19 @@ function encodeComment(comment: string): Uint8Array {
   return udata;
 }
 
-function decodeComment(udata: Buffer): string | undefined {
+/** One comment TLV: the text and its NUL, at most 255 bytes. */
+function commentUdata(type: number, comment: string, what: string): Buffer {
+  const text = Buffer.from(`${comment}\0`);
+  if (text.length > 255) throw new Error(`${what} longer than 254 bytes: "${comment.slice(0, 40)}..."`);
+  return Buffer.concat([Buffer.from([type, text.length]), text]);
+}
+
+function decodeComment(udata: Buffer, commentType: number): string | undefined {
   for (let pos = 0; pos + 2 <= udata.length; ) {
     const type = udata[pos];
     const len = udata[pos + 1];
     if (pos + 2 + len > udata.length) return undefined;
-    if (type === UDATA_RULE_COMMENT) {
+    if (type === commentType) {
       const v = udata.subarray(pos + 2, pos + 2 + len);
       const nul = v.indexOf(0);
       return v.toString('utf8', 0, nul < 0 ? v.length : nul);
@@ -180,7 +197,7 @@ export function decodeRule(family: number, payload: Buffer): Rule {
   };
   const udata = a.bytes(C.NFTA_RULE_USERDATA);
   if (udata) {
-    const comment = decodeComment(udata);
+    const comment = decodeComment(udata, UDATA_RULE_COMMENT);
     if (comment !== undefined) rule.comment = comment;
   }
   return rule;

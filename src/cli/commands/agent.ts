@@ -28,7 +28,7 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     await logCoexistence(socket, table, logger);
     const metrics = new AgentMetrics();
-    const agent = new Agent({ socket, nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics) });
+    const agent = new Agent({ socket, nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics), holdTable: true });
     const source = openSource(v, {
       onChange: (c) => agent.onChange(c),
       onError: (e) => logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message),

@@ -1,6 +1,6 @@
 /** `nfkube cleanup`: remove nfkube's own table, and nothing else. */
 import { NetlinkSocket } from '../../netlink/socket';
-import { commit, Transaction } from '../../nft/transaction';
+import { deleteOwnTable } from '../../nft/ownership';
 import { Command } from '../command';
 import { parse, tableName } from '../options';
 
@@ -11,11 +11,10 @@ const command: Command = {
   usage,
   async run(args) {
     const v = parse(args, { table: { type: 'string' } }, usage);
-    const table = { family: 'inet' as const, name: tableName(v.table) };
     const socket = NetlinkSocket.open();
     try {
-      // add-then-delete: valid whether or not the table exists, on every kernel.
-      await commit(socket, new Transaction().addTable(table).deleteTable(table));
+      // A table of that name nfkube did not create, or one a running agent holds, is refused.
+      await deleteOwnTable(socket, 'inet', tableName(v.table));
     } finally {
       await socket.close();
     }

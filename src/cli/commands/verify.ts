@@ -2,7 +2,7 @@
  * state says it must be. Exit 0 only when they are equal. */
 import { Renderer } from '../../agent/render';
 import { NetlinkSocket } from '../../netlink/socket';
-import { listTable } from '../../nft/readback';
+import { listMarkedTable } from '../../nft/ownership';
 import { compileFull } from '../../policy/compile';
 import { diffRulesets, formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, modelFromKernel, tableFlagsProblem } from '../../ruleset/model';
@@ -25,7 +25,7 @@ const command: Command = {
     const desired = new Renderer({ table, denyAction: denyAction(v['deny-action']) }).full(ir);
     const socket = NetlinkSocket.open();
     try {
-      const back = await listTable(socket, 'inet', table);
+      const back = await listMarkedTable(socket, 'inet', table);
       const kernel = back ? modelFromKernel(back) : emptyModel({ family: 'inet', name: table });
       const d = diffRulesets(kernel, desired);
       const flags = back ? tableFlagsProblem(back.table) : undefined;
