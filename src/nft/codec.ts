@@ -285,10 +285,20 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
     key: keyFieldsFromId(a.required(a.be32(C.NFTA_SET_KEY_TYPE), 'NFTA_SET_KEY_TYPE'), fieldCount, a.be32(C.NFTA_SET_KEY_LEN)),
     flags: rawFlags & ~(C.NFT_SET_MAP | C.NFT_SET_CONCAT),
   };
+  // The kernel stores a key length and a type id it never interprets: a length that does not fit
+  // the types would make every key read as something it is not.
+  const keyLen = a.be32(C.NFTA_SET_KEY_LEN);
+  if (keyLen !== undefined && keyLength(set.key) !== keyLen) {
+    throw new DecodeError(`set ${set.name}: key length ${keyLen} does not fit its key type ${set.key.join(' . ')} (${keyLength(set.key)} bytes)`);
+  }
   const dataType = a.be32(C.NFTA_SET_DATA_TYPE);
   if (dataType !== undefined) {
     const data = dataType === C.NFT_DATA_VERDICT ? 'verdict' : TYPE_BY_ID.get(dataType);
     if (!data) throw new DecodeError(`set ${set.name}: unknown data type ${dataType}`);
+    const dataLen = a.be32(C.NFTA_SET_DATA_LEN);
+    if (data !== 'verdict' && dataLen !== undefined && dataLen !== TYPE_LEN[data]) {
+      throw new DecodeError(`set ${set.name}: data length ${dataLen} does not fit its data type ${data} (${TYPE_LEN[data]} bytes)`);
+    }
     set.data = data;
   }
   const timeout = a.be64(C.NFTA_SET_TIMEOUT);
@@ -407,6 +417,30 @@ export function decodeSetElements(payload: Buffer): { table: string; set: string
     set: a.required(a.str(C.NFTA_SET_ELEM_LIST_SET), 'NFTA_SET_ELEM_LIST_SET'),
     elements,
   };
+}
+
+/** Checks elements read back against their set's declared types: keys and range ends of the key
+ * length, map data of the data type's length, verdicts only in verdict maps. The kernel enforces
+ * each of these for what it stores, so bytes that break one are an unreadable reply
+ * (DecodeError), never a value that a formatter or the diff would read as something else. */
+export function checkElements(set: NftSet, elems: SetElement[]): void {
+  const keyLen = keyLength(set.key);
+  const dataLen = set.data && set.data !== 'verdict' ? TYPE_LEN[set.data] : undefined;
+  for (const e of elems) {
+    const problem =
+      e.key.length !== keyLen
+        ? `key of ${e.key.length} bytes, the set's ${set.key.join(' . ')} takes ${keyLen}`
+        : e.keyEnd && e.keyEnd.length !== keyLen
+          ? `range end of ${e.keyEnd.length} bytes, the set's ${set.key.join(' . ')} takes ${keyLen}`
+          : e.verdict && set.data !== 'verdict'
+            ? 'a verdict in a set that is not a verdict map'
+            : e.data && dataLen === undefined
+              ? `data in a set that is not a ${set.data === 'verdict' ? 'data ' : ''}map`
+              : e.data && e.data.length !== dataLen
+                ? `data of ${e.data.length} bytes, the map's ${set.data} takes ${dataLen}`
+                : undefined;
+    if (problem) throw new DecodeError(`set ${set.table} ${set.name}: element ${e.key.toString('hex')}: ${problem}`);
+  }
 }
 
 // --- generation -----------------------------------------------------------------------------
