@@ -13,6 +13,10 @@ export interface Table {
   handle?: bigint;
   /** Number of chains, sets and objects in the table (read-back only). */
   use?: number;
+  /** The comment in its user data (NFTA_TABLE_USERDATA), as nft shows it: nfkube's mark. */
+  comment?: string;
+  /** NFTA_TABLE_OWNER: the netlink port that owns it (NFT_TABLE_F_OWNER; read-back only). */
+  owner?: number;
 }
 
 export type HookName = 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting' | 'ingress' | 'egress';

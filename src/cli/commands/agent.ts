@@ -41,6 +41,7 @@ const command: Command = {
       socket,
       logger,
       components: [policy],
+      holdTable: true,
       observer: metricsObserver(metrics),
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });

@@ -1,8 +1,7 @@
 /** `nfkube cleanup`: remove nfkube's own table, and nothing else. */
 import { policyTable } from '../../agent/policy-component';
 import { NetlinkSocket } from '../../netlink/socket';
-import { commit, Transaction } from '../../nft/transaction';
-
+import { deleteOwnTable } from '../../nft/ownership';
 import { Command } from '../command';
 import { parse, tableName } from '../options';
 
@@ -16,8 +15,8 @@ const command: Command = {
     const table = policyTable(tableName(v.table));
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
-    // add-then-delete: valid whether or not the table exists, on every kernel.
-    await commit(socket, new Transaction().addTable(table).deleteTable(table));
+    // A table of that name nfkube did not create, or one a running agent holds, is refused.
+    await deleteOwnTable(socket, table.family, table.name);
     return 0;
   },
 };

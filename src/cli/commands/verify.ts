@@ -2,7 +2,7 @@
  * state says it must be. Exit 0 only when they are equal. The agent's planner decides. */
 import { Renderer } from '../../agent/render';
 import { NetlinkSocket } from '../../netlink/socket';
-import { listTable } from '../../nft/readback';
+import { listMarkedTable } from '../../nft/ownership';
 import { tableText } from '../../pipeline/component';
 import { plan } from '../../pipeline/plan';
 import { compileFull } from '../../policy/compile';
@@ -29,7 +29,7 @@ const command: Command = {
     const table = desired.table;
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
-    const back = await listTable(socket, table.family, table.name);
+    const back = await listMarkedTable(socket, table.family, table.name);
     const kernel = back ? modelFromKernel(back) : undefined;
     const flags = back ? tableFlagsProblem(back.table) : undefined;
     const p = plan(kernel, flags, desired, false);
