@@ -2,16 +2,22 @@
 import { Agent } from '../../agent/agent';
 import { metricsObserver, policyCounterReader } from '../../agent/metrics-bridge';
 import { AgentMetrics } from '../../observe/metrics';
-import { DEFAULT_METRICS_ADDR, parseListenAddress, startObserveServer } from '../../observe/server';
+import { DEFAULT_METRICS_ADDR, parseMetricsAddress, startObserveServer } from '../../observe/server';
 import { logCoexistence } from '../../agent/coexist';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { Command } from '../command';
-import { denyAction, nodeName, parse, parseDuration, tableName } from '../options';
-import { openSource, SOURCE_OPTIONS } from '../source';
+import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
+import { describeSource, openSource, SOURCE_OPTIONS } from '../source';
+import { buildInfo } from '../../build-info';
 
-const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once]
-                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]`;
+const options = {
+  ...SOURCE_OPTIONS,
+  once: { type: 'boolean', description: 'sync once, exit 0 when the kernel committed it' },
+  'resync-period': { type: 'string', value: 'DURATION', description: 'read the whole table back and repair drift this often (e.g. 30s, 5m, 1h)', default: '5m' },
+  'metrics-addr': { type: 'string', value: 'ADDR', description: "serve /metrics, /healthz and /readyz on host:port, [ipv6]:port, :port (every address), or '' (off)", default: DEFAULT_METRICS_ADDR },
+} as const satisfies OptionTable;
+const usage = usageText('nfkube agent [--kubeconfig PATH | --manifests DIR] [options]', options, "Enforces NetworkPolicy for this node's pods until SIGTERM/SIGINT (the rules stay in place).");
 
 /** How often the agent checks that its table is still there and awake (one small dump). */
 const TABLE_CHECK_MS = 10_000;
@@ -19,25 +25,29 @@ const TABLE_CHECK_MS = 10_000;
 const command: Command = {
   summary: 'enforce NetworkPolicy for the pods on this node (--once: sync and exit)',
   usage,
+  options,
   async run(args) {
-    const v = parse(args, { ...SOURCE_OPTIONS, once: { type: 'boolean' }, 'resync-period': { type: 'string' }, 'metrics-addr': { type: 'string' } }, usage);
+    const v = parse(args, options, usage);
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
-    const metricsAddr = parseListenAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
+    const metricsAddr = parseMetricsAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
     const table = tableName(v.table);
+    const { version, revision } = buildInfo();
+    const node = nodeName(v['node-name']);
+    logger.info({ version, revision, node, source: describeSource(v), tables: [`inet ${table}`], resyncPeriod: v['resync-period'] ?? '5m', denyAction: denyAction(v['deny-action']), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
     const socket = NetlinkSocket.open();
     await logCoexistence(socket, table, logger);
     const metrics = new AgentMetrics();
-    const agent = new Agent({ socket, nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics) });
+    const agent = new Agent({ socket, nodeName: node, table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics) });
     const source = openSource(v, {
       onChange: (c) => agent.onChange(c),
       onError: (e) => logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message),
     });
     let ready = false;
-    const server = v.once
+    const server = v.once || !metricsAddr
       ? undefined
       : await startObserveServer({
-          address: metricsAddr,
+          address: metricsAddr!,
           metrics: () => metrics.expose(),
           lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(),
           resyncPeriodMs: resyncMs,
@@ -50,6 +60,7 @@ const command: Command = {
       logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     }
     const snapshot = await source.start();
+    if (![...snapshot.pods.values()].some((p) => p.nodeName === node)) logger.warn({ node }, `no pods are scheduled on node ${node}: nothing to enforce yet (is --node-name right?)`);
     await agent.start(snapshot);
     ready = true;
     if (v.once) {

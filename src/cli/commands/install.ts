@@ -5,19 +5,24 @@
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
-
-const usage = `usage: nfkube install --systemd [--prefix DIR] [--unit-dir DIR] [--environment-file PATH]
-                      [--system-node] [--dry-run]
-
-Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
-node_modules/ (production dependencies), build/Release/nfnl.node; writes nfkube.service to
---unit-dir (default /etc/systemd/system) and, if absent, an example --environment-file (default
-/etc/nfkube/nfkube.env).
-  --system-node  do not copy node: the unit runs "node" from PATH, which must be Node >= 20
-  --dry-run      print the plan, change nothing`;
+import { OptionTable, parse, usageText } from '../options';
 
 export const DEFAULT_PREFIX = '/opt/nfkube';
 export const DEFAULT_ENV_FILE = '/etc/nfkube/nfkube.env';
+
+const options = {
+  systemd: { type: 'boolean', description: 'install as a systemd service (required: the only kind of install)' },
+  prefix: { type: 'string', value: 'DIR', description: 'where the self-contained copy goes', default: DEFAULT_PREFIX },
+  'unit-dir': { type: 'string', value: 'DIR', description: 'where nfkube.service is written', default: '/etc/systemd/system' },
+  'environment-file': { type: 'string', value: 'PATH', description: "the unit's EnvironmentFile (NFKUBE_ARGS); an example is written if absent", default: DEFAULT_ENV_FILE },
+  'system-node': { type: 'boolean', description: 'do not copy node: the unit runs "node" from PATH, which must be Node >= 20' },
+  'dry-run': { type: 'boolean', description: 'print the plan, change nothing' },
+} as const satisfies OptionTable;
+
+const usage = usageText('nfkube install --systemd [options]', options, `Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
+node_modules/ (production dependencies), build/Release/nfnl.node; writes nfkube.service to
+--unit-dir (default /etc/systemd/system) and, if absent, an example --environment-file (default
+/etc/nfkube/nfkube.env).`);
 
 /** The systemd unit for an installed copy. `node` is the interpreter's absolute path. */
 export function renderUnit(o: { prefix: string; envFile: string; node: string }): string {
@@ -158,27 +163,26 @@ function plan(o: { prefix: string; unitDir: string; envFile: string; systemNode:
 }
 
 function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; systemNode: boolean; dryRun: boolean; systemd: boolean } {
-  const o = { prefix: DEFAULT_PREFIX, unitDir: '/etc/systemd/system', envFile: DEFAULT_ENV_FILE, systemNode: false, dryRun: false, systemd: false };
-  const paths: Record<string, 'prefix' | 'unitDir' | 'envFile'> = { '--prefix': 'prefix', '--unit-dir': 'unitDir', '--environment-file': 'envFile' };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const eq = a.indexOf('=');
-    const name = eq > 0 ? a.slice(0, eq) : a;
-    if (name in paths) {
-      const value = eq > 0 ? a.slice(eq + 1) : args[++i];
-      if (!value) throw new Error(`option ${name} needs a value`);
-      o[paths[name]] = resolve(value);
-    } else if (a === '--systemd') o.systemd = true;
-    else if (a === '--system-node') o.systemNode = true;
-    else if (a === '--dry-run') o.dryRun = true;
-    else throw new Error(`unknown option "${a}"\n${usage}`);
-  }
-  return o;
+  const v = parse(args, options, usage);
+  const path = (name: 'prefix' | 'unit-dir' | 'environment-file', fallback: string) => {
+    const value = v[name] as string | undefined;
+    if (value === '') throw new Error(`option --${name} needs a value`);
+    return resolve(value ?? fallback);
+  };
+  return {
+    prefix: path('prefix', DEFAULT_PREFIX),
+    unitDir: path('unit-dir', '/etc/systemd/system'),
+    envFile: path('environment-file', DEFAULT_ENV_FILE),
+    systemNode: v['system-node'] === true,
+    dryRun: v['dry-run'] === true,
+    systemd: v.systemd === true,
+  };
 }
 
 const command: Command = {
   summary: 'install a self-contained copy and its systemd unit (--systemd [--prefix DIR])',
   usage,
+  options,
   async run(args) {
     const o = parseArgs(args);
     if (!o.systemd) {
