@@ -21,7 +21,8 @@ export function parse(args: string[], table: OptionTable, usage: string): Record
   try {
     return parseArgs({ args, options, allowPositionals: false, strict: true }).values as Record<string, string | boolean | undefined>;
   } catch (err) {
-    throw new Error(`${(err as Error).message}\n${usage}`);
+    const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
+    throw new Error(`${unknown ? `unknown option "${unknown[1]}"` : (err as Error).message}\n${usage}`);
   }
 }
 
