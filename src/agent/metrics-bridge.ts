@@ -5,11 +5,14 @@ import { NetlinkSocket } from '../netlink/socket';
 import { listRules } from '../nft/readback';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
 import { AgentObserver } from './agent';
+import { ProgrammingLatency } from './programming-latency';
 
-export function metricsObserver(metrics: AgentMetrics): AgentObserver {
+/** `latency`, when given, must also see each change delivered (ProgrammingLatency.deliver). */
+export function metricsObserver(metrics: AgentMetrics, latency?: ProgrammingLatency): AgentObserver {
   return {
     synced(r) {
       metrics.observeSync(r.kind, r.durationMs / 1000);
+      latency?.committed(r.durationMs);
       if (r.messages > 0) metrics.recordBatch('nftables', expand(r.byType));
       metrics.recordSuccessfulSync();
       for (const [kind, n] of Object.entries(r.repaired ?? {})) metrics.recordDriftRepairs(kind, n);
@@ -17,7 +20,10 @@ export function metricsObserver(metrics: AgentMetrics): AgentObserver {
     failed(_kind, err) {
       metrics.recordTransactionFailure(err instanceof NetlinkError ? err.code : 'other');
     },
-    queueDepth: (n) => metrics.setEventQueueDepth(n),
+    queueDepth(n) {
+      if (n > 0) latency?.queued();
+      metrics.setEventQueueDepth(n);
+    },
     sizes: (s) => metrics.setObjectCounts({ pods: s.pods, policies: s.policies, sets: s.sets, elements: s.elements }),
   };
 }
@@ -40,10 +46,13 @@ export function policyCounterReader(socket: NetlinkSocket, table: string): () =>
       const verdict = r.exprs.some((e) => e.type === 'reject') ? 'reject' : r.exprs.some((e) => e.type === 'immediate' && e.verdict?.kind === 'drop') ? 'drop' : 'accept';
       const p = POLICY_COMMENT.exec(r.comment);
       const d = DENY_COMMENT.exec(r.comment);
-      const [policy, direction] = p ? [p[1], p[2]] : d ? [d[2], d[1]] : [undefined, undefined];
-      if (!policy) continue;
-      const key = `${policy} ${direction} ${verdict}`;
-      const row = rows.get(key) ?? { policy, direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
+      const [object, direction] = p ? [p[1], p[2]] : d ? [d[2], d[1]] : [undefined, undefined];
+      if (!object) continue;
+      const key = `${object} ${direction} ${verdict}`;
+      // A default deny is labelled with its pod, a policy's accepts with the policy.
+      const [namespace, name] = object.split('/');
+      const who = p ? { policy: object, namespace } : { namespace, pod: name };
+      const row = rows.get(key) ?? { ...who, direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
       row.packets = BigInt(row.packets) + counter.packets;
       row.bytes = BigInt(row.bytes) + counter.bytes;
       rows.set(key, row);

@@ -1,6 +1,7 @@
 /** `nfkube agent`: enforce NetworkPolicy for this node's pods until stopped (or once). */
 import { Agent } from '../../agent/agent';
 import { metricsObserver, policyCounterReader } from '../../agent/metrics-bridge';
+import { ProgrammingLatency } from '../../agent/programming-latency';
 import { AgentMetrics } from '../../observe/metrics';
 import { DEFAULT_METRICS_ADDR, parseMetricsAddress, startObserveServer } from '../../observe/server';
 import { logCoexistence } from '../../agent/coexist';
@@ -38,9 +39,10 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     await logCoexistence(socket, table, logger);
     const metrics = new AgentMetrics();
-    const agent = new Agent({ socket, nodeName: node, table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics) });
+    const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics.observeProgramming(kind, sinceChange, sinceArrival));
+    const agent = new Agent({ socket, nodeName: node, table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics, latency) });
     const source = openSource(v, {
-      onChange: (c) => agent.onChange(c),
+      onChange: (c) => latency.deliver(c, () => agent.onChange(c)),
       onError: (e) => logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message),
     });
     let ready = false;
