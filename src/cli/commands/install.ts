@@ -6,6 +6,7 @@ import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, w
 import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
 import { OptionTable, parse, usageText } from '../options';
+import { addonPath } from '../../native/binding';
 
 export const DEFAULT_PREFIX = '/opt/nfkube';
 export const DEFAULT_ENV_FILE = '/etc/nfkube/nfkube.env';
@@ -101,8 +102,9 @@ interface Step {
 
 function plan(o: { prefix: string; unitDir: string; envFile: string; systemNode: boolean }): Step[] {
   const root = packageRoot();
-  const addon = join(root, 'build', 'Release', 'nfnl.node');
-  if (!existsSync(addon)) throw new Error(`native addon ${addon} is missing (run npm install)`);
+  // The addon this nfkube loads (a prebuilt one or node-gyp's build), copied as the installed
+  // copy's own build.
+  const addon = addonPath();
   const node = o.systemNode ? '/usr/bin/env node' : join(o.prefix, 'bin', 'node');
   const copyTree = (from: string, to: string, filter?: (src: string) => boolean): Step => ({
     describe: `copy ${from} -> ${to}`,
