@@ -39,7 +39,7 @@ export function mergeRanges(exprs: Expr[]): Expr[] {
   for (let i = 0; i < exprs.length; i++) {
     const a = exprs[i];
     const b = exprs[i + 1];
-    if (a.type === 'cmp' && a.op === 'gte' && b?.type === 'cmp' && b.op === 'lte' && canonicalRegister(a.sreg) === canonicalRegister(b.sreg) && a.data.length === b.data.length) {
+    if (a.type === 'cmp' && a.op === 'gte' && b?.type === 'cmp' && b.op === 'lte' && canonicalRegister(a.sreg) === canonicalRegister(b.sreg) && Buffer.isBuffer(a.data) && Buffer.isBuffer(b.data) && a.data.length === b.data.length) {
       out ??= exprs.slice(0, i);
       out.push({ type: 'range', sreg: a.sreg, op: 'eq', from: a.data, to: b.data });
       i++;
