@@ -50,16 +50,18 @@ function describeElement(set: NftSet, e: SetElement): string {
 export function checkElements(set: NftSet, elements: SetElement[], removing = false): void {
   const klen = keyLength(set.key);
   const keyType = set.key.join(' . ');
-  for (const e of elements) {
-    for (const k of e.keyEnd ? [e.key, e.keyEnd] : [e.key]) {
-      if (k.length !== klen) throw new SetTypeError(setName(set), `element 0x${e.key.toString('hex')}`, `${keyType} (${klen} bytes)`, sizeName(k.length));
-    }
+  const dataLen = set.data && set.data !== 'verdict' ? TYPE_LEN[set.data] : 0;
+  // Runs over every element of every batch: no allocation on the path where all is well.
+  for (let i = 0; i < elements.length; i++) {
+    const e = elements[i];
+    const bad = e.key.length !== klen ? e.key : e.keyEnd !== undefined && e.keyEnd.length !== klen ? e.keyEnd : undefined;
+    if (bad) throw new SetTypeError(setName(set), `element 0x${e.key.toString('hex')}`, `${keyType} (${klen} bytes)`, sizeName(bad.length));
     if (removing) continue;
     if (!set.data) {
       if (e.data || e.verdict) throw new SetTypeError(setName(set), describeElement(set, e), 'none (a set, not a map)', e.verdict ? 'a verdict' : sizeName(e.data!.length), 'data');
     } else if (set.data === 'verdict') {
       if (!e.verdict) throw new SetTypeError(setName(set), describeElement(set, e), 'verdict', e.data ? sizeName(e.data.length) : 'missing', 'data');
-    } else if (!e.data || e.data.length !== TYPE_LEN[set.data]) {
+    } else if (!e.data || e.data.length !== dataLen) {
       throw new SetTypeError(setName(set), describeElement(set, e), `${set.data} (${TYPE_LEN[set.data]} bytes)`, e.data ? sizeName(e.data.length) : 'missing', 'data');
     }
   }
