@@ -6,11 +6,14 @@ import { listRules } from '../nft/readback';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
 import { AgentObserver } from '../pipeline/agent';
 import { parseLabel } from './labels';
+import { ProgrammingLatency } from './programming-latency';
 
-export function metricsObserver(metrics: AgentMetrics): AgentObserver {
+/** `latency`, when given, must also see each change delivered (ProgrammingLatency.deliver). */
+export function metricsObserver(metrics: AgentMetrics, latency?: ProgrammingLatency): AgentObserver {
   return {
     synced(r) {
       metrics.observeSync(r.kind, r.durationMs / 1000);
+      latency?.committed(r.durationMs);
       if (r.messages > 0) metrics.recordBatch('nftables', expand(r.byType));
       metrics.recordSuccessfulSync();
       for (const [kind, n] of Object.entries(r.repaired ?? {})) metrics.recordDriftRepairs(kind, n);
@@ -18,7 +21,10 @@ export function metricsObserver(metrics: AgentMetrics): AgentObserver {
     failed(_kind, err) {
       metrics.recordTransactionFailure(err instanceof NetlinkError ? err.code : 'other');
     },
-    queueDepth: (n) => metrics.setEventQueueDepth(n),
+    queueDepth(n) {
+      if (n > 0) latency?.queued();
+      metrics.setEventQueueDepth(n);
+    },
     sizes: (s) => metrics.setObjectCounts({ pods: s.pods, policies: s.policies, sets: s.sets, elements: s.elements, failedClosed: s.failedClosed }),
   };
 }
@@ -39,9 +45,12 @@ export function policyCounterReader(socket: NetlinkSocket, table: string): () =>
       const verdict = r.exprs.some((e) => e.type === 'reject') ? 'reject' : r.exprs.some((e) => e.type === 'immediate' && e.verdict?.kind === 'drop') ? 'drop' : 'accept';
       const label = parseLabel(r.comment);
       if (!label || label.kind === 'jump') continue;
-      const [policy, direction] = label.kind === 'accept' ? [label.policy, label.direction] : [label.pod, label.direction];
-      const key = `${policy} ${direction} ${verdict}`;
-      const row = rows.get(key) ?? { policy, direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
+      const [object, direction] = label.kind === 'accept' ? [label.policy, label.direction] : [label.pod, label.direction];
+      const key = `${object} ${direction} ${verdict}`;
+      // A default deny is labelled with its pod, a policy's accepts with the policy.
+      const [namespace, name] = object.split('/');
+      const who = label.kind === 'accept' ? { policy: object, namespace } : { namespace, pod: name };
+      const row = rows.get(key) ?? { ...who, direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
       row.packets = BigInt(row.packets) + counter.packets;
       row.bytes = BigInt(row.bytes) + counter.bytes;
       rows.set(key, row);

@@ -451,3 +451,21 @@ export const normalizers: Record<ObjectKind, (raw: unknown, opts?: NormalizeOpti
   Namespace: normalizeNamespace,
   NetworkPolicy: orReplacement(normalizeNetworkPolicy),
 };
+
+/** Milliseconds since the epoch of an object's last change as the API server recorded it: the
+ * latest metadata.managedFields[].time (a Date in typed LIST models, text in WATCH events), else
+ * the creationTimestamp; undefined when neither is readable. */
+export function lastChangeTime(raw: unknown): number | undefined {
+  const meta = (raw as { metadata?: Record<string, unknown> } | null)?.metadata;
+  if (!meta || typeof meta !== 'object') return undefined;
+  const ms = (t: unknown) => (t instanceof Date ? t.getTime() : typeof t === 'string' ? Date.parse(t) : NaN);
+  let latest = NaN;
+  if (Array.isArray(meta.managedFields)) {
+    for (const f of meta.managedFields as { time?: unknown }[]) {
+      const t = ms(f?.time);
+      if (!Number.isNaN(t) && (Number.isNaN(latest) || t > latest)) latest = t;
+    }
+  }
+  if (Number.isNaN(latest)) latest = ms(meta.creationTimestamp);
+  return Number.isNaN(latest) ? undefined : latest;
+}

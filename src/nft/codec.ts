@@ -232,7 +232,7 @@ function keyFieldsFromId(typeId: number, fieldCount: number | undefined, keyLen:
 }
 
 export function setFlags(s: NftSet): number {
-  let flags = s.flags;
+  let flags = s.flags ?? 0;
   if (s.data) flags |= C.NFT_SET_MAP;
   if (s.key.length > 1) flags |= C.NFT_SET_CONCAT;
   return flags;
@@ -311,7 +311,7 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
 /** Single-field interval sets (rbtree) take [start, end+1) as two elements, the second flagged
  * NFT_SET_ELEM_INTERVAL_END; concatenations (pipapo) take NFTA_SET_ELEM_KEY_END inclusive. */
 export function kernelElements(set: NftSet, elems: SetElement[]): SetElement[] {
-  const interval = (set.flags & C.NFT_SET_INTERVAL) !== 0;
+  const interval = ((set.flags ?? 0) & C.NFT_SET_INTERVAL) !== 0;
   if (!interval || set.key.length > 1) {
     return interval ? elems.map((e) => ({ ...e, keyEnd: e.keyEnd ?? e.key })) : elems;
   }
@@ -329,7 +329,7 @@ export function kernelElements(set: NftSet, elems: SetElement[]): SetElement[] {
 
 /** Inverse of kernelElements: pairs rbtree start/end elements back into inclusive ranges. */
 export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
-  const interval = (set.flags & C.NFT_SET_INTERVAL) !== 0;
+  const interval = ((set.flags ?? 0) & C.NFT_SET_INTERVAL) !== 0;
   if (!interval) return elems;
   if (set.key.length > 1) {
     return elems.map((e) => {

@@ -264,9 +264,10 @@ export function formatElement(set: Pick<NftSet, 'key' | 'data'>, e: SetElement):
 
 function setFlagNames(s: NftSet): string[] {
   const names: string[] = [];
-  if (s.flags & C.NFT_SET_CONSTANT) names.push('constant');
-  if (s.flags & C.NFT_SET_INTERVAL) names.push('interval');
-  if (s.flags & C.NFT_SET_TIMEOUT) names.push('timeout');
+  const flags = s.flags ?? 0;
+  if (flags & C.NFT_SET_CONSTANT) names.push('constant');
+  if (flags & C.NFT_SET_INTERVAL) names.push('interval');
+  if (flags & C.NFT_SET_TIMEOUT) names.push('timeout');
   return names;
 }
 

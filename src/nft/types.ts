@@ -267,8 +267,9 @@ export interface NftSet {
   key: NftTypeName[];
   /** For maps: the data type; 'verdict' makes a verdict map. */
   data?: NftTypeName;
-  /** NFT_SET_* flags beyond those implied by key/data (interval, constant, timeout...). */
-  flags: number;
+  /** NFT_SET_* flags beyond those implied by key/data (interval, constant, timeout...), from
+   * the package root's NFT_SET_INTERVAL etc. Default 0: a plain exact-match set (or map). */
+  flags?: number;
   /** Transaction-local id so rules in the same batch can reference a new set. */
   id?: number;
   timeout?: bigint;

@@ -54,7 +54,7 @@ export function sameSetDefinition(a: NftSet, b: NftSet): boolean {
     a.key.length === b.key.length &&
     a.key.every((f, i) => f === b.key[i]) &&
     (a.data ?? null) === (b.data ?? null) &&
-    a.flags === b.flags &&
+    (a.flags ?? 0) === (b.flags ?? 0) &&
     a.timeout === b.timeout
   );
 }
@@ -100,7 +100,7 @@ function stripChain(c: Chain): Chain {
 }
 
 function stripSet(s: NftSet): NftSet {
-  const out: NftSet = { family: s.family, table: s.table, name: s.name, key: s.key, flags: s.flags };
+  const out: NftSet = { family: s.family, table: s.table, name: s.name, key: s.key, flags: s.flags ?? 0 };
   if (s.data) out.data = s.data;
   if (s.timeout !== undefined) out.timeout = s.timeout;
   return out;

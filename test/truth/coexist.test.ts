@@ -53,7 +53,7 @@ test('foreign base chains that can override nfkube are found with the reason, an
     for (const f of found) {
       const line = lines.find((l) => l.chain === f.chain && l.table === `${f.family} ${f.table}`);
       assert.ok(line, `logged ${f.table} ${f.chain}`);
-      assert.equal(line.level, 40, 'warn');
+      assert.equal(line.level, 'warn', 'warn');
       assert.equal(line.hook, f.hook);
       assert.equal(line.priority, f.priority);
       assert.match(line.msg, new RegExp(`^base chain ${f.family} ${f.table} ${f.chain} \\(hook ${f.hook} priority ${f.priority} policy ${f.policy}\\) can override nfkube: `));
@@ -82,7 +82,7 @@ test('`nfkube agent --once` logs the check at start-up and leaves foreign state 
     const dir = baseCluster().writeManifests();
     const r = nfkube(sb, ['agent', '--once', '--manifests', dir, '--node-name', NODE]);
     assert.equal(r.status, 0, r.stderr);
-    const warnings = r.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.level === 40);
+    const warnings = r.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.level === 'warn');
     assert.deepEqual(
       warnings.map((w) => w.msg),
       ['base chain ip late_drop c_fwd (hook forward priority 10 policy drop) can override nfkube: policy drop: packets its rules do not accept are dropped even when nfkube accepts them'],

@@ -126,7 +126,7 @@ function mutateTyped(rand: () => number, c: TableContents): TableContents {
       // Another key of the same length, so the set still decodes: keys then read as that type.
       const sameLength: Record<string, NftSet['key']> = { ipv4_addr: ['mark'], mark: ['ipv4_addr'], ipv6_addr: ['ifname'], ifname: ['ipv6_addr'], inet_service: ['inet_service'] };
       if (s.key.length === 1 && sameLength[s.key[0]]) s.key = sameLength[s.key[0]];
-      else s.flags ^= pick([C.NFT_SET_INTERVAL, C.NFT_SET_TIMEOUT, C.NFT_SET_CONSTANT]);
+      else s.flags = (s.flags ?? 0) ^ pick([C.NFT_SET_INTERVAL, C.NFT_SET_TIMEOUT, C.NFT_SET_CONSTANT]);
     } else if (elements.size) {
       const list = pick([...elements.values()]);
       if (list.length) {

@@ -5,17 +5,8 @@
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
-
-const usage = `usage: nfkube install --systemd [--prefix DIR] [--unit-dir DIR] [--environment-file PATH]
-                      [--sysusers-dir DIR] [--system-node] [--dry-run]
-
-Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
-node_modules/ (production dependencies), build/Release/nfnl.node; writes nfkube.service to
---unit-dir (default /etc/systemd/system), the "nfkube" system user's sysusers.d entry to
---sysusers-dir (default /etc/sysusers.d) and, if absent, an example --environment-file (default
-/etc/nfkube/nfkube.env).
-  --system-node  do not copy node: the unit runs "node" from PATH, which must be Node >= 20
-  --dry-run      print the plan, change nothing`;
+import { OptionTable, parse, usageText } from '../options';
+import { addonPath } from '../../native/binding';
 
 export const DEFAULT_PREFIX = '/opt/nfkube';
 export const DEFAULT_ENV_FILE = '/etc/nfkube/nfkube.env';
@@ -43,6 +34,22 @@ export function execWord(word: string, executable = false): string {
 function pathSetting(path: string): string {
   return path.replace(/%/g, '%%');
 }
+
+const options = {
+  systemd: { type: 'boolean', description: 'install as a systemd service (required: the only kind of install)' },
+  prefix: { type: 'string', value: 'DIR', description: 'where the self-contained copy goes', default: DEFAULT_PREFIX },
+  'unit-dir': { type: 'string', value: 'DIR', description: 'where nfkube.service is written', default: '/etc/systemd/system' },
+  'environment-file': { type: 'string', value: 'PATH', description: "the unit's EnvironmentFile (NFKUBE_ARGS); an example is written if absent", default: DEFAULT_ENV_FILE },
+  'sysusers-dir': { type: 'string', value: 'DIR', description: 'where the "nfkube" system user\'s sysusers.d entry is written', default: DEFAULT_SYSUSERS_DIR },
+  'system-node': { type: 'boolean', description: 'do not copy node: the unit runs "node" from PATH, which must be Node >= 20' },
+  'dry-run': { type: 'boolean', description: 'print the plan, change nothing' },
+} as const satisfies OptionTable;
+
+const usage = usageText('nfkube install --systemd [options]', options, `Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
+node_modules/ (production dependencies), build/Release/nfnl.node; writes nfkube.service to
+--unit-dir (default /etc/systemd/system), the "nfkube" system user's sysusers.d entry to
+--sysusers-dir (default /etc/sysusers.d) and, if absent, an example --environment-file (default
+/etc/nfkube/nfkube.env).`);
 
 /** The systemd unit for an installed copy. `node` is the interpreter's absolute path, or
  * "/usr/bin/env node". */
@@ -149,8 +156,9 @@ interface Step {
 
 function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean }): Step[] {
   const root = packageRoot();
-  const addon = join(root, 'build', 'Release', 'nfnl.node');
-  if (!existsSync(addon)) throw new Error(`native addon ${addon} is missing (run npm install)`);
+  // The addon this nfkube loads (a prebuilt one or node-gyp's build), copied as the installed
+  // copy's own build.
+  const addon = addonPath();
   const node = o.systemNode ? '/usr/bin/env node' : join(o.prefix, 'bin', 'node');
   const copyTree = (from: string, to: string, filter?: (src: string) => boolean): Step => ({
     describe: `copy ${from} -> ${to}`,
@@ -219,27 +227,27 @@ function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir
 }
 
 function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean; dryRun: boolean; systemd: boolean } {
-  const o = { prefix: DEFAULT_PREFIX, unitDir: '/etc/systemd/system', envFile: DEFAULT_ENV_FILE, sysusersDir: DEFAULT_SYSUSERS_DIR, systemNode: false, dryRun: false, systemd: false };
-  const paths: Record<string, 'prefix' | 'unitDir' | 'envFile' | 'sysusersDir'> = { '--prefix': 'prefix', '--unit-dir': 'unitDir', '--environment-file': 'envFile', '--sysusers-dir': 'sysusersDir' };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const eq = a.indexOf('=');
-    const name = eq > 0 ? a.slice(0, eq) : a;
-    if (name in paths) {
-      const value = eq > 0 ? a.slice(eq + 1) : args[++i];
-      if (!value) throw new Error(`option ${name} needs a value`);
-      o[paths[name]] = resolve(value);
-    } else if (a === '--systemd') o.systemd = true;
-    else if (a === '--system-node') o.systemNode = true;
-    else if (a === '--dry-run') o.dryRun = true;
-    else throw new Error(`unknown option "${a}"\n${usage}`);
-  }
-  return o;
+  const v = parse(args, options, usage);
+  const path = (name: 'prefix' | 'unit-dir' | 'environment-file' | 'sysusers-dir', fallback: string) => {
+    const value = v[name] as string | undefined;
+    if (value === '') throw new Error(`option --${name} needs a value`);
+    return resolve(value ?? fallback);
+  };
+  return {
+    prefix: path('prefix', DEFAULT_PREFIX),
+    unitDir: path('unit-dir', '/etc/systemd/system'),
+    envFile: path('environment-file', DEFAULT_ENV_FILE),
+    sysusersDir: path('sysusers-dir', DEFAULT_SYSUSERS_DIR),
+    systemNode: v['system-node'] === true,
+    dryRun: v['dry-run'] === true,
+    systemd: v.systemd === true,
+  };
 }
 
 const command: Command = {
   summary: 'install a self-contained copy and its systemd unit (--systemd [--prefix DIR])',
   usage,
+  options,
   async run(args) {
     const o = parseArgs(args);
     if (!o.systemd) {

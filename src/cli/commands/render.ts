@@ -7,15 +7,18 @@ import { formatTable } from '../../nft/format';
 import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
-import { denyAction, nodeName, parse, tableName } from '../options';
+import { COMMON_OPTIONS, denyAction, nodeName, parse, tableName, usageText } from '../options';
 
-const usage = 'usage: nfkube render --manifests DIR [--node-name N] [--table T] [--deny-action drop|reject]';
+const { manifests, 'node-name': node, table, 'deny-action': deny } = COMMON_OPTIONS;
+const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'node-name': node, table, 'deny-action': deny };
+const usage = usageText('nfkube render --manifests DIR [options]', options, 'Prints the nftables ruleset the agent would enforce, in nft syntax, without touching the kernel.');
 
 const command: Command = {
   summary: 'print the nftables ruleset for a manifests directory (no root needed)',
   usage,
+  options,
   async run(args, ctx) {
-    const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' } }, usage);
+    const v = parse(args, options, usage);
     if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
     let errors = 0;
     // `object field` of problems already reported by the source, so the compiler's copy of a
