@@ -22,7 +22,8 @@ const command: Command = {
   async run(args, ctx) {
     const v = parse(args, options, usage);
     const node = nodeName(v['node-name']);
-    process.stdout.write(`node ${node}\n`);
+    // Which node's view is compared, on stderr: stdout stays the difference alone.
+    process.stderr.write(`node ${node}\n`);
     const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) });
     const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
     ctx.defer(() => source.stop());
