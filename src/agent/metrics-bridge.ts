@@ -46,13 +46,12 @@ export function policyCounterReader(socket: NetlinkSocket, table: string): () =>
       const verdict = r.exprs.some((e) => e.type === 'reject') ? 'reject' : r.exprs.some((e) => e.type === 'immediate' && e.verdict?.kind === 'drop') ? 'drop' : 'accept';
       const p = POLICY_COMMENT.exec(r.comment);
       const d = DENY_COMMENT.exec(r.comment);
-      const [object, direction] = p ? [p[1], p[2]] : d ? [d[2], d[1]] : [undefined, undefined];
-      if (!object) continue;
-      const key = `${object} ${direction} ${verdict}`;
-      // A default deny is labelled with its pod, a policy's accepts with the policy.
-      const [namespace, name] = object.split('/');
-      const who = p ? { policy: object, namespace } : { namespace, pod: name };
-      const row = rows.get(key) ?? { ...who, direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
+      const [policy, direction] = p ? [p[1], p[2]] : d ? [d[2], d[1]] : [undefined, undefined];
+      if (!policy) continue;
+      const key = `${policy} ${direction} ${verdict}`;
+      // A default deny is labelled with its pod (namespace, pod), a policy's accepts with the policy.
+      const [namespace, name] = policy.split('/');
+      const row = rows.get(key) ?? { ...(p ? { policy, namespace } : { namespace, pod: name }), direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
       row.packets = BigInt(row.packets) + counter.packets;
       row.bytes = BigInt(row.bytes) + counter.bytes;
       rows.set(key, row);
