@@ -53,7 +53,7 @@ test('foreign base chains that can override nfkube are found with the reason, an
     for (const f of found) {
       const line = lines.find((l) => l.chain === f.chain && l.table === `${f.family} ${f.table}`);
       assert.ok(line, `logged ${f.table} ${f.chain}`);
-      assert.equal(line.level, 'warn', 'warn');
+      assert.equal(line.level, 40, 'warn');
       assert.equal(line.hook, f.hook);
       assert.equal(line.priority, f.priority);
       assert.match(line.msg, new RegExp(`^base chain ${f.family} ${f.table} ${f.chain} \\(hook ${f.hook} priority ${f.priority} policy ${f.policy}\\) can override nfkube: `));
