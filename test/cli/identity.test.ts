@@ -47,6 +47,7 @@ test('every command: --help lists every flag with a description, and its default
     const r = nfkube(name === 'ipset' ? ['ipset', '--help'] : [name, '--help']);
     assert.equal(r.status, 0, `${name} --help`);
     assert.equal(r.stdout, `${command.usage}\n`);
+    assert.ok(command.options, `${name} declares its options (an OptionTable) and builds --help from them with usageText`);
     for (const [flag, o] of Object.entries(command.options)) {
       const line = r.stdout.split('\n').find((l) => l.startsWith(`  --${flag} `) || l === `  --${flag}`);
       assert.ok(line, `${name} --help lists --${flag}`);
@@ -62,7 +63,7 @@ test('every command: --help lists every flag with a description, and its default
     }
   }
   const agent = (require(join(commandsDir, 'agent.js')) as { default: Command }).default;
-  assert.deepEqual(Object.keys(agent.options).sort(), ['deny-action', 'kubeconfig', 'log-level', 'manifests', 'metrics-addr', 'node-name', 'once', 'resync-period', 'table']);
+  assert.deepEqual(Object.keys(agent.options ?? {}).sort(), ['deny-action', 'kubeconfig', 'log-level', 'manifests', 'metrics-addr', 'node-name', 'once', 'resync-period', 'table']);
 });
 
 test('--metrics-addr: host:port, [v6]:port, :port for every address, empty for no server', () => {
