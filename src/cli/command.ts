@@ -6,8 +6,9 @@ export interface Command {
   summary: string;
   /** `--help` text; generated from `options` by usageText. */
   usage: string;
-  /** Every flag the command accepts, with description and default. */
-  options: OptionTable;
+  /** Every flag the command accepts, with description and default (test/cli/identity.test.ts
+   * requires it of every command). */
+  options?: OptionTable;
   /** Returns the process exit code. A thrown error is fatal: the runner reports it, closes what
    * the command registered with `ctx.defer` and exits non-zero. */
   run(args: string[], ctx: RunContext): Promise<number>;

@@ -99,9 +99,10 @@ export function checkRuleLookups(exprs: Expr[], setOf: (name: string) => NftSet 
 
 const key3 = (family: Family, table: string, name: string) => `${family} ${table} ${name}`;
 
-/** Runs both checks over a transaction; sets are resolved among those it adds. */
-export function checkTransaction(operations: readonly Operation[]): void {
-  const sets = new Map<string, NftSet>();
+/** Runs both checks over a transaction; sets are resolved among those it adds, then among
+ * `known` (e.g. the kernel's, see kernelSetsReferenced). */
+export function checkTransaction(operations: readonly Operation[], known: readonly NftSet[] = []): void {
+  const sets = new Map<string, NftSet>(known.map((s) => [key3(s.family, s.table, s.name), s]));
   for (const op of operations) {
     if (op.kind === 'set' && (op.verb === 'add' || op.verb === 'create')) sets.set(key3(op.set.family, op.set.table, op.set.name), op.set);
     else if (op.kind === 'element') checkElements(op.set, op.elements, op.verb === 'delete' || op.verb === 'destroy');
@@ -110,6 +111,32 @@ export function checkTransaction(operations: readonly Operation[]): void {
       checkRuleLookups(r.exprs, (name) => sets.get(key3(r.family, r.table, name)));
     }
   }
+}
+
+/** The definitions, read from the kernel, of the sets the transaction's rules look up without
+ * adding them: one set dump per table concerned, only when some rule looks an address up. */
+export async function kernelSetsReferenced(socket: NetlinkSocket, operations: readonly Operation[]): Promise<NftSet[]> {
+  const added = new Set<string>();
+  const tables = new Map<string, { family: Family; table: string }>();
+  for (const op of operations) {
+    if (op.kind === 'set' && (op.verb === 'add' || op.verb === 'create')) added.add(key3(op.set.family, op.set.table, op.set.name));
+    if (op.kind !== 'rule' || op.verb === 'delete' || op.verb === 'destroy') continue;
+    const r = op.rule;
+    const loadsAddress = r.exprs.some((e) => e.type === 'payload' && e.base === 'network' && ADDRESS_LOADS.some((a) => a.offset === e.offset && a.len === e.len));
+    if (!loadsAddress) continue;
+    for (const e of r.exprs) {
+      if (e.type === 'lookup' && !added.has(key3(r.family, r.table, e.set))) tables.set(`${r.family} ${r.table}`, { family: r.family, table: r.table });
+    }
+  }
+  const out: NftSet[] = [];
+  for (const t of tables.values()) {
+    try {
+      out.push(...(await listSets(socket, t.family, t.table)));
+    } catch {
+      // A table that does not exist yet has no sets to check against.
+    }
+  }
+  return out;
 }
 
 interface Reference {

@@ -294,7 +294,8 @@ export function formatTable(t: TableContents): string {
     const rules = t.rules.filter((r) => r.chain === c.name).map((r) => `\t\t${formatRule(r)}\n`);
     parts.push(`\tchain ${c.name} {\n${formatChainHeader(c)}${rules.join('')}\t}`);
   }
-  return `table ${t.table.family} ${t.table.name} {\n${parts.join('\n\n')}\n}\n`;
+  const comment = t.table.comment !== undefined ? `\tcomment "${t.table.comment}"\n${parts.length ? '\n' : ''}` : '';
+  return `table ${t.table.family} ${t.table.name} {\n${comment}${parts.join('\n\n')}\n}\n`;
 }
 
 function tableRef(t: Pick<Table, 'family' | 'name'>): string {

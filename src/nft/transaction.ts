@@ -33,7 +33,7 @@ import {
   kernelElements,
   RuleEncodeOptions,
 } from './codec';
-import { checkTransaction, findMissingReference } from './check';
+import { checkTransaction, findMissingReference, kernelSetsReferenced } from './check';
 import * as C from './constants';
 import { formatOperation } from './format';
 import { Chain, NFPROTO, NftSet, Rule, SetElement, Table } from './types';
@@ -68,6 +68,9 @@ export interface CommitOptions {
   /** Ruleset generation the transaction was computed from: the kernel refuses it (ERESTART)
    * if anything changed the ruleset since. */
   genId?: number;
+  /** Also check address lookups against sets that already exist in the kernel (one set dump
+   * per table concerned, before sending); sets the transaction adds are always checked. */
+  checkKernelSets?: boolean;
 }
 
 export interface CommitResult {
@@ -175,9 +178,9 @@ export class Transaction {
   }
 
   /** Throws a SetTypeError for an element or an address match that does not fit its set (see
-   * check.ts); commit runs it before sending anything. */
-  check(): this {
-    checkTransaction(this.operations);
+   * check.ts), resolving sets among those it adds and `known`; commit runs it before sending. */
+  check(known?: NftSet[]): this {
+    checkTransaction(this.operations, known);
     return this;
   }
 
@@ -338,7 +341,7 @@ export async function commit(socket: NetlinkSocket, tx: Transaction, opts: Commi
   const ruleHandles = new Map<Rule, bigint>();
   const byType = new Map<string, number>();
   if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
-  tx.check();
+  tx.check(opts.checkKernelSets ? await kernelSetsReferenced(socket, tx.operations) : undefined);
   const { datagram, messages } = tx.encodeBatch(() => socket.nextSeq(), opts);
   if (messages.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
   const seqToIndex = new Map<number, number>();

@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from '../../src/cli/command';
-import { parseMetricsAddress } from '../../src/observe/server';
+import { parseMetricsAddress, startObserveServer } from '../../src/observe/server';
 import { withSandbox } from '../helpers/netns';
 
 const root = join(__dirname, '..', '..', '..');
@@ -47,6 +47,7 @@ test('every command: --help lists every flag with a description, and its default
     const r = nfkube(name === 'ipset' ? ['ipset', '--help'] : [name, '--help']);
     assert.equal(r.status, 0, `${name} --help`);
     assert.equal(r.stdout, `${command.usage}\n`);
+    assert.ok(command.options, `${name} declares its options (an OptionTable) and builds --help from them with usageText`);
     for (const [flag, o] of Object.entries(command.options)) {
       const line = r.stdout.split('\n').find((l) => l.startsWith(`  --${flag} `) || l === `  --${flag}`);
       assert.ok(line, `${name} --help lists --${flag}`);
@@ -62,7 +63,7 @@ test('every command: --help lists every flag with a description, and its default
     }
   }
   const agent = (require(join(commandsDir, 'agent.js')) as { default: Command }).default;
-  assert.deepEqual(Object.keys(agent.options).sort(), ['deny-action', 'kubeconfig', 'log-level', 'manifests', 'metrics-addr', 'node-name', 'once', 'resync-period', 'table', 'timeout']);
+  assert.deepEqual(Object.keys(agent.options ?? {}).sort(), ['deny-action', 'kubeconfig', 'log-level', 'manifests', 'metrics-addr', 'node-name', 'once', 'resync-period', 'table', 'timeout']);
 });
 
 test('--metrics-addr: host:port, [v6]:port, :port for every address, empty for no server', () => {
@@ -72,6 +73,22 @@ test('--metrics-addr: host:port, [v6]:port, :port for every address, empty for n
   assert.equal(parseMetricsAddress(''), undefined);
   assert.throws(() => parseMetricsAddress(':99999'), /--metrics-addr: port 99999 is out of range/);
   assert.throws(() => parseMetricsAddress('9476'), /--metrics-addr: expected host:port/);
+});
+
+test('--metrics-addr :PORT serves on every address', async () => {
+  const server = await startObserveServer({
+    address: parseMetricsAddress(':0')!,
+    metrics: async () => ({ contentType: 'text/plain', body: 'x 1\n' }),
+    lastSuccessfulSync: () => Date.now(),
+    resyncPeriodMs: 60_000,
+    ready: () => true,
+  });
+  try {
+    assert.equal(server.address.host, '');
+    assert.equal(await (await fetch(`http://127.0.0.1:${server.address.port}/metrics`)).text(), 'x 1\n');
+  } finally {
+    await server.close();
+  }
 });
 
 test('agent: the first log line names version, node, source, table, resync period, deny action and metrics address; levels are names; 0 pods warns', async () => {

@@ -50,6 +50,11 @@ test('ip6 saddr @v4set is refused (nft refuses it too), naming the set, the matc
     assert.equal(sb.run('nft', ['list', 'tables']), 'table inet o\n'.replace(/.*\n/, ''), 'nothing was sent');
     // The right family commits.
     await commit(sb.socket, new Transaction().addTable(T).addSet(v4set).addChain(chain).addRule({ ...chain, chain: 'c', exprs: [...b.matchAddrInSet('ip saddr', 'v4set'), b.accept()] }));
+    // A set already in the kernel: checked with checkKernelSets, before anything is sent.
+    const later = new Transaction().addRule({ ...chain, chain: 'c', exprs: [...b.matchAddrInSet('ip6 daddr', 'v4set'), b.drop()] });
+    const rulesBefore = sb.run('nft', ['list', 'chain', 'inet', 'lib', 'c']);
+    await assert.rejects(commit(sb.socket, later, { checkKernelSets: true }), (err: unknown) => err instanceof SetTypeError && err.element === 'ip6 daddr' && err.setType === 'ipv4_addr');
+    assert.equal(sb.run('nft', ['list', 'chain', 'inet', 'lib', 'c']), rulesBefore, 'nothing was sent');
   });
 });
 

@@ -4,6 +4,7 @@
 import { Renderer } from '../../agent/render';
 import { ManifestSource } from '../../k8s/manifest-source';
 import { formatTable } from '../../nft/format';
+import { markedTable } from '../../nft/ownership';
 import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
@@ -50,7 +51,8 @@ const command: Command = {
       process.stderr.write(`nfkube: ${err.message}\n`);
     };
     const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), onFailClosed }).full(ir);
-    process.stdout.write(formatTable(modelToContents(model)));
+    // With nfkube's mark, as the agent creates it: `render | nft -f` makes a table nfkube owns.
+    process.stdout.write(formatTable({ ...modelToContents(model), table: markedTable(model.table) }));
     return errors ? 1 : 0;
   },
 };
