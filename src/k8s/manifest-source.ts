@@ -150,8 +150,12 @@ export class ManifestSource implements ClusterSource {
       broken.push({ index, doc });
       this.opts.onError(sourceErrorFrom(err, { file, document: index }));
     };
-    if (bracketDepthExceeds(text, MAX_DEPTH)) {
+    const tooDeep = bracketDepthExceeded(text, MAX_DEPTH);
+    if (tooDeep >= 0) {
       fail(0, new Error(`nested deeper than ${MAX_DEPTH} levels; not parsed`));
+      // The lines before the nesting still tell which policies the file names, so that they
+      // can fail closed.
+      if (!isJsonName(file)) broken.push(...headDocuments(text.slice(0, text.lastIndexOf('\n', tooDeep) + 1)).map((doc, index) => ({ index, doc })));
       return { documents, broken };
     }
     if (isJsonName(file)) {
@@ -287,10 +291,20 @@ function brokenPolicy(doc: Document | undefined): { kind: 'NetworkPolicy'; names
   }
 }
 
-/** Whether `[`/`{` outside double-quoted strings nest deeper than `max`: one linear pass, no
- * allocation. Exact for JSON; for YAML flow collections a bound (a bracket inside a plain or
- * single-quoted scalar counts too, which only matters past a thousand unmatched ones). */
-function bracketDepthExceeds(text: string, max: number): boolean {
+/** The documents of a (bounded) text, for what their syntax trees tell; never throws. */
+function headDocuments(text: string): Document[] {
+  try {
+    const parsed = parseAllDocuments(text);
+    return Array.isArray(parsed) ? parsed : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Where `[`/`{` outside double-quoted strings first nest deeper than `max`, or -1: one linear
+ * pass, no allocation. Exact for JSON; for YAML flow collections a bound (a bracket inside a
+ * plain or single-quoted scalar counts too, which only matters past a thousand unmatched ones). */
+function bracketDepthExceeded(text: string, max: number): number {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -300,10 +314,10 @@ function bracketDepthExceeds(text: string, max: number): boolean {
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true;
+      if (++depth > max) return i;
     } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
   }
-  return false;
+  return -1;
 }
 
 function isJsonName(name: string): boolean {
