@@ -219,7 +219,16 @@ export class ManifestSource implements ClusterSource {
     try {
       id = objectId(k, raw, { defaultNamespace: DEFAULT_NAMESPACE });
     } catch (err) {
-      report(err);
+      // A policy without a usable name still names its namespace: it fails closed there, under
+      // a name no API object can have, until the file is fixed.
+      const unnamed = k === 'NetworkPolicy' && err instanceof K8sObjectError ? unnamedPolicy(raw, `unnamed:${file}#${document}${fieldPrefix ? ':' + fieldPrefix.replace(/\.$/, '') : ''}`) : undefined;
+      if (!unnamed) {
+        report(err);
+        return;
+      }
+      const failed = failClosedPolicy(unnamed, raw, (err as K8sObjectError).field, (err as K8sObjectError).problem, false);
+      report(failed);
+      defs.set(`NetworkPolicy ${unnamed.key}`, { kind: 'NetworkPolicy', key: unnamed.key, object: failed.replacement });
       return;
     }
     const ident = `${k} ${id.key}`;
@@ -322,6 +331,15 @@ function bracketDepthExceeded(text: string, max: number): number {
 
 function isJsonName(name: string): boolean {
   return extname(name).toLowerCase() === '.json';
+}
+
+/** The identity to fail a nameless policy closed under, when its namespace can be told. */
+function unnamedPolicy(raw: unknown, name: string): { kind: 'NetworkPolicy'; namespace: string; name: string; key: string } | undefined {
+  const meta = (raw as { metadata?: unknown }).metadata;
+  const given = typeof meta === 'object' && meta !== null ? (meta as { namespace?: unknown }).namespace : undefined;
+  if (given !== undefined && given !== null && (typeof given !== 'string' || given === '')) return undefined;
+  const namespace = (given as string | undefined) ?? DEFAULT_NAMESPACE;
+  return { kind: 'NetworkPolicy', namespace, name, key: `${namespace}/${name}` };
 }
 
 /** The kind nfkube reads that `kind` is a likely typo of (case, or at most two edits). */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { Agent } from '../../src/agent/agent';
 import { LABEL_MAX_BYTES } from '../../src/agent/labels';
-import { metricsObserver } from '../../src/agent/metrics-bridge';
+import { metricsObserver, policyCounterReader } from '../../src/agent/metrics-bridge';
 import { normalizers } from '../../src/k8s/normalize';
 import { listTable } from '../../src/nft/readback';
 import { ipv4 } from '../../src/nft/values';
@@ -42,6 +42,10 @@ test('a policy named with 150 CJK characters blocks nothing: later pods under va
       for (const c of kernel.chains.values()) for (const r of c.rules) if (r.comment) assert.ok(Buffer.byteLength(r.comment) <= LABEL_MAX_BYTES, r.comment);
       assert.ok(isEmptyDiff(diffRulesets(kernel, agent.desiredModel!)), 'read back equals desired');
       assert.equal((await agent.resync()).drift, '', 'and stays so: no drift');
+      // The metrics still attribute its counters: the cut label parses, with its hash.
+      const rows = await policyCounterReader(sb.socket, 'nfkube')();
+      assert.ok(rows.some((r) => /^x\/日+…[0-9a-f]{8}$/.test(r.policy) && r.direction === 'ingress' && r.verdict === 'accept'), JSON.stringify(rows.map((r) => r.policy)));
+      assert.ok(rows.some((r) => r.policy === 'x/web' && r.verdict === 'accept'));
     } finally {
       await agent.stop();
     }
