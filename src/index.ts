@@ -27,4 +27,6 @@ export * as ipset from './ipset';
 export { compileFull } from './policy/compile';
 export { PolicyEngine } from './policy/engine';
 export { Renderer } from './agent/render';
+export { RenderError } from './agent/render';
+export { formatLabel, parseLabel, RuleLabel } from './agent/labels';
 export { Agent } from './agent/agent';
