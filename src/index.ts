@@ -37,3 +37,5 @@ export { Agent, AgentOptions, AgentObserver, SyncReport } from './pipeline/agent
 export { Component, SyncKind, TableRef } from './pipeline/component';
 export { ChangeScope } from './pipeline/scope';
 export { plan, Plan } from './pipeline/plan';
+export { RenderError } from './agent/render';
+export { formatLabel, parseLabel, RuleLabel } from './agent/labels';

@@ -15,9 +15,7 @@
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
  *         (address . l4proto . port)
  */
-import { AttrWriter } from '../netlink/attr';
 import * as b from '../nft/build';
-import { encodeRule } from '../nft/codec';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
 import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
@@ -151,14 +149,14 @@ export class Renderer {
   }
 
   /** The policy's chains (one per direction it isolates). ipBlocks tells each block's family.
-   * A policy whose rules cannot be rendered or encoded gets empty chains: it isolates what it
-   * selects and allows nothing (see RenderError). */
+   * A policy whose rules cannot be rendered gets empty chains: it isolates what it selects and
+   * allows nothing (see RenderError). What a rule carries from the cluster is checked here, so
+   * nothing unencodable reaches a batch: comments come from formatLabel (bounded, sanitised),
+   * ports are checked in portMatch, addresses and set names are canonical or ids. Encoding
+   * every rule here instead would cost as much as rendering it again. */
   policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
     try {
       const chains = this.renderPolicyChains(p, ipBlocks);
-      // Encoding here, once per policy change, keeps an unencodable rule out of every batch.
-      const w = new AttrWriter(1024);
-      for (const c of chains) for (const r of c.rules) encodeRule(w, r);
       this.failedClosed.delete(p.id);
       return chains;
     } catch (cause) {
@@ -235,6 +233,8 @@ export class Renderer {
     let exprs = this.portMatches.get(key);
     if (!exprs) {
       const proto = PROTO[pm.protocol];
+      if (!proto) throw new RangeError(`unknown protocol ${JSON.stringify(pm.protocol)}`);
+      for (const n of [pm.port, pm.endPort]) if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= 65535)) throw new RangeError(`port ${n} is out of range (1-65535)`);
       exprs = pm.port === undefined ? b.l4proto(proto) : b.matchPort(proto, 'th dport', pm.port, pm.endPort);
       if (this.portMatches.size >= PORT_MATCH_CACHE_MAX) this.portMatches.clear();
       this.portMatches.set(key, exprs);

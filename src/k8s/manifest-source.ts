@@ -150,8 +150,12 @@ export class ManifestSource implements ClusterSource {
       broken.push({ index, doc });
       this.opts.onError(sourceErrorFrom(err, { file, document: index }));
     };
-    if (bracketDepthExceeds(text, MAX_DEPTH)) {
+    const tooDeep = bracketDepthExceeded(text, MAX_DEPTH);
+    if (tooDeep >= 0) {
       fail(0, new Error(`nested deeper than ${MAX_DEPTH} levels; not parsed`));
+      // The lines before the nesting still tell which policies the file names, so that they
+      // can fail closed.
+      if (!isJsonName(file)) broken.push(...headDocuments(text.slice(0, text.lastIndexOf('\n', tooDeep) + 1)).map((doc, index) => ({ index, doc })));
       return { documents, broken };
     }
     if (isJsonName(file)) {
@@ -215,7 +219,16 @@ export class ManifestSource implements ClusterSource {
     try {
       id = objectId(k, raw, { defaultNamespace: DEFAULT_NAMESPACE });
     } catch (err) {
-      report(err);
+      // A policy without a usable name still names its namespace: it fails closed there, under
+      // a name no API object can have, until the file is fixed.
+      const unnamed = k === 'NetworkPolicy' && err instanceof K8sObjectError ? unnamedPolicy(raw, `unnamed:${file}#${document}${fieldPrefix ? ':' + fieldPrefix.replace(/\.$/, '') : ''}`) : undefined;
+      if (!unnamed) {
+        report(err);
+        return;
+      }
+      const failed = failClosedPolicy(unnamed, raw, (err as K8sObjectError).field, (err as K8sObjectError).problem, false);
+      report(failed);
+      defs.set(`NetworkPolicy ${unnamed.key}`, { kind: 'NetworkPolicy', key: unnamed.key, object: failed.replacement });
       return;
     }
     const ident = `${k} ${id.key}`;
@@ -287,10 +300,20 @@ function brokenPolicy(doc: Document | undefined): { kind: 'NetworkPolicy'; names
   }
 }
 
-/** Whether `[`/`{` outside double-quoted strings nest deeper than `max`: one linear pass, no
- * allocation. Exact for JSON; for YAML flow collections a bound (a bracket inside a plain or
- * single-quoted scalar counts too, which only matters past a thousand unmatched ones). */
-function bracketDepthExceeds(text: string, max: number): boolean {
+/** The documents of a (bounded) text, for what their syntax trees tell; never throws. */
+function headDocuments(text: string): Document[] {
+  try {
+    const parsed = parseAllDocuments(text);
+    return Array.isArray(parsed) ? parsed : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Where `[`/`{` outside double-quoted strings first nest deeper than `max`, or -1: one linear
+ * pass, no allocation. Exact for JSON; for YAML flow collections a bound (a bracket inside a
+ * plain or single-quoted scalar counts too, which only matters past a thousand unmatched ones). */
+function bracketDepthExceeded(text: string, max: number): number {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -300,14 +323,23 @@ function bracketDepthExceeds(text: string, max: number): boolean {
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true;
+      if (++depth > max) return i;
     } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
   }
-  return false;
+  return -1;
 }
 
 function isJsonName(name: string): boolean {
   return extname(name).toLowerCase() === '.json';
+}
+
+/** The identity to fail a nameless policy closed under, when its namespace can be told. */
+function unnamedPolicy(raw: unknown, name: string): { kind: 'NetworkPolicy'; namespace: string; name: string; key: string } | undefined {
+  const meta = (raw as { metadata?: unknown }).metadata;
+  const given = typeof meta === 'object' && meta !== null ? (meta as { namespace?: unknown }).namespace : undefined;
+  if (given !== undefined && given !== null && (typeof given !== 'string' || given === '')) return undefined;
+  const namespace = (given as string | undefined) ?? DEFAULT_NAMESPACE;
+  return { kind: 'NetworkPolicy', namespace, name, key: `${namespace}/${name}` };
 }
 
 /** The kind nfkube reads that `kind` is a likely typo of (case, or at most two edits). */

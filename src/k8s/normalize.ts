@@ -48,8 +48,8 @@ class FieldReader {
   }
 
   record(v: unknown, field: string): Obj {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) this.fail(field, `expected an object, got ${describe(v)}`);
-    return v as Obj;
+    if (!isRecord(v)) this.fail(field, `expected an object, got ${describe(v)}`);
+    return v;
   }
 
   optRecord(v: unknown, field: string): Obj | undefined {
@@ -110,7 +110,10 @@ class FieldReader {
 
 function describe(v: unknown): string {
   if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
+  if (Array.isArray(v) || v instanceof Set) return 'a list';
+  if (v instanceof Map) return 'an ordered map';
+  if (ArrayBuffer.isView(v)) return 'binary data';
+  if (v instanceof Date) return 'a timestamp';
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v);
   if (typeof v === 'object') return 'an object';
   return `${typeof v} ${String(v)}`;
@@ -334,8 +337,11 @@ function readableSelector(v: unknown): LabelSelector {
   return out;
 }
 
+/** A JSON object, or a typed client model. Not what YAML's explicit tags make (`!!set`,
+ * `!!omap`, `!!binary`, `!!timestamp`): their keys are not fields, and reading one as an empty
+ * object would widen a selector. */
 function isRecord(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Map) && !(v instanceof Set) && !ArrayBuffer.isView(v) && !(v instanceof Date);
 }
 
 const MALFORMED = 'malformed';

@@ -144,3 +144,16 @@ test('container ports out of range or of an unknown protocol are left out, named
   // Without a problem sink the first is thrown, named.
   assert.throws(() => normalizePod(raw), (e) => e instanceof K8sObjectError && e.field === 'spec.containers[0].ports[0].containerPort');
 });
+
+test("YAML's explicit tags (!!set, !!omap, !!binary, !!timestamp) are not objects: a peer is never widened by one", () => {
+  for (const value of [new Set(['app']), new Map([['app', 'client']]), Buffer.from('app'), new Date(0)]) {
+    const problems: K8sObjectError[] = [];
+    const n = normalizeNetworkPolicy(policy({ podSelector: {}, ingress: [{ from: [{ podSelector: value }] }, { from: [{ podSelector: { matchLabels: value } }] }] }), {
+      onProblem: (e) => problems.push(e),
+    });
+    assert.deepEqual(n.ingress, [], 'both rules allow nothing (never "all pods")');
+    assert.deepEqual(problems.map((e) => e.field), ['spec.ingress[0].from[0].podSelector', 'spec.ingress[1].from[0].podSelector.matchLabels']);
+    // As the policy's own selector: it fails closed.
+    assert.ok(failClosed(policy({ podSelector: value })).replacement.policyTypes!.length === 2);
+  }
+});
