@@ -36,7 +36,7 @@ RUN set -eu; \
     mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp /rootfs/opt/nfkube; \
     chmod 1777 /rootfs/tmp; \
     cp -a /usr/local/bin/node /rootfs/usr/local/bin/node; \
-    for lib in $(ldd /usr/local/bin/node /tmp/nfnl.node | grep -o '/[^ ]*' | sort -u); do \
+    for lib in $(ldd /usr/local/bin/node /tmp/nfnl.node | grep -v ':$' | grep -o '/[^ ]*' | sort -u); do \
       cp -aL --parents "$lib" /rootfs/; \
     done; \
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' > /rootfs/etc/passwd; \
