@@ -9,7 +9,8 @@ import { resolve } from 'node:path';
 import { Agent } from '../../src/agent/agent';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import * as C from '../../src/nft/constants';
-import { ForeignTableError, kernelCanHold, TABLE_MARK } from '../../src/nft/ownership';
+import { ForeignTableError, kernelCanHold, markedTable, TABLE_MARK } from '../../src/nft/ownership';
+import { Transaction } from '../../src/nft/transaction';
 import { listTables } from '../../src/nft/readback';
 import { Sandbox, withSandbox } from '../helpers/netns';
 import { baseCluster, CliResult, Cluster, nfkube, NODE, silent } from './harness';
@@ -252,4 +253,6 @@ test('the hold needs NFT_TABLE_F_PERSIST (Linux 6.9): older kernels get the mark
   assert.equal(kernelCanHold('6.8.12-amd64'), false);
   assert.equal(kernelCanHold('5.14.0-427.el9.x86_64'), false);
   assert.equal(kernelCanHold('garbage'), false);
+  // Dry runs and logs show what nfkube creates its table with.
+  assert.equal(new Transaction().addTable(markedTable({ family: 'inet', name: 'nfkube' }, true)).toString(), 'add table inet nfkube { flags owner,persist; comment "managed by nfkube"; }');
 });
