@@ -1,5 +1,6 @@
-# nfkube agent image. Two stages: the build stage compiles the N-API addon and the TypeScript;
-# the runtime stage holds only node, the compiled code, production dependencies and the addon.
+# nfkube agent image. The build stage compiles the N-API addon and the TypeScript; the final
+# stage, built from scratch, holds only node and the shared libraries it loads, the compiled
+# code, production dependencies and the addon: no shell and no package manager.
 # nfkube speaks nfnetlink itself, so the runtime stage installs no iptables, ipset, nft or
 # iproute2 (test/ship/image.test.ts checks the built image for them).
 #
@@ -32,7 +33,24 @@ COPY scripts/ scripts/
 RUN npm ci && npm prune --omit=dev \
  && test -f build/Release/nfnl.node && test -f dist/src/cli/main.js
 
-FROM ${RUNTIME_BASE}
+# The runtime root filesystem, distroless-style: node, the shared libraries node and the addon
+# load (as ldd lists them), the minimum of /etc, and nothing else from the base image: no shell,
+# no package manager, no coreutils. Assembled in a stage of the runtime base, which has them.
+FROM ${RUNTIME_BASE} AS rootfs
+COPY --from=build /src/build/Release/nfnl.node /tmp/nfnl.node
+RUN set -eu; \
+    mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp /rootfs/opt/nfkube; \
+    chmod 1777 /rootfs/tmp; \
+    cp -a /usr/local/bin/node /rootfs/usr/local/bin/node; \
+    for lib in $(ldd /usr/local/bin/node /tmp/nfnl.node | grep -v ':$' | grep -o '/[^ ]*' | sort -u); do \
+      cp -aL --parents "$lib" /rootfs/; \
+    done; \
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' > /rootfs/etc/passwd; \
+    printf 'root:x:0:\nnogroup:x:65534:\n' > /rootfs/etc/group; \
+    printf 'hosts: files dns\n' > /rootfs/etc/nsswitch.conf
+
+FROM scratch
+COPY --from=rootfs /rootfs/ /
 WORKDIR /opt/nfkube
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules/ node_modules/
@@ -40,5 +58,5 @@ COPY --from=build /src/dist/src/ dist/src/
 COPY --from=build /src/build/Release/nfnl.node build/Release/
 COPY --from=build /src/bin/ bin/
 ENV NODE_ENV=production
-ENTRYPOINT ["node", "/opt/nfkube/bin/nfkube"]
+ENTRYPOINT ["/usr/local/bin/node", "/opt/nfkube/bin/nfkube"]
 CMD ["agent"]

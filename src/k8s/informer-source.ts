@@ -8,6 +8,7 @@
  * replaced by a re-list that is diffed against the cache, so enforcement never drops state and
  * only real differences are delivered. Connection failures are retried with backoff. */
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
+import { createLogger } from '../log';
 import { sourceErrorFrom } from './errors';
 import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
 import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
@@ -27,8 +28,36 @@ export function loadKubeConfig(path?: string): KubeConfig {
   return kc;
 }
 
+/** A program the kubeconfig makes client-node execute to get credentials: an `exec:` plugin, or
+ * a legacy auth provider's `cmd-path`. */
+export interface CredentialCommand {
+  user: string;
+  command: string;
+  via: 'exec' | 'auth-provider cmd-path';
+}
+
+/** The programs the kubeconfig's current user makes client-node run. In-cluster config (the
+ * pod's service account token) never has any. */
+export function credentialCommands(kc: KubeConfig): CredentialCommand[] {
+  const user = kc.getCurrentUser();
+  if (!user) return [];
+  const out: CredentialCommand[] = [];
+  const exec = user.exec as { command?: unknown } | undefined;
+  if (exec && typeof exec.command === 'string') out.push({ user: user.name, command: exec.command, via: 'exec' });
+  const cmdPath = (user.authProvider as { config?: Record<string, unknown> } | undefined)?.config?.['cmd-path'];
+  if (typeof cmdPath === 'string') out.push({ user: user.name, command: cmdPath, via: 'auth-provider cmd-path' });
+  return out;
+}
+
+/** The warning for one credential command: client-node runs it with the agent's privileges. */
+export function credentialCommandWarning(c: CredentialCommand): string {
+  return `kubeconfig user "${c.user}" runs the credential program ${c.command} (${c.via}): @kubernetes/client-node executes it with this agent's privileges (CAP_NET_ADMIN; root in a container) whenever it needs a token; make sure only root can change it, or use a token or client certificate instead`;
+}
+
 export interface InformerSourceOptions extends SourceHandlers {
   kubeConfig: KubeConfig;
+  /** Where the credential-program warnings go; a pino warning line on stderr by default. */
+  onWarning?: (message: string, fields: Record<string, unknown>) => void;
   /** Objects per LIST page, so a re-list never holds the whole cluster's raw objects. */
   pageSize?: number;
   /** Asked of the server per watch; it ends the watch after that long and we resume. */
@@ -54,6 +83,9 @@ export class InformerSource implements ClusterSource {
 
   constructor(opts: InformerSourceOptions) {
     this.state = new ClusterState(opts);
+    // nfkube itself never executes a program; a kubeconfig can make its client library do so.
+    const warn = opts.onWarning ?? ((message: string, fields: Record<string, unknown>) => createLogger('warn').warn(fields, message));
+    for (const c of credentialCommands(opts.kubeConfig)) warn(credentialCommandWarning(c), { user: c.user, command: c.command, via: c.via });
     const { CoreV1Api, NetworkingV1Api, Watch } = clientNode();
     const core = opts.kubeConfig.makeApiClient(CoreV1Api);
     const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);

@@ -305,8 +305,13 @@ function tableRef(t: Pick<Table, 'family' | 'name'>): string {
 /** One transaction operation as an nft command. */
 export function formatOperation(op: Operation): string {
   switch (op.kind) {
-    case 'table':
-      return `${op.verb} table ${tableRef(op.table)}`;
+    case 'table': {
+      const t = op.table;
+      if ((op.verb !== 'add' && op.verb !== 'create') || (t.comment === undefined && !t.flags)) return `${op.verb} table ${tableRef(t)}`;
+      const flags = [[C.NFT_TABLE_F_DORMANT, 'dormant'], [C.NFT_TABLE_F_OWNER, 'owner'], [C.NFT_TABLE_F_PERSIST, 'persist']].filter(([bit]) => (t.flags ?? 0) & (bit as number)).map(([, name]) => name);
+      const parts = [...(flags.length ? [`flags ${flags.join(',')};`] : []), ...(t.comment !== undefined ? [`comment "${t.comment}";`] : [])];
+      return `${op.verb} table ${tableRef(t)} { ${parts.join(' ')} }`;
+    }
     case 'chain': {
       const c = op.chain;
       const ref = `${c.family} ${c.table} ${c.name}`;

@@ -7,6 +7,7 @@
  * rule`, a dormant flag; `nft flush ruleset` skips it), and NFT_TABLE_F_PERSIST (Linux 6.9) keeps
  * it, ownerless, when the agent's socket closes, until the next start adopts it again. What this
  * does and does not protect is in docs/coexistence.md. */
+import { release } from 'node:os';
 import { isGenerationMismatch } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import * as C from './constants';
@@ -19,6 +20,16 @@ export const TABLE_MARK = 'managed by nfkube';
 
 /** The flags a running agent holds its table with. */
 export const HOLD_FLAGS = C.NFT_TABLE_F_OWNER | C.NFT_TABLE_F_PERSIST;
+
+/** Whether a kernel release has NFT_TABLE_F_PERSIST (6.9). Without it an owned table dies with
+ * its owner, so older kernels get the mark but no hold. A distribution kernel that backported the
+ * flag is treated as not having it: the safe side. */
+export function kernelCanHold(kernelRelease = release()): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(kernelRelease);
+  return !!m && (Number(m[1]) > 6 || (Number(m[1]) === 6 && Number(m[2]) >= 9));
+}
+
+const CAN_HOLD = kernelCanHold();
 
 /** A table nfkube will not change: not its own, or held by another running process. */
 export class ForeignTableError extends Error {
@@ -53,7 +64,7 @@ export function checkOwnTable(t: Table, socket: NetlinkSocket): void {
 /** The table as nfkube creates it: marked, and held by the creating socket when `hold`. */
 export function markedTable(t: Pick<Table, 'family' | 'name'>, hold = false): Table {
   const out: Table = { family: t.family, name: t.name, comment: TABLE_MARK };
-  if (hold) out.flags = HOLD_FLAGS;
+  if (hold && CAN_HOLD) out.flags = HOLD_FLAGS;
   return out;
 }
 
@@ -67,7 +78,7 @@ export async function takeOwnTable(socket: NetlinkSocket, family: Family, name: 
   const t = await findTable(socket, family, name);
   if (!t) return undefined;
   checkOwnTable(t, socket);
-  if (hold && ((t.flags ?? 0) & HOLD_FLAGS) !== HOLD_FLAGS) {
+  if (hold && CAN_HOLD && ((t.flags ?? 0) & HOLD_FLAGS) !== HOLD_FLAGS) {
     await commit(socket, new Transaction().addTable(markedTable(t, true)), { echo: false });
     return (await findTable(socket, family, name)) ?? t;
   }

@@ -3,6 +3,8 @@
  * takes it, and refused for every type that does not. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { IpsetClient } from '../../src/ipset/client';
 import { parseElement } from '../../src/ipset/element';
 import { formatSave, parseSave } from '../../src/ipset/save-format';
@@ -119,5 +121,21 @@ test('syncSets compares the flag: a kernel nomatch member is made plain, a plain
       syncSets(client, { 't-x': { type: 'hash:ip', members: [{ elem: '198.18.0.1', nomatch: true }] } }, { prefix: 't-' }),
       (err: unknown) => err instanceof SyncInputError && /set t-x: member "198\.18\.0\.1": hash:ip members cannot be nomatch/.test(String(err)),
     );
+  });
+});
+
+test('`nfkube ipset save` prints nomatch and `nfkube ipset restore` applies it: the CLI round trip matches `ipset save`', async () => {
+  await withSandbox(async (sb) => {
+    const bin = join(__dirname, '../../../bin/nfkube');
+    const cli = (args: string[], input?: string) => spawnSync('nsenter', [`--net=${sb.netns.path}`, process.execPath, bin, 'ipset', ...args], { input, encoding: 'utf8' });
+    const restored = cli(['restore'], FIXTURE);
+    assert.equal(restored.status, 0, restored.stderr);
+    const strip = (t: string) => t.replace(/ (bucketsize|initval) \S+/g, '').replace(/^(add .*) timeout \d+/gm, '$1 timeout T').split('\n').sort().join('\n');
+    const oracle = sb.run('ipset', ['save']);
+    assert.match(oracle, /^add np 198\.18\.0\.0\/15,tcp:80 nomatch$/m, 'the kernel holds what nfkube restored');
+    assert.match(oracle, /^add n4 198\.18\.0\.0\/16 timeout \d+ nomatch packets 3 bytes 4 comment "an exception"$/m);
+    const saved = cli(['save']);
+    assert.equal(saved.status, 0, saved.stderr);
+    assert.equal(strip(saved.stdout), strip(oracle));
   });
 });

@@ -24,6 +24,20 @@ const FORBIDDEN_BINARIES = [
   'gcc', 'g++', 'cc', 'c++', 'cpp', 'clang', 'ld', 'as', 'make',
 ];
 const FORBIDDEN_PACKAGES = ['iptables', 'ipset', 'nftables', 'iproute2', 'gcc', 'g++', 'make', 'binutils', 'clang'];
+/** A distroless-style final stage: no shell, no package manager, no userland tools at all. */
+const NO_SHELL_OR_PACKAGE_MANAGER = ['sh', 'bash', 'dash', 'ash', 'zsh', 'busybox', 'dpkg', 'dpkg-deb', 'apt', 'apt-get', 'apt-cache', 'rpm', 'yum', 'dnf', 'apk', 'perl', 'python3', 'env', 'ls', 'cat', 'chroot', 'ldd'];
+
+/** Regular files with an execute bit, outside dir's /opt/nfkube. */
+function executables(dir: string, rel = ''): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(join(dir, rel), { withFileTypes: true })) {
+    const path = join(rel, e.name);
+    if (path === join('opt', 'nfkube')) continue;
+    if (e.isDirectory()) out.push(...executables(dir, path));
+    else if (e.isFile() && lstatSync(join(dir, path)).mode & 0o111) out.push(`/${path}`);
+  }
+  return out;
+}
 
 const work = mkdtempSync(join(tmpdir(), 'nfkube-image-'));
 after(() => rmSync(work, { recursive: true, force: true }));
@@ -99,6 +113,11 @@ test('image: builds, holds no firewall tools or compilers, and its agent runs fr
   assert.ok(lstatSync(join(rootfs, 'usr', 'local', 'bin', 'node')).isFile());
 
   assert.deepEqual(findNamed(rootfs, new Set(FORBIDDEN_BINARIES)), [], 'forbidden binaries in the image');
+  assert.deepEqual(findNamed(rootfs, new Set(NO_SHELL_OR_PACKAGE_MANAGER)), [], 'a shell, package manager or tool in the image');
+  assert.ok(!existsSync(join(rootfs, 'var', 'lib', 'dpkg')) && !existsSync(join(rootfs, 'etc', 'apt')), 'no package database');
+  // What can be executed at all: node, and the shared libraries and loader it maps.
+  const programs = executables(rootfs).filter((p) => !/\.so(\.\d+)*$/.test(p));
+  assert.deepEqual(programs, ['/usr/local/bin/node'], 'the only program in the image is node');
   const status = join(rootfs, 'var', 'lib', 'dpkg', 'status');
   if (existsSync(status)) {
     const installed = [...readFileSync(status, 'utf8').matchAll(/^Package: (\S+)/gm)].map((m) => m[1]);

@@ -10,7 +10,8 @@ import { Agent } from '../../src/pipeline/agent';
 import { PolicyComponent } from '../../src/agent/policy-component';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import * as C from '../../src/nft/constants';
-import { ForeignTableError, TABLE_MARK } from '../../src/nft/ownership';
+import { ForeignTableError, kernelCanHold, markedTable, TABLE_MARK } from '../../src/nft/ownership';
+import { Transaction } from '../../src/nft/transaction';
 import { listTables } from '../../src/nft/readback';
 import { Sandbox, withSandbox } from '../helpers/netns';
 import { baseCluster, CliResult, Cluster, nfkube, NODE, silent } from './harness';
@@ -244,4 +245,15 @@ test('agent --once leaves a marked, ownerless, persistent table that the next ru
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+test('the hold needs NFT_TABLE_F_PERSIST (Linux 6.9): older kernels get the mark only', () => {
+  assert.equal(kernelCanHold('6.18.44-fc-v1147'), true);
+  assert.equal(kernelCanHold('6.9.0'), true);
+  assert.equal(kernelCanHold('7.0.1'), true);
+  assert.equal(kernelCanHold('6.8.12-amd64'), false);
+  assert.equal(kernelCanHold('5.14.0-427.el9.x86_64'), false);
+  assert.equal(kernelCanHold('garbage'), false);
+  // Dry runs and logs show what nfkube creates its table with.
+  assert.equal(new Transaction().addTable(markedTable({ family: 'inet', name: 'nfkube' }, true)).toString(), 'add table inet nfkube { flags owner,persist; comment "managed by nfkube"; }');
 });

@@ -100,7 +100,7 @@ SystemCallFilter=~@privileged @resources
 SystemCallErrorNumber=EPERM
 # No MemoryDenyWriteExecute: V8's JIT makes code pages executable and aborts under it. With
 # node --jitless it runs (Environment=NODE_OPTIONS=--jitless in a drop-in), at 4-10x the CPU
-# time in the netlink codecs; see docs/coexistence.md.
+# time in the netlink codecs; see docs/security.md.
 # Netlink for the kernel, inet for the API server and /metrics, unix for logging.
 RestrictAddressFamilies=AF_NETLINK AF_UNIX AF_INET AF_INET6
 
