@@ -14,6 +14,7 @@ import { K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
 import { describeObject, normalizers, objectId, type ObjectKind } from './normalize';
 import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import { fastYamlDocuments } from './yaml-documents';
 
 export interface ManifestSourceOptions extends SourceHandlers {
   dir: string;
@@ -94,6 +95,8 @@ export class ManifestSource implements ClusterSource {
   /** The file's objects, or undefined when it does not parse (its previous objects stay). */
   private parseFile(file: string, text: string): Map<Ident, Defined> | undefined {
     const documents: unknown[] = [];
+    // YAML: the fast parser first; the document model below for what it does not take as is.
+    const fast = extname(file).toLowerCase() === '.json' ? undefined : fastYamlDocuments(text);
     if (extname(file).toLowerCase() === '.json') {
       try {
         documents.push(JSON.parse(text));
@@ -101,6 +104,8 @@ export class ManifestSource implements ClusterSource {
         this.opts.onError(sourceErrorFrom(err, { file, document: 0 }));
         return undefined;
       }
+    } else if (fast) {
+      documents.push(...fast);
     } else {
       const parsed = parseAllDocuments(text, { prettyErrors: true });
       const docs = Array.isArray(parsed) ? parsed : [];
