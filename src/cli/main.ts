@@ -19,6 +19,10 @@ function help(): string {
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === 'version') {
+    process.stdout.write(`${(require('../../../package.json') as { version: string }).version}\n`);
+    return 0;
+  }
   if (!name || name === 'help' || name === '--help' || name === '-h') {
     process.stdout.write(help());
     return name ? 0 : 2;
