@@ -77,7 +77,9 @@ function startNfkube(netns: Netns | undefined, args: string[]): Started {
   const probe = join(work, `probe-${process.hrtime.bigint()}.json`);
   const t0 = performance.now();
   // nsenter enters the namespace and execs node: the child's pid is node's.
-  const node = [process.execPath, '-r', PROBE, NFKUBE, ...args];
+  // NFKUBE_BENCH_NODE_ARGS: node flags for the measured process only (--cpu-prof, --heap-prof).
+  const flags = process.env.NFKUBE_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const node = [process.execPath, ...flags, '-r', PROBE, NFKUBE, ...args];
   const [cmd, ...argv] = netns ? ['nsenter', `--net=${netns.path}`, ...node] : node;
   const child = spawn(cmd, argv, {
     env: { ...process.env, NFKUBE_BENCH_PROBE: probe },

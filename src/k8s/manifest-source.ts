@@ -9,7 +9,6 @@
  * stays. When two files define the same object the first file by name wins. */
 import { existsSync, readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { extname, join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
 import { describeObject, normalizers, objectId, type ObjectKind } from './normalize';
@@ -107,6 +106,8 @@ export class ManifestSource implements ClusterSource {
     } else if (fast) {
       documents.push(...fast);
     } else {
+      // Loaded only when needed: most directories never take this path.
+      const { parseAllDocuments } = require('yaml') as typeof import('yaml');
       const parsed = parseAllDocuments(text, { prettyErrors: true });
       const docs = Array.isArray(parsed) ? parsed : [];
       let broken = false;
