@@ -1,11 +1,11 @@
 /** The documents of a YAML manifest file as plain JS values, fast.
  *
  * `yaml`'s document model (parseAllDocuments + toJS) keeps a node per value with source ranges,
- * comments and errors: measured side by side on the bench's 5k-pod directory it costs about 80x
+ * comments and errors: measured side by side on the bench cluster's manifests it costs about 80x
  * JSON.parse, and its lower-level Parser alone 45x; js-yaml builds the values directly, at about
- * 6x (bench/manifests.bench.ts). So a file is read by js-yaml with the YAML 1.2 core schema (no
- * timestamps, no merge keys: the same scalars `yaml` resolves), and the slow, exact path stays
- * for what the fast one does not take as it is: a file js-yaml refuses (syntax errors, unknown
+ * 6x (bench/manifest-parse.bench.ts). So a file is read by js-yaml with the YAML 1.2 core schema
+ * (no timestamps, no merge keys: the same scalars `yaml` resolves), and the slow, exact path
+ * stays for what the fast one does not take as it is: a file js-yaml refuses (syntax errors, unknown
  * tags, which `yaml` reports with the document index or tolerates) and a file whose aliases
  * share collections (`yaml` enforces the alias-expansion limit on those). */
 import { CORE_SCHEMA, loadAll } from 'js-yaml';
