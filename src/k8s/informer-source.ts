@@ -2,15 +2,17 @@
  * NetworkPolicies) through @kubernetes/client-node.
  *
  * client-node's own ListWatch keeps every full object it has seen and gives up on the first
- * non-410 error, so the loop is ours: it uses client-node's typed list calls (paged) and its
- * Watch stream, and keeps only normalized objects (ClusterState). A watch that ends is resumed
- * from the last resourceVersion seen (bookmarks included); one that is expired (410 Gone) is
- * replaced by a re-list that is diffed against the cache, so enforcement never drops state and
- * only real differences are delivered. Connection failures are retried with backoff. */
+ * non-410 error, so the loop is ours: it lists page by page as raw JSON through the kubeconfig
+ * (raw-list.ts: client-node's typed models cost a quarter of the CPU to the first commit), uses
+ * client-node's Watch stream, and keeps only normalized objects (ClusterState). A watch that
+ * ends is resumed from the last resourceVersion seen (bookmarks included); one that is expired
+ * (410 Gone) is replaced by a re-list that is diffed against the cache, so enforcement never
+ * drops state and only real differences are delivered. Connection failures are retried with backoff. */
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import { createLogger } from '../log';
 import { sourceErrorFrom } from './errors';
 import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
+import { rawLister, type ListPage } from './raw-list';
 import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 /** client-node takes seconds to load (its generated API is large): only load it when a cluster
@@ -56,19 +58,12 @@ export function credentialCommandWarning(c: CredentialCommand): string {
 
 export interface InformerSourceOptions extends SourceHandlers {
   kubeConfig: KubeConfig;
-  /** Where the credential-program warnings go; a pino warning line on stderr by default. */
-  onWarning?: (message: string, fields: Record<string, unknown>) => void;
   /** Objects per LIST page, so a re-list never holds the whole cluster's raw objects. */
   pageSize?: number;
   /** Asked of the server per watch; it ends the watch after that long and we resume. */
   watchTimeoutSeconds?: number;
   /** Backoff between failed attempts, doubling from initialMs up to maxMs. */
   retry?: { initialMs: number; maxMs: number };
-}
-
-interface ListPage {
-  items?: unknown[];
-  metadata?: { resourceVersion?: string; _continue?: string };
 }
 
 interface KindAccess {
@@ -84,19 +79,19 @@ export class InformerSource implements ClusterSource {
   constructor(opts: InformerSourceOptions) {
     this.state = new ClusterState(opts);
     // nfkube itself never executes a program; a kubeconfig can make its client library do so.
-    const warn = opts.onWarning ?? ((message: string, fields: Record<string, unknown>) => createLogger('warn').warn(fields, message));
+    const warn = (message: string, fields: { user: string; command: string; via: string }) =>
+      opts.onWarning ? opts.onWarning({ message, object: `kubeconfig user ${fields.user}`, severity: 'warning' }) : createLogger('warn').warn(fields, message);
     for (const c of credentialCommands(opts.kubeConfig)) warn(credentialCommandWarning(c), { user: c.user, command: c.command, via: c.via });
-    const { CoreV1Api, NetworkingV1Api, Watch } = clientNode();
-    const core = opts.kubeConfig.makeApiClient(CoreV1Api);
-    const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);
-    const watch = new Watch(opts.kubeConfig);
+    const { Watch } = clientNode();
+    const kc = opts.kubeConfig;
+    const watch = new Watch(kc);
     const kinds: KindAccess[] = [
-      { kind: 'Namespace', watchPath: '/api/v1/namespaces', list: (p) => core.listNamespace(p) },
-      { kind: 'Pod', watchPath: '/api/v1/pods', list: (p) => core.listPodForAllNamespaces(p) },
+      { kind: 'Namespace', watchPath: '/api/v1/namespaces', list: rawLister(kc, '/api/v1/namespaces') },
+      { kind: 'Pod', watchPath: '/api/v1/pods', list: rawLister(kc, '/api/v1/pods') },
       {
         kind: 'NetworkPolicy',
         watchPath: '/apis/networking.k8s.io/v1/networkpolicies',
-        list: (p) => networking.listNetworkPolicyForAllNamespaces(p),
+        list: rawLister(kc, '/apis/networking.k8s.io/v1/networkpolicies'),
       },
     ];
     this.reflectors = kinds.map((k) => new Reflector(k, watch, this.state, opts));

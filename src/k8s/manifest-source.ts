@@ -13,11 +13,12 @@
  * When two files define the same object the first file by name wins. */
 import { existsSync, readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { extname, join } from 'node:path';
-import { parseAllDocuments, type Document } from 'yaml';
+import type { Document } from 'yaml';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
 import { describeObject, failClosedPolicy, normalizers, objectId, type ObjectKind } from './normalize';
 import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import { fastYamlDocuments } from './yaml-documents';
 
 export interface ManifestSourceOptions extends SourceHandlers {
   dir: string;
@@ -117,6 +118,7 @@ export class ManifestSource implements ClusterSource {
     // A file read before keeps its last good objects; one read for the first time serves what
     // it can, and each broken document that names a NetworkPolicy fails closed.
     if (broken.length > 0 && this.files.has(file)) return undefined;
+
     const defs = new Map<Ident, Defined>();
     documents.forEach((doc, i) => {
       if (doc === null || doc === undefined) return;
@@ -166,9 +168,15 @@ export class ManifestSource implements ClusterSource {
       }
       return { documents, broken };
     }
+    // YAML: the fast parser first; the document model below for what it does not take as is.
+    const fast = fastYamlDocuments(text);
+    if (fast) {
+      documents.push(...fast);
+      return { documents, broken };
+    }
     let docs: Document[];
     try {
-      const parsed = parseAllDocuments(text, { prettyErrors: true });
+      const parsed = yaml().parseAllDocuments(text, { prettyErrors: true });
       docs = Array.isArray(parsed) ? parsed : [];
     } catch (err) {
       // The parser itself gave up (nesting deeper than the stack): nothing is known.
@@ -303,7 +311,7 @@ function brokenPolicy(doc: Document | undefined): { kind: 'NetworkPolicy'; names
 /** The documents of a (bounded) text, for what their syntax trees tell; never throws. */
 function headDocuments(text: string): Document[] {
   try {
-    const parsed = parseAllDocuments(text);
+    const parsed = yaml().parseAllDocuments(text);
     return Array.isArray(parsed) ? parsed : [];
   } catch {
     return [];
@@ -366,4 +374,9 @@ function describeValue(v: unknown): string {
 /** The API server labels every namespace with its own name; policies select on it. */
 function withNameLabel(ns: NamespaceInfo): NamespaceInfo {
   return { name: ns.name, labels: { ...ns.labels, 'kubernetes.io/metadata.name': ns.name } };
+}
+
+/** `yaml`'s document model, loaded only when needed: most directories never take that path. */
+function yaml(): typeof import('yaml') {
+  return require('yaml') as typeof import('yaml');
 }

@@ -64,7 +64,7 @@ test('the source logs one pino warning naming the program when it is created; no
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stderr.trim().split('\n').map((l) => JSON.parse(l));
   assert.equal(lines.length, 1);
-  assert.equal(lines[0].level, 40);
+  assert.equal(lines[0].level, 'warn');
   assert.equal(lines[0].command, '/usr/local/bin/aws-iam-authenticator');
   assert.match(lines[0].msg, /runs the credential program \/usr\/local\/bin\/aws-iam-authenticator \(exec\): @kubernetes\/client-node executes it with this agent's privileges/);
   const quiet = run(TOKEN);

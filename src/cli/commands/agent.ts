@@ -64,6 +64,7 @@ const command: Command = {
     let sourceErrors = 0;
     const source = openSource(v, {
       onChange: (c) => latency.deliver(c, () => agent.onChange(c)),
+      onWarning: (w) => logger.warn({ object: w.object, file: w.file, document: w.document }, w.message),
       onError: (e) => {
         lastSourceError = e.message;
         // A lost connection is retried by the source: a warning until --timeout or /healthz

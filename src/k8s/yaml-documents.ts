@@ -1,0 +1,40 @@
+/** The documents of a YAML manifest file as plain JS values, fast.
+ *
+ * `yaml`'s document model (parseAllDocuments + toJS) keeps a node per value with source ranges,
+ * comments and errors: measured side by side on the bench cluster's manifests it costs about 80x
+ * JSON.parse, and its lower-level Parser alone 45x; js-yaml builds the values directly, at about
+ * 6x (bench/manifest-parse.bench.ts). So a file is read by js-yaml with the YAML 1.2 core schema
+ * (no timestamps, no merge keys: the same scalars `yaml` resolves), and the slow, exact path
+ * stays for what the fast one does not take as it is: a file js-yaml refuses (syntax errors, unknown
+ * tags, which `yaml` reports with the document index or tolerates) and a file whose aliases
+ * share collections (`yaml` enforces the alias-expansion limit on those). */
+import { CORE_SCHEMA, loadAll } from 'js-yaml';
+
+/** The documents (null for an empty one), or undefined when the caller must take the exact
+ * path: js-yaml refused the text, or aliases share collections within it. */
+export function fastYamlDocuments(text: string): unknown[] | undefined {
+  let documents: unknown[];
+  try {
+    documents = loadAll(text, null, { schema: CORE_SCHEMA });
+  } catch {
+    return undefined;
+  }
+  // An alias needs an anchor (`&`); without one no collection is shared.
+  if (text.includes('&') && documents.some(sharesCollections)) return undefined;
+  return documents;
+}
+
+/** True when a collection is reachable twice (an alias of an anchored map or list). */
+function sharesCollections(root: unknown): boolean {
+  const seen = new Set<object>();
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (seen.has(v)) return true;
+    seen.add(v);
+    if (Array.isArray(v)) for (const x of v) stack.push(x);
+    else for (const k in v) stack.push((v as Record<string, unknown>)[k]);
+  }
+  return false;
+}
