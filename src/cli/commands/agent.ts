@@ -21,6 +21,7 @@ const options = {
   once: { type: 'boolean', description: 'sync once, exit 0 when the kernel committed it' },
   timeout: { type: 'string', value: 'DURATION', description: 'with --once: fail (exit 1) when the first sync is not committed this long after the process started', default: '60s' },
   'resync-period': { type: 'string', value: 'DURATION', description: 'read the whole table back and repair drift this often (e.g. 30s, 5m, 1h)', default: '5m' },
+  'no-hold-table': { type: 'boolean', description: "do not hold the table with the kernel's owner flag: other programs may then change or delete it while the agent runs (drift is repaired at the next table check or resync)" },
   'metrics-addr': { type: 'string', value: 'ADDR', description: "serve /metrics, /healthz and /readyz on host:port, [ipv6]:port, :port (every address), or '' (off)", default: DEFAULT_METRICS_ADDR },
 } as const satisfies OptionTable;
 const usage = usageText('nfkube agent [--kubeconfig PATH | --manifests DIR] [options]', options, "Enforces NetworkPolicy for this node's pods until SIGTERM/SIGINT (the rules stay in place).");
@@ -56,7 +57,7 @@ const command: Command = {
       socket,
       logger,
       components: [policy],
-      holdTable: true,
+      holdTable: !v['no-hold-table'],
       observer: metricsObserver(metrics, latency),
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });

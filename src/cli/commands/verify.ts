@@ -1,6 +1,7 @@
 /** `nfkube verify`: read nfkube's table back and compare it, canonically, with what the cluster
  * state says it must be. Exit 0 only when they are equal. The agent's planner decides. */
 import { Renderer } from '../../agent/render';
+import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listMarkedTable } from '../../nft/ownership';
 import { tableText } from '../../pipeline/component';
@@ -22,8 +23,8 @@ const command: Command = {
   async run(args, ctx) {
     const v = parse(args, options, usage);
     const node = nodeName(v['node-name']);
-    // Which node's view is compared, on stderr: stdout stays the difference alone.
-    process.stderr.write(`node ${node}\n`);
+    // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
+    createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
     const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) });
     const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
     ctx.defer(() => source.stop());
