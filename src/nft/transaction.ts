@@ -17,7 +17,7 @@ import {
   NLM_F_REPLACE,
   NLM_F_REQUEST,
 } from '../netlink/message';
-import { NetlinkSocket } from '../netlink/socket';
+import type { TransactReply } from '../netlink/socket';
 import {
   decodeGeneration,
   decodeRule,
@@ -313,8 +313,14 @@ function writeOperation(w: AttrWriter, op: Exclude<Operation, { kind: 'element' 
   }
 }
 
+/** What commit needs of a socket (a NetlinkSocket is one): tests record batches with their own. */
+export interface NftTransport {
+  transact(datagrams: Buffer[]): Promise<TransactReply>;
+  nextSeq(): number;
+}
+
 /** Reads the current ruleset generation (NFT_MSG_GETGEN). */
-export async function getGeneration(socket: NetlinkSocket): Promise<number> {
+export async function getGeneration(socket: NftTransport): Promise<number> {
   const req = encodeNfMessage({ type: msg(C.NFT_MSG_GETGEN), flags: NLM_F_REQUEST | NLM_F_ACK, seq: socket.nextSeq(), family: 0 });
   const reply = await socket.transact([req]);
   const failed = reply.acks.find((a) => a.errno !== 0);
@@ -326,7 +332,7 @@ export async function getGeneration(socket: NetlinkSocket): Promise<number> {
 
 /** Commits tx as one batch. On any failure nothing was applied, and the error names the
  * failing operation, its object, the kernel's errno and extended-ack text. */
-export async function commit(socket: NetlinkSocket, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
+export async function commit(socket: NftTransport, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
   const ruleHandles = new Map<Rule, bigint>();
   const byType = new Map<string, number>();
   if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
