@@ -13,8 +13,13 @@ ARG BUILD_BASE=docker.io/library/node:24-bookworm
 ARG RUNTIME_BASE=docker.io/library/node:24-bookworm-slim
 
 FROM ${BUILD_BASE} AS build
+# The commit the image is built from (the build context has no .git): --build-arg NFKUBE_REVISION=$(git rev-parse HEAD)
+ARG NFKUBE_REVISION=
 WORKDIR /src
-ENV npm_config_nodedir=/usr/local \
+# The image builds the addon for its own base rather than using the package's prebuilt binaries.
+ENV NFKUBE_BUILD_FROM_SOURCE=1 \
+    NFKUBE_REVISION=${NFKUBE_REVISION} \
+    npm_config_nodedir=/usr/local \
     npm_config_audit=false \
     npm_config_fund=false \
     npm_config_update_notifier=false
@@ -22,6 +27,7 @@ COPY package.json package-lock.json binding.gyp tsconfig.json ./
 COPY native/ native/
 COPY src/ src/
 COPY bin/ bin/
+COPY scripts/ scripts/
 # The package's install script builds the addon (node-gyp), prepare compiles the TypeScript.
 RUN npm ci && npm prune --omit=dev \
  && test -f build/Release/nfnl.node && test -f dist/src/cli/main.js

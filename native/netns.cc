@@ -112,6 +112,8 @@ Endpoint EndpointArgs(const Napi::CallbackInfo& info, const char* usage) {
   return e;
 }
 
+constexpr int kSoftErrorSliceMs = 25;
+
 // One TCP connection attempt made from inside a namespace, off the JS thread.
 class ConnectWorker : public Napi::AsyncWorker {
  public:
@@ -131,16 +133,33 @@ class ConnectWorker : public Napi::AsyncWorker {
     } else if (errno != EINPROGRESS) {
       outcome_ = errno;
     } else {
+      // An ICMP error that arrives while connect() still holds the socket (the whole exchange
+      // can run in softirq inside the syscall, as IPv6 rejects between namespaces do) is only
+      // recorded as a soft error, and the SYN is retried a second later: poll in short slices
+      // and report such an error (SO_ERROR returns it) as soon as it is there.
       pollfd p = {fd, POLLOUT, 0};
-      int n;
-      do n = poll(&p, 1, timeoutMs_); while (n < 0 && errno == EINTR);
-      if (n == 0) {
-        outcome_ = ETIMEDOUT;
-      } else if (n < 0) {
-        outcome_ = errno;
-      } else {
-        socklen_t len = sizeof outcome_;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &outcome_, &len) != 0) outcome_ = errno;
+      int n = 0;
+      for (int left = timeoutMs_; left > 0;) {
+        int slice = left < kSoftErrorSliceMs ? left : kSoftErrorSliceMs;
+        do n = poll(&p, 1, slice); while (n < 0 && errno == EINTR);
+        if (n != 0) break;
+        left -= slice;
+        int soft = 0;
+        socklen_t len = sizeof soft;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soft, &len) == 0 && soft != 0) {
+          outcome_ = soft;
+          break;
+        }
+      }
+      if (outcome_ == 0) {
+        if (n == 0) {
+          outcome_ = ETIMEDOUT;
+        } else if (n < 0) {
+          outcome_ = errno;
+        } else {
+          socklen_t len = sizeof outcome_;
+          if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &outcome_, &len) != 0) outcome_ = errno;
+        }
       }
     }
     close(fd);

@@ -14,6 +14,9 @@ export { listTable, listTables, listChains, listRules, listSets, listElements, r
 export { formatTable, formatRule, formatRuleBody, formatSet, formatElement, formatOperation } from './nft/format';
 export { describeExpr, encodeExprList, decodeExprList } from './nft/expr';
 export { canonicalExpr, canonicalExprs, ruleKey } from './nft/canonical';
+export { SetTypeError, checkElements } from './nft/check';
+// Set flags for NftSet.flags (default 0: a plain set or map).
+export { NFT_SET_CONSTANT, NFT_SET_INTERVAL, NFT_SET_TIMEOUT, NFT_SET_EVAL } from './nft/constants';
 export { ipv4, ipv6, ipAddr, cidrRange, concatKey, be16, be32 } from './nft/values';
 
 // Desired-vs-kernel comparison

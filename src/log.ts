@@ -5,5 +5,6 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 
 export function createLogger(level: string = 'info'): Logger {
   if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new Error(`--log-level: "${level}" is not one of ${LOG_LEVELS.join(', ')}`);
-  return pino({ level, base: { component: 'nfkube' } }, pino.destination({ fd: 2, sync: true }));
+  // Level names ("level":"info"), as log pipelines expect, rather than pino's numbers.
+  return pino({ level, base: { component: 'nfkube' }, formatters: { level: (label) => ({ level: label }) } }, pino.destination({ fd: 2, sync: true }));
 }

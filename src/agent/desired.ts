@@ -94,6 +94,7 @@ export class DesiredTable {
     }
     for (const id of delta.policies.remove) {
       this.policies.delete(id);
+      r.forget(id);
       for (const dir of ['ingress', 'egress'] as const) this.putChain(scope, policyChainName(id, dir), undefined);
     }
     for (const id of delta.peerSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(peerSetName(id, fam)), scope.sets.add(peerSetName(id, fam)));

@@ -34,7 +34,7 @@ export class PolicyComponent implements Component {
   constructor(private readonly opts: PolicyComponentOptions) {
     this.table = policyTable(opts.table);
     this.engine = new PolicyEngine(opts.nodeName);
-    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction });
+    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, onFailClosed: (err) => opts.logger.error({ object: err.object, err: err.cause }, err.message) });
   }
 
   start(snapshot: ClusterSnapshot): void {
@@ -75,7 +75,7 @@ export class PolicyComponent implements Component {
 
   stats(): Record<string, number> {
     const s = this.engine.stats();
-    return { pods: s.targets ?? 0, policies: s.policies ?? 0 };
+    return { pods: s.targets ?? 0, policies: s.policies ?? 0, failedClosed: (s.policiesFailedClosed ?? 0) + this.renderer.failedClosed.size };
   }
 
   /** The change's effect on the engine; undefined for kinds NetworkPolicy does not read. */

@@ -1,8 +1,13 @@
 /** The shape every `nfkube <command>` module exports. */
+import type { OptionTable } from './options';
+
 export interface Command {
   /** One line for `nfkube help`. */
   summary: string;
+  /** `--help` text; generated from `options` by usageText. */
   usage: string;
+  /** Every flag the command accepts, with description and default. */
+  options: OptionTable;
   /** Returns the process exit code. A thrown error is fatal: the runner reports it, closes what
    * the command registered with `ctx.defer` and exits non-zero. */
   run(args: string[], ctx: RunContext): Promise<number>;

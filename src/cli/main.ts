@@ -14,6 +14,7 @@ const commands: Record<string, () => Command> = {
   ipset: () => require('./commands/ipset').default,
   install: () => require('./commands/install').default,
   demo: () => require('./commands/demo').default,
+  version: () => require('./commands/version').default,
 };
 
 /** Commands a person runs at a terminal, or that stand in for a text tool (`ipset restore`),
@@ -33,7 +34,8 @@ function help(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  const [first, ...rest] = argv;
+  const name = first === '--version' || first === '-V' ? 'version' : first;
   if (!name || name === 'help' || name === '--help' || name === '-h') {
     process.stdout.write(help());
     return name ? 0 : 2;

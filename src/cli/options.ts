@@ -1,15 +1,38 @@
-/** Option parsing shared by the commands: node:util parseArgs plus the value checks. */
+/** Option parsing shared by the commands: node:util parseArgs plus the value checks. Each
+ * command declares its options once, as an OptionTable; parsing and `--help` both come from it. */
 import { hostname } from 'node:os';
-import { parseArgs, ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 
-export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
+/** One command-line option: how it parses and how `--help` describes it. */
+export interface OptionInfo {
+  type: 'string' | 'boolean';
+  /** What the option does, one line. */
+  description: string;
+  /** The placeholder for a string option's value in `--help` (e.g. DIR). */
+  value?: string;
+  /** The default in words, as `--help` prints it; absent for options that are off by default. */
+  default?: string;
+}
 
-export function parse(args: string[], options: OptionSpec, usage: string): Record<string, string | boolean | undefined> {
+export type OptionTable = Record<string, OptionInfo>;
+
+export function parse(args: string[], table: OptionTable, usage: string): Record<string, string | boolean | undefined> {
+  const options = Object.fromEntries(Object.entries(table).map(([name, o]) => [name, { type: o.type }]));
   try {
     return parseArgs({ args, options, allowPositionals: false, strict: true }).values as Record<string, string | boolean | undefined>;
   } catch (err) {
-    throw new Error(`${(err as Error).message}\n${usage}`);
+    const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
+    throw new Error(`${unknown ? `unknown option "${unknown[1]}"` : (err as Error).message}\n${usage}`);
   }
+}
+
+/** `--help` text: the synopsis, an optional paragraph, then every option with its description
+ * and default, aligned. */
+export function usageText(synopsis: string, table: OptionTable, about?: string): string {
+  const heads = Object.entries(table).map(([name, o]) => `  --${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`);
+  const width = Math.max(0, ...heads.map((h) => h.length)) + 2;
+  const lines = Object.values(table).map((o, i) => `${heads[i].padEnd(width)}${o.description}${o.default !== undefined ? ` (default: ${o.default})` : ''}`);
+  return [`usage: ${synopsis}`, ...(about ? ['', about] : []), ...(lines.length ? ['', 'options:', ...lines] : [])].join('\n');
 }
 
 /** "300ms", "30s", "5m", "1h" -> milliseconds. */
@@ -36,3 +59,13 @@ export function tableName(v: string | boolean | undefined): string {
   if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(t)) throw new Error(`--table: "${t}" is not a valid table name`);
   return t;
 }
+
+/** Options several commands share, described once. */
+export const COMMON_OPTIONS = {
+  manifests: { type: 'string', value: 'DIR', description: 'read Namespaces, Pods and NetworkPolicies from this directory of manifests instead of an API server' },
+  kubeconfig: { type: 'string', value: 'PATH', description: 'kubeconfig of the API server to watch', default: 'in-cluster configuration' },
+  'node-name': { type: 'string', value: 'NAME', description: 'enforce for the pods of this node', default: '$NODE_NAME, else the hostname' },
+  table: { type: 'string', value: 'NAME', description: "name of nfkube's own nftables table (family inet)", default: 'nfkube' },
+  'deny-action': { type: 'string', value: 'drop|reject', description: 'what happens to traffic no policy allows to or from an isolated pod', default: 'drop' },
+  'log-level': { type: 'string', value: 'LEVEL', description: 'fatal, error, warn, info, debug, trace or silent', default: 'info' },
+} as const satisfies OptionTable;

@@ -2,8 +2,11 @@
  * only inside a pod). */
 import { accessSync, constants } from 'node:fs';
 import { ClusterSource, SourceHandlers } from '../k8s/source';
+import { COMMON_OPTIONS } from './options';
 
 export function openSource(values: Record<string, string | boolean | undefined>, handlers: SourceHandlers): ClusterSource {
+  // Commands that take no warnings still show them, marked as such.
+  if (!handlers.onWarning) handlers = { ...handlers, onWarning: (w) => handlers.onError({ ...w, severity: 'warning' }) };
   const manifests = values.manifests as string | undefined;
   const kubeconfig = values.kubeconfig as string | undefined;
   if (manifests && kubeconfig) throw new Error('--manifests and --kubeconfig exclude each other');
@@ -25,11 +28,11 @@ export function openSource(values: Record<string, string | boolean | undefined>,
   return new InformerSource({ kubeConfig: loadKubeConfig(kubeconfig), ...handlers });
 }
 
-export const SOURCE_OPTIONS = {
-  manifests: { type: 'string' },
-  kubeconfig: { type: 'string' },
-  'node-name': { type: 'string' },
-  table: { type: 'string' },
-  'deny-action': { type: 'string' },
-  'log-level': { type: 'string' },
-} as const;
+/** Where cluster state comes from, in words, for the agent's first log line. */
+export function describeSource(values: Record<string, string | boolean | undefined>): string {
+  if (values.manifests) return `manifests ${values.manifests as string}`;
+  if (values.kubeconfig) return `kubeconfig ${values.kubeconfig as string}`;
+  return 'in-cluster';
+}
+
+export const SOURCE_OPTIONS = COMMON_OPTIONS;

@@ -11,7 +11,10 @@ import { NetlinkSocket } from '../netlink/socket';
 import type { Netns } from '../netlink/netns';
 import { formatTable } from '../nft/format';
 import { listTable } from '../nft/readback';
-import { formatMatrix, Matrix } from './matrix';
+import { compileFull } from '../policy/compile';
+import type { PolicyIR } from '../policy/ir';
+import { explainDenial } from './explain';
+import { CELL, formatLegend, formatMatrix, Matrix } from './matrix';
 import { netnsId, NODE_V4, NODE_V6, Sandbox } from './sandbox';
 import { Listeners, probe } from './traffic';
 
@@ -42,14 +45,15 @@ function runnable(pod: PodInfo, nodeName: string): boolean {
 }
 
 async function measure(sandbox: Sandbox, listeners: Listeners, timeoutMs: number): Promise<Matrix> {
-  const sources: { label: string; netns: Netns; key?: string }[] = [
+  const sources: { label: string; netns: Netns; key?: string; ips?: string[] }[] = [
     { label: `${sandbox.nodeName} (node)`, netns: sandbox.node },
-    ...sandbox.pods.map((p) => ({ label: p.key, netns: p.netns, key: p.key })),
+    ...sandbox.pods.map((p) => ({ label: p.key, netns: p.netns, key: p.key, ips: p.pod.ips })),
   ];
   const columns = listeners.targets;
   const rows = await Promise.all(
     sources.map(async (s) => ({
       label: s.label,
+      pod: s.key && s.ips ? { key: s.key, ips: s.ips } : undefined,
       // A pod reaching its own address never leaves its namespace: no policy applies.
       cells: await Promise.all(columns.map((t) => (t.pod.key === s.key ? undefined : probe(s.netns, t, timeoutMs)))),
     })),
@@ -88,7 +92,9 @@ export async function runDemo(o: DemoOptions): Promise<void> {
 
     step();
     o.write('\nReachability before any policy (TCP connect; rows: from, columns: to)\n');
-    o.write(formatMatrix(await measure(sandbox, listeners, o.probeTimeoutMs), o.color));
+    const open = await measure(sandbox, listeners, o.probeTimeoutMs);
+    o.write(formatMatrix(open, o.color));
+    o.write(`\n${formatLegend(open, { timeoutMs: o.probeTimeoutMs, nodeLabel: open.rows[0].label, changes: false })}`);
 
     step();
     socket = NetlinkSocket.open({ netns: sandbox.node });
@@ -98,14 +104,18 @@ export async function runDemo(o: DemoOptions): Promise<void> {
 
     step();
     o.write('\nReachability with the NetworkPolicies enforced\n');
-    o.write(formatMatrix(await measure(sandbox, listeners, o.probeTimeoutMs), o.color));
+    const enforced = await measure(sandbox, listeners, o.probeTimeoutMs);
+    o.write(formatMatrix(enforced, o.color, open));
+    o.write(`\n${formatLegend(enforced, { timeoutMs: o.probeTimeoutMs, nodeLabel: enforced.rows[0].label, changes: true })}`);
+    const ir = compileFull({ pods: snapshot.pods.values(), namespaces: snapshot.namespaces.values(), policies: snapshot.policies.values() }, o.nodeName);
+    o.write(formatDenials(enforced, ir));
 
     step();
     const own = policyTable(o.table);
     const table = await listTable(socket, own.family, own.name);
     if (!table) throw new Error(`table inet ${o.table} is missing from the node's namespace after the agent committed it`);
     o.write('\nThe enforced ruleset, read back from the kernel (counters include the probes above)\n');
-    o.write(formatTable(table));
+    o.write(annotateChains(formatTable(table), ir));
   } finally {
     await agent?.stop();
     await socket?.close();
@@ -113,4 +123,38 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     sandbox?.close();
     if (sandbox) o.write(`\nCleaned up: closed ${sandbox.pods.length + 1} network namespaces; the kernel removes them with their veths.\n`);
   }
+}
+
+/** For each cell that is not connected: the side that isolates the connection and the
+ * NetworkPolicies that select it, none of which allows it. */
+function formatDenials(m: Matrix, ir: PolicyIR): string {
+  const lines: string[] = [];
+  m.rows.forEach((r) => {
+    r.cells.forEach((cell, ci) => {
+      if (cell === undefined || cell === 'allowed') return;
+      const t = m.columns[ci];
+      const sourceAddr = r.pod?.ips.find((ip) => ip.includes(':') === (t.family === 'v6'));
+      const path = `${r.label} -> ${t.pod.key}:${t.port} ${t.family} (${cell === 'blocked' ? CELL.blocked : cell})`;
+      const reasons = sourceAddr === undefined ? [] : explainDenial(ir, { source: r.pod?.key, sourceAddr, target: t.pod.key, targetAddr: t.address, port: t.port });
+      if (reasons.length === 0) {
+        lines.push(`  ${path}: no policy denies it (not caused by nfkube)`);
+        return;
+      }
+      const why = reasons.map((d) => `${d.direction} of ${d.pod} is isolated by ${d.policies.join(', ')}, ${d.policies.length > 1 ? 'none of them allows' : 'it does not allow'} this`);
+      lines.push(`  ${path}: ${why.join('; ')}`);
+    });
+  });
+  return lines.length ? `\nWhy each path is closed (the deciding policies):\n${lines.join('\n')}\n` : '';
+}
+
+/** Chain names are hashes (pol_<id>_in, pod_<id>_out): a comment after each chain's opening
+ * line says which NetworkPolicy or pod it belongs to. */
+function annotateChains(text: string, ir: PolicyIR): string {
+  const owners = new Map<string, string>();
+  for (const p of ir.policies.values()) owners.set(p.id, `NetworkPolicy ${p.namespace}/${p.name}`);
+  for (const t of ir.targets.values()) owners.set(t.id, `pod ${t.key}`);
+  return text.replace(/^(\s*chain (?:pol|pod)_(\w+?)_(in|out) \{)$/gm, (line, _open, id: string, dir: string) => {
+    const owner = owners.get(id);
+    return owner ? `${line} # ${owner}, ${dir === 'in' ? 'ingress' : 'egress'}` : line;
+  });
 }

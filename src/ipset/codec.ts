@@ -16,7 +16,7 @@ import {
 import * as C from './constants';
 import { parseDottedQuad } from '../net/ip-text';
 import { Addr, elementKey, ElementSyntaxError, parseMember } from './element';
-import { Element, IpsetSet, isSetType, SetFamily, SetOptions, SetType } from './types';
+import { Element, IpsetSet, isSetType, SetFamily, SetOptions, SetType, supportsNomatch } from './types';
 
 const NBO = NLA_F_NET_BYTEORDER;
 const NFPROTO: Record<SetFamily, number> = { unspec: 0, inet: 2, inet6: 10 };
@@ -155,6 +155,11 @@ export function writeElementData(w: AttrWriter, type: SetType, e: Element): void
     if (p.name !== undefined) w.str(C.IPSET_ATTR_NAME, p.name);
   }
   if (e.timeout !== undefined) w.be32(C.IPSET_ATTR_TIMEOUT | NBO, e.timeout);
+  if (e.nomatch) {
+    // The kernel ignores the flag for other types instead of refusing it.
+    if (!supportsNomatch(type)) throw new ElementSyntaxError(e.key, `${type} members cannot be nomatch`);
+    w.be32(C.IPSET_ATTR_CADT_FLAGS | NBO, C.IPSET_FLAG_NOMATCH);
+  }
   if (e.packets !== undefined) w.be64(C.IPSET_ATTR_PACKETS | NBO, e.packets);
   if (e.bytes !== undefined) w.be64(C.IPSET_ATTR_BYTES | NBO, e.bytes);
   if (e.comment !== undefined) w.str(C.IPSET_ATTR_COMMENT, e.comment);
@@ -170,6 +175,7 @@ const MEMBER_FIELDS_MAX = 4 + 2 * (4 + attrSize(16)) + 3 * attrSize(1) + attrSiz
 function elementBound(e: Element): number {
   let n = MEMBER_FIELDS_MAX;
   if (e.timeout !== undefined) n += attrSize(4);
+  if (e.nomatch) n += attrSize(4);
   if (e.packets !== undefined) n += attrSize(8);
   if (e.bytes !== undefined) n += attrSize(8);
   if (e.comment !== undefined) n += attrSize(Buffer.byteLength(e.comment) + 1);
@@ -354,6 +360,9 @@ function decodeElement(type: SetType, family: SetFamily, buf: Buffer, start: num
         break;
       case C.IPSET_ATTR_BYTES:
         e.bytes = buf.readBigUInt64BE(fixed(pos, len, 8, what));
+        break;
+      case C.IPSET_ATTR_CADT_FLAGS:
+        if (buf.readUInt32BE(fixed(pos, len, 4, what)) & C.IPSET_FLAG_NOMATCH) e.nomatch = true;
         break;
     }
     pos += align4(len);

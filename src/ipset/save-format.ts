@@ -2,7 +2,7 @@
  * into desired sets with every problem reported by line number before anything is applied. */
 import { familyOf, SET_NAME_MAX, setNameFits } from './codec';
 import { ElementSyntaxError, parseElement } from './element';
-import { DesiredSet, Element, IpsetSet, isHashType, isSetType, MemberInput, SetOptions, SetType } from './types';
+import { DesiredSet, Element, IpsetSet, isHashType, isSetType, MemberInput, SetOptions, SetType, supportsNomatch } from './types';
 
 function quote(s: string): string {
   return `"${s}"`;
@@ -26,7 +26,9 @@ export function formatCreateLine(set: Pick<IpsetSet, 'name' | 'type' | 'family' 
 
 export function formatAddLine(setName: string, e: Element): string {
   const parts = ['add', setName, e.key];
+  // ipset save's order: timeout, nomatch, packets, bytes, comment.
   if (e.timeout !== undefined) parts.push('timeout', String(e.timeout));
+  if (e.nomatch) parts.push('nomatch');
   if (e.packets !== undefined) parts.push('packets', String(e.packets));
   if (e.bytes !== undefined) parts.push('bytes', String(e.bytes));
   if (e.comment !== undefined) parts.push('comment', quote(e.comment));
@@ -183,6 +185,11 @@ function parseAdd(tokens: string[], set: Omit<ParsedSet, 'line'>, name: string):
   const member: Exclude<MemberInput, string> = { elem: text };
   for (let i = 3; i < tokens.length; i++) {
     const opt = tokens[i];
+    if (opt === 'nomatch') {
+      if (!supportsNomatch(set.type)) throw new Error(`add ${name}: ${set.type} members cannot be nomatch (hash:net, hash:net,port and hash:ip,port,net can)`);
+      member.nomatch = true;
+      continue;
+    }
     const value = tokens[++i];
     switch (opt) {
       case 'timeout':

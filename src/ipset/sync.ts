@@ -15,7 +15,7 @@ import { IpsetClient, IpsetOp, MessageCounts } from './client';
 import * as C from './constants';
 import { ElementSyntaxError, parseElement } from './element';
 import { IpsetError } from './errors';
-import { DesiredSet, Element, isSetType, MemberInput, SetFamily, SetOptions, SetType } from './types';
+import { DesiredSet, Element, isSetType, MemberInput, SetFamily, SetOptions, SetType, supportsNomatch } from './types';
 
 export type SyncMode = 'incremental' | 'replace';
 
@@ -179,6 +179,7 @@ function withExtensions(type: SetType, family: SetFamily, m: Exclude<MemberInput
   if (m.comment !== undefined) e.comment = m.comment;
   if (m.packets !== undefined) e.packets = BigInt(m.packets);
   if (m.bytes !== undefined) e.bytes = BigInt(m.bytes);
+  if (m.nomatch) e.nomatch = true;
   return e;
 }
 
@@ -289,6 +290,7 @@ function validate(desired: Map<string, DesiredSet>, prefix: string, present: Map
         const e = typeof m === 'string' ? parseElement(d.type, family, m) : withExtensions(d.type, family, m);
         if (e.timeout !== undefined && options.timeout === undefined) throw new ElementSyntaxError(e.key, 'member timeout needs a set with options.timeout');
         if (e.comment !== undefined && !options.comment) throw new ElementSyntaxError(e.key, 'member comment needs a set with options.comment');
+        if (e.nomatch && !supportsNomatch(d.type)) throw new ElementSyntaxError(e.key, `${d.type} members cannot be nomatch (hash:net, hash:net,port and hash:ip,port,net can)`);
         // A bitmap:port key is the port number.
         if (options.range && (Number(e.key) < options.range.from || Number(e.key) > options.range.to)) {
           throw new ElementSyntaxError(e.key, `port is outside the set's range ${options.range.from}-${options.range.to}`);
@@ -319,7 +321,8 @@ function validate(desired: Map<string, DesiredSet>, prefix: string, present: Map
     for (const m of d.members) {
       if (typeof m === 'string') {
         const hit = known?.get(m);
-        if (hit && (!options.comment || hit.comment === undefined)) {
+        // A plain text means a plain member: one held as nomatch is added again without it.
+        if (hit && !hit.nomatch && (!options.comment || hit.comment === undefined)) {
           members.set(m, hit);
           continue;
         }
@@ -345,7 +348,8 @@ function memberChanges({ w, parsed, changes }: Checked, actual: KnownSet): { add
   const add: Element[] = [];
   for (const e of parsed) {
     const cur = actual.members.get(e.key);
-    if ((!cur || (w.options.comment && (cur.comment ?? '') !== (e.comment ?? ''))) && w.members.get(e.key) === e) add.push(e);
+    const differs = !cur || !cur.nomatch !== !e.nomatch || (w.options.comment && (cur.comment ?? '') !== (e.comment ?? ''));
+    if (differs && w.members.get(e.key) === e) add.push(e);
   }
   const del: Element[] = [];
   // Every wanted member is present; with equal counts nothing else is.

@@ -23,6 +23,12 @@ export function isHashType(type: SetType): boolean {
   return type.startsWith('hash:');
 }
 
+/** The types whose members may carry `nomatch`: those with a network (cidr) part, as in the
+ * kernel's hash:net* types and the ipset tool, which refuses the flag for every other type. */
+export function supportsNomatch(type: SetType): boolean {
+  return type === 'hash:net' || type === 'hash:net,port' || type === 'hash:ip,port,net';
+}
+
 /** Creation options. `hashsize` is a hint the kernel rounds and grows, so it is not compared. */
 export interface SetOptions {
   hashsize?: number;
@@ -55,6 +61,9 @@ export interface Element {
   comment?: string;
   packets?: bigint;
   bytes?: bigint;
+  /** IPSET_FLAG_NOMATCH: the member is an exception (a lookup that lands on it does not match);
+   * only the types with a network part take it (supportsNomatch). */
+  nomatch?: boolean;
 }
 
 /** A set as read from the kernel. */
@@ -68,7 +77,7 @@ export interface IpsetSet {
 }
 
 /** A member as callers give it: the `ipset save` text, or that text with extensions. */
-export type MemberInput = string | { elem: string; timeout?: number; comment?: string; packets?: number | bigint; bytes?: number | bigint };
+export type MemberInput = string | { elem: string; timeout?: number; comment?: string; packets?: number | bigint; bytes?: number | bigint; nomatch?: boolean };
 
 /** One desired set for the reconciler and the restore command. */
 export interface DesiredSet {

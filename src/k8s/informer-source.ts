@@ -9,7 +9,7 @@
  * only real differences are delivered. Connection failures are retried with backoff. */
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import { sourceErrorFrom } from './errors';
-import { normalizers, objectId, type ObjectKind } from './normalize';
+import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
 import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 /** client-node takes seconds to load (its generated API is large): only load it when a cluster
@@ -253,7 +253,7 @@ class Reflector {
     if (typeof rv === 'string' && rv) this.resourceVersion = rv;
     if (type === 'ADDED' || type === 'MODIFIED') {
       const normalized = this.normalize(raw);
-      if (normalized) this.state.upsert(kind, normalized.key, normalized.object as never);
+      if (normalized) this.state.upsert(kind, normalized.key, normalized.object as never, lastChangeTime(raw));
     } else if (type === 'DELETED') {
       try {
         this.state.delete(kind, objectId(kind, raw).key);

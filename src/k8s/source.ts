@@ -21,6 +21,10 @@ type ChangeOf<K extends ObjectKind> = {
   /** `namespace/name`, or `name` for Namespaces. */
   key: string;
   object: Readonly<ObjectOfKind[K]>;
+  /** Milliseconds since the epoch of the object's last change as the API server recorded it
+   * (the latest metadata.managedFields time), when the source knows it; deletes carry none (the
+   * API records no time for them). */
+  changedAt?: number;
 };
 
 export type ClusterChange = ChangeOf<'Pod'> | ChangeOf<'Namespace'> | ChangeOf<'NetworkPolicy'>;
@@ -37,6 +41,8 @@ export interface SourceHandlers {
   onChange(change: ClusterChange): void;
   /** Bad objects, bad files, lost connections. The source keeps running. */
   onError(err: SourceError): void;
+  /** What does not affect enforcement but may be a mistake (a kind nfkube does not read). */
+  onWarning?(warning: SourceError): void;
 }
 
 export interface ClusterSource {
@@ -82,12 +88,12 @@ export class ClusterState {
     return this.maps[kind].keys();
   }
 
-  upsert<K extends ObjectKind>(kind: K, key: string, object: ObjectOfKind[K]): void {
+  upsert<K extends ObjectKind>(kind: K, key: string, object: ObjectOfKind[K], changedAt?: number): void {
     const map = this.maps[kind];
     const old = map.get(key);
     if (old !== undefined && isDeepStrictEqual(old, object)) return;
     map.set(key, object);
-    this.emit({ kind, type: 'upsert', key, object } as ClusterChange);
+    this.emit({ kind, type: 'upsert', key, object, ...(changedAt === undefined ? {} : { changedAt }) } as ClusterChange);
   }
 
   delete(kind: ObjectKind, key: string): void {

@@ -50,23 +50,40 @@ export interface NativeAddon {
 }
 
 const root = path.resolve(__dirname, '..', '..', '..');
-const candidates = [path.join(root, 'build', 'Release', 'nfnl.node'), path.join(root, 'build', 'Debug', 'nfnl.node')];
 
-function load(): NativeAddon {
+/** Where the addon may be, best first: NFKUBE_ADDON if set, then the prebuilt binary for this
+ * platform shipped in the package (prebuilds/linux-x64, linux-arm64: no compiler needed), then
+ * node-gyp's build of native/ (made by npm install where no prebuilt loads). */
+export function addonCandidates(base = root, platform: string = process.platform, arch: string = process.arch, env: NodeJS.ProcessEnv = process.env): string[] {
+  return [
+    ...(env.NFKUBE_ADDON ? [path.resolve(env.NFKUBE_ADDON)] : []),
+    path.join(base, 'prebuilds', `${platform}-${arch}`, 'nfnl.node'),
+    path.join(base, 'build', 'Release', 'nfnl.node'),
+    path.join(base, 'build', 'Debug', 'nfnl.node'),
+  ];
+}
+
+let loaded: { addon: NativeAddon; file: string } | undefined;
+
+function load(): { addon: NativeAddon; file: string } {
   const errors: string[] = [];
-  for (const file of candidates) {
+  for (const file of addonCandidates()) {
     try {
-      return require(file) as NativeAddon;
+      return { addon: require(file) as NativeAddon, file };
     } catch (err) {
-      errors.push(`${file}: ${(err as Error).message}`);
+      errors.push(`${file}: ${(err as Error).message.split('\n')[0]}`);
     }
   }
   throw new Error(`nfkube: cannot load the native addon (run "npm install" to build it):\n  ${errors.join('\n  ')}`);
 }
 
-let addon: NativeAddon | undefined;
-
 export function native(): NativeAddon {
-  addon ??= load();
-  return addon;
+  loaded ??= load();
+  return loaded.addon;
+}
+
+/** The file the addon was loaded from (loading it if need be). */
+export function addonPath(): string {
+  native();
+  return loaded!.file;
 }

@@ -11,6 +11,8 @@ export class NetlinkError extends Error {
   readonly msgIndex?: number;
   readonly op?: string;
   readonly object?: string;
+  /** For ENOENT/EINVAL in a transaction: the referenced object that does not exist. */
+  readonly missing?: string;
 
   constructor(fields: {
     code: string;
@@ -20,12 +22,14 @@ export class NetlinkError extends Error {
     msgIndex?: number;
     op?: string;
     object?: string;
+    missing?: string;
     message?: string;
   }) {
     const where = [fields.op, fields.object].filter(Boolean).join(' ');
     const text =
       fields.message ??
       `${where ? where + ': ' : ''}${fields.code}` +
+        (fields.missing ? `: ${fields.missing}` : '') +
         (fields.extAck ? ` (${fields.extAck})` : '') +
         (fields.msgIndex !== undefined ? ` [message ${fields.msgIndex}]` : '');
     super(text);
@@ -37,6 +41,7 @@ export class NetlinkError extends Error {
     this.msgIndex = fields.msgIndex;
     this.op = fields.op;
     this.object = fields.object;
+    this.missing = fields.missing;
   }
 }
 

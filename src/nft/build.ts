@@ -148,3 +148,75 @@ export const goto = (chain: string): Expr => verdict({ kind: 'goto', chain });
 export function rejectAdminProhibited(): Expr {
   return { type: 'reject', rejectType: C.NFT_REJECT_ICMPX_UNREACH, icmpCode: C.NFT_REJECT_ICMPX_ADMIN_PROHIBITED };
 }
+
+/** IFNAMSIZ: interface names are NUL-padded to 16 bytes in a register. */
+const IFNAMSIZ = 16;
+
+function ifnameMatch(key: number, what: string, name: string): Expr[] {
+  const wildcard = name.endsWith('*');
+  const text = wildcard ? name.slice(0, -1) : name;
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length >= IFNAMSIZ || text.includes('*') || text.includes('\0') || (!wildcard && text === '')) {
+    throw new Error(`${what} "${name}": an interface name is 1-15 bytes, optionally ending in * (a prefix match)`);
+  }
+  // A prefix match compares only the prefix; an exact one includes the terminating NUL.
+  const data = wildcard ? bytes : Buffer.concat([bytes, Buffer.alloc(IFNAMSIZ - bytes.length)]);
+  return [
+    { type: 'meta', key, dreg: REG },
+    { type: 'cmp', sreg: REG, op: 'eq', data },
+  ];
+}
+
+/** `iifname "eth0"`, or `iifname "veth*"` for every name starting with veth. */
+export function iifname(name: string): Expr[] {
+  return ifnameMatch(C.NFT_META_IIFNAME, 'iifname', name);
+}
+
+/** `oifname "eth0"`, or `oifname "veth*"` for every name starting with veth. */
+export function oifname(name: string): Expr[] {
+  return ifnameMatch(C.NFT_META_OIFNAME, 'oifname', name);
+}
+
+/** A 32-bit mark in host byte order, as the kernel keeps skb->mark and ct->mark. */
+function mark32(value: number, what: string): Buffer {
+  if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) throw new Error(`${what}: ${value} is not a 32-bit unsigned integer`);
+  const b = Buffer.alloc(4);
+  if (new Uint8Array(new Uint32Array([1]).buffer)[0] === 1) b.writeUInt32LE(value);
+  else b.writeUInt32BE(value);
+  return b;
+}
+
+function markMatch(load: Expr, what: string, value: number, mask?: number, op: 'eq' | 'neq' = 'eq'): Expr[] {
+  const exprs: Expr[] = [load];
+  if (mask !== undefined && mask !== 0xffffffff) {
+    exprs.push({ type: 'bitwise', sreg: REG, dreg: REG, len: 4, op: 'bool', mask: mark32(mask, `${what} mask`), xor: Buffer.alloc(4) });
+  }
+  exprs.push({ type: 'cmp', sreg: REG, op, data: mark32(value, what) });
+  return exprs;
+}
+
+/** `meta mark 0x10`, `meta mark & 0xff00 == 0x100`, or with op 'neq' `meta mark != 0x10`. */
+export function matchMark(value: number, mask?: number, op: 'eq' | 'neq' = 'eq'): Expr[] {
+  return markMatch({ type: 'meta', key: C.NFT_META_MARK, dreg: REG }, 'meta mark', value, mask, op);
+}
+
+/** `meta mark set 0x10` */
+export function setMark(value: number): Expr[] {
+  return [
+    { type: 'immediate', dreg: REG, data: mark32(value, 'meta mark set') },
+    { type: 'meta', key: C.NFT_META_MARK, sreg: REG },
+  ];
+}
+
+/** `ct mark 0x10`, `ct mark & 0xff00 == 0x100`, or with op 'neq' `ct mark != 0x10`. */
+export function matchCtMark(value: number, mask?: number, op: 'eq' | 'neq' = 'eq'): Expr[] {
+  return markMatch({ type: 'ct', key: C.NFT_CT_MARK, dreg: REG }, 'ct mark', value, mask, op);
+}
+
+/** `ct mark set 0x10` */
+export function setCtMark(value: number): Expr[] {
+  return [
+    { type: 'immediate', dreg: REG, data: mark32(value, 'ct mark set') },
+    { type: 'ct', key: C.NFT_CT_MARK, sreg: REG },
+  ];
+}

@@ -28,7 +28,24 @@ export function canonicalExpr(e: Expr): Expr {
 }
 
 export function canonicalExprs(exprs: Expr[]): Expr[] {
-  return exprs.map(canonicalExpr);
+  return mergeRanges(exprs).map(canonicalExpr);
+}
+
+/** Equivalent encodings in one form: nft writes a range match it parsed from text (`icmpv6 type
+ * 133-136`) as `cmp gte` then `cmp lte` on one register, a builder as one `range eq`; both
+ * become the range. Returns the same array when there is nothing to merge (the common case). */
+export function mergeRanges(exprs: Expr[]): Expr[] {
+  let out: Expr[] | undefined;
+  for (let i = 0; i < exprs.length; i++) {
+    const a = exprs[i];
+    const b = exprs[i + 1];
+    if (a.type === 'cmp' && a.op === 'gte' && b?.type === 'cmp' && b.op === 'lte' && canonicalRegister(a.sreg) === canonicalRegister(b.sreg) && Buffer.isBuffer(a.data) && Buffer.isBuffer(b.data) && a.data.length === b.data.length) {
+      out ??= exprs.slice(0, i);
+      out.push({ type: 'range', sreg: a.sreg, op: 'eq', from: a.data, to: b.data });
+      i++;
+    } else out?.push(a);
+  }
+  return out ?? exprs;
 }
 
 // Rendered rules are never mutated, so their keys are computed once.
@@ -47,8 +64,11 @@ export function ruleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
 /** Canonical equality of two rule bodies (what ruleKey compares), without building keys: the
  * kernel side of a verify is freshly decoded every time, so its keys would never be reused. */
 export function sameRuleBody(a: Pick<Rule, 'exprs' | 'comment'>, b: Pick<Rule, 'exprs' | 'comment'>): boolean {
-  if (a.comment !== b.comment || a.exprs.length !== b.exprs.length) return false;
-  for (let i = 0; i < a.exprs.length; i++) if (!sameExpr(a.exprs[i], b.exprs[i])) return false;
+  if (a.comment !== b.comment) return false;
+  const ax = mergeRanges(a.exprs);
+  const bx = mergeRanges(b.exprs);
+  if (ax.length !== bx.length) return false;
+  for (let i = 0; i < ax.length; i++) if (!sameExpr(ax[i], bx[i])) return false;
   return true;
 }
 
@@ -93,7 +113,7 @@ function sameValue(a: unknown, b: unknown): boolean {
  * canonicalExpr are applied inline: this runs for every rule on every verify. */
 function computeRuleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
   let key = r.comment === undefined ? '' : `#${r.comment}`;
-  for (const e of r.exprs) {
+  for (const e of mergeRanges(r.exprs)) {
     key += `|${e.type}`;
     if (e.type === 'counter') continue;
     const fields = e as unknown as Record<string, unknown>;

@@ -43,6 +43,8 @@ function hookName(family: Family, n: number): HookName {
 export function encodeTable(w: AttrWriter, t: Table): void {
   w.str(C.NFTA_TABLE_NAME, t.name);
   if (t.flags !== undefined) w.be32(C.NFTA_TABLE_FLAGS, t.flags);
+  // The kernel keeps a table's user data from its creation: an update does not change it.
+  if (t.comment !== undefined) w.bytes(C.NFTA_TABLE_USERDATA, commentUdata(UDATA_TABLE_COMMENT, t.comment, 'table comment'));
 }
 
 export function encodeTableRef(w: AttrWriter, t: { name: string }): void {
@@ -51,13 +53,19 @@ export function encodeTableRef(w: AttrWriter, t: { name: string }): void {
 
 export function decodeTable(family: number, payload: Buffer): Table {
   const a = AttrMap.parse(payload, 'table');
-  return {
+  const table: Table = {
     family: familyFromNumber(family),
     name: a.required(a.str(C.NFTA_TABLE_NAME), 'NFTA_TABLE_NAME'),
     flags: a.be32(C.NFTA_TABLE_FLAGS),
     handle: a.be64(C.NFTA_TABLE_HANDLE),
     use: a.be32(C.NFTA_TABLE_USE),
   };
+  const udata = a.bytes(C.NFTA_TABLE_USERDATA);
+  const comment = udata && decodeComment(udata, UDATA_TABLE_COMMENT);
+  if (comment !== undefined) table.comment = comment;
+  const owner = a.be32(C.NFTA_TABLE_OWNER);
+  if (owner !== undefined) table.owner = owner;
+  return table;
 }
 
 // --- chains ---------------------------------------------------------------------------------
@@ -108,8 +116,10 @@ export function decodeChain(family: number, payload: Buffer): Chain {
 
 // --- rules ----------------------------------------------------------------------------------
 
-// nft's userdata TLVs (nftables include/rule.h NFTNL_UDATA_RULE_COMMENT): type u8, len u8, value.
+// nft's userdata TLVs (libnftnl udata.h NFTNL_UDATA_RULE_COMMENT, NFTNL_UDATA_TABLE_COMMENT):
+// type u8, len u8, value.
 const UDATA_RULE_COMMENT = 0;
+const UDATA_TABLE_COMMENT = 0;
 
 // Rules of one policy entry, and pod chains' jumps to one policy, carry the same comment: a
 // batch encodes each text once. Bounded, as comments name policies that come and go.
@@ -131,12 +141,19 @@ function encodeComment(comment: string): Uint8Array {
   return udata;
 }
 
-function decodeComment(udata: Buffer): string | undefined {
+/** One comment TLV: the text and its NUL, at most 255 bytes. */
+function commentUdata(type: number, comment: string, what: string): Buffer {
+  const text = Buffer.from(`${comment}\0`);
+  if (text.length > 255) throw new Error(`${what} longer than 254 bytes: "${comment.slice(0, 40)}..."`);
+  return Buffer.concat([Buffer.from([type, text.length]), text]);
+}
+
+function decodeComment(udata: Buffer, commentType: number): string | undefined {
   for (let pos = 0; pos + 2 <= udata.length; ) {
     const type = udata[pos];
     const len = udata[pos + 1];
     if (pos + 2 + len > udata.length) return undefined;
-    if (type === UDATA_RULE_COMMENT) {
+    if (type === commentType) {
       const v = udata.subarray(pos + 2, pos + 2 + len);
       const nul = v.indexOf(0);
       return v.toString('utf8', 0, nul < 0 ? v.length : nul);
@@ -180,7 +197,7 @@ export function decodeRule(family: number, payload: Buffer): Rule {
   };
   const udata = a.bytes(C.NFTA_RULE_USERDATA);
   if (udata) {
-    const comment = decodeComment(udata);
+    const comment = decodeComment(udata, UDATA_RULE_COMMENT);
     if (comment !== undefined) rule.comment = comment;
   }
   return rule;
@@ -215,7 +232,7 @@ function keyFieldsFromId(typeId: number, fieldCount: number | undefined, keyLen:
 }
 
 export function setFlags(s: NftSet): number {
-  let flags = s.flags;
+  let flags = s.flags ?? 0;
   if (s.data) flags |= C.NFT_SET_MAP;
   if (s.key.length > 1) flags |= C.NFT_SET_CONCAT;
   return flags;
@@ -268,10 +285,20 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
     key: keyFieldsFromId(a.required(a.be32(C.NFTA_SET_KEY_TYPE), 'NFTA_SET_KEY_TYPE'), fieldCount, a.be32(C.NFTA_SET_KEY_LEN)),
     flags: rawFlags & ~(C.NFT_SET_MAP | C.NFT_SET_CONCAT),
   };
+  // The kernel stores a key length and a type id it never interprets: a length that does not fit
+  // the types would make every key read as something it is not.
+  const keyLen = a.be32(C.NFTA_SET_KEY_LEN);
+  if (keyLen !== undefined && keyLength(set.key) !== keyLen) {
+    throw new DecodeError(`set ${set.name}: key length ${keyLen} does not fit its key type ${set.key.join(' . ')} (${keyLength(set.key)} bytes)`);
+  }
   const dataType = a.be32(C.NFTA_SET_DATA_TYPE);
   if (dataType !== undefined) {
     const data = dataType === C.NFT_DATA_VERDICT ? 'verdict' : TYPE_BY_ID.get(dataType);
     if (!data) throw new DecodeError(`set ${set.name}: unknown data type ${dataType}`);
+    const dataLen = a.be32(C.NFTA_SET_DATA_LEN);
+    if (data !== 'verdict' && dataLen !== undefined && dataLen !== TYPE_LEN[data]) {
+      throw new DecodeError(`set ${set.name}: data length ${dataLen} does not fit its data type ${data} (${TYPE_LEN[data]} bytes)`);
+    }
     set.data = data;
   }
   const timeout = a.be64(C.NFTA_SET_TIMEOUT);
@@ -284,7 +311,7 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
 /** Single-field interval sets (rbtree) take [start, end+1) as two elements, the second flagged
  * NFT_SET_ELEM_INTERVAL_END; concatenations (pipapo) take NFTA_SET_ELEM_KEY_END inclusive. */
 export function kernelElements(set: NftSet, elems: SetElement[]): SetElement[] {
-  const interval = (set.flags & C.NFT_SET_INTERVAL) !== 0;
+  const interval = ((set.flags ?? 0) & C.NFT_SET_INTERVAL) !== 0;
   if (!interval || set.key.length > 1) {
     return interval ? elems.map((e) => ({ ...e, keyEnd: e.keyEnd ?? e.key })) : elems;
   }
@@ -302,7 +329,7 @@ export function kernelElements(set: NftSet, elems: SetElement[]): SetElement[] {
 
 /** Inverse of kernelElements: pairs rbtree start/end elements back into inclusive ranges. */
 export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
-  const interval = (set.flags & C.NFT_SET_INTERVAL) !== 0;
+  const interval = ((set.flags ?? 0) & C.NFT_SET_INTERVAL) !== 0;
   if (!interval) return elems;
   if (set.key.length > 1) {
     return elems.map((e) => {
@@ -390,6 +417,30 @@ export function decodeSetElements(payload: Buffer): { table: string; set: string
     set: a.required(a.str(C.NFTA_SET_ELEM_LIST_SET), 'NFTA_SET_ELEM_LIST_SET'),
     elements,
   };
+}
+
+/** Checks elements read back against their set's declared types: keys and range ends of the key
+ * length, map data of the data type's length, verdicts only in verdict maps. The kernel enforces
+ * each of these for what it stores, so bytes that break one are an unreadable reply
+ * (DecodeError), never a value that a formatter or the diff would read as something else. */
+export function checkElements(set: NftSet, elems: SetElement[]): void {
+  const keyLen = keyLength(set.key);
+  const dataLen = set.data && set.data !== 'verdict' ? TYPE_LEN[set.data] : undefined;
+  for (const e of elems) {
+    const problem =
+      e.key.length !== keyLen
+        ? `key of ${e.key.length} bytes, the set's ${set.key.join(' . ')} takes ${keyLen}`
+        : e.keyEnd && e.keyEnd.length !== keyLen
+          ? `range end of ${e.keyEnd.length} bytes, the set's ${set.key.join(' . ')} takes ${keyLen}`
+          : e.verdict && set.data !== 'verdict'
+            ? 'a verdict in a set that is not a verdict map'
+            : e.data && dataLen === undefined
+              ? `data in a set that is not a ${set.data === 'verdict' ? 'data ' : ''}map`
+              : e.data && e.data.length !== dataLen
+                ? `data of ${e.data.length} bytes, the map's ${set.data} takes ${dataLen}`
+                : undefined;
+    if (problem) throw new DecodeError(`set ${set.table} ${set.name}: element ${e.key.toString('hex')}: ${problem}`);
+  }
 }
 
 // --- generation -----------------------------------------------------------------------------

@@ -109,6 +109,8 @@ export const NFTA_HOOK_DEVS = 4;
 // enum nft_table_flags
 export const NFT_TABLE_F_DORMANT = 1;
 export const NFT_TABLE_F_OWNER = 2;
+/** Linux 6.9: an owned table outlives its owner's socket (ownerless until adopted again). */
+export const NFT_TABLE_F_PERSIST = 4;
 
 // enum nft_table_attributes
 export const NFTA_TABLE_UNSPEC = 0;

@@ -4,7 +4,7 @@
 import * as C from './constants';
 import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, Table, Verdict } from './types';
-import { formatIPv4, formatIPv6 } from './values';
+import { formatIPv4, formatIPv6, TYPE_LEN } from './values';
 import type { Operation } from './transaction';
 import type { TableContents } from './readback';
 
@@ -34,14 +34,36 @@ const META_KEYS: Record<number, [string, ValueKind]> = {
   [C.NFT_META_L4PROTO]: ['meta l4proto', 'inet_proto'],
 };
 
+/** Byte lengths a value of each kind can have; a value of any other length (a cmp shorter than
+ * the field it compares, bytes nfkube did not write) is printed raw, never read past its end. */
+const VALUE_LENGTHS: Partial<Record<ValueKind, readonly number[]>> = {
+  ipv4_addr: [4],
+  ipv6_addr: [16],
+  inet_service: [2],
+  inet_proto: [1],
+  nfproto: [1],
+  ct_state: [4],
+  mark: [4],
+  ether_addr: [6],
+  integer: [1, 2, 3, 4],
+};
+
+function fitsKind(b: Buffer, kind: ValueKind): boolean {
+  if (b.length === 0) return false;
+  if (kind === 'ifname') return b.length <= 16;
+  const lengths = VALUE_LENGTHS[kind];
+  return lengths === undefined || lengths.includes(b.length);
+}
+
 export function formatValue(b: Buffer, kind: ValueKind): string {
+  if (!fitsKind(b, kind)) return `0x${b.toString('hex')}`;
   switch (kind) {
     case 'ipv4_addr':
       return formatIPv4(b);
     case 'ipv6_addr':
       return formatIPv6(b);
     case 'inet_service':
-      return String(b.length >= 2 ? b.readUInt16BE(0) : b[0]);
+      return String(b.readUInt16BE(0));
     case 'inet_proto':
       return PROTO_NAMES[b[0]] ?? String(b[0]);
     case 'nfproto':
@@ -57,7 +79,7 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     case 'mark':
       return `0x${b.readUInt32LE(0).toString(16).padStart(8, '0')}`;
     case 'integer':
-      return b.length <= 4 ? String(b.readUIntBE(0, b.length)) : `0x${b.toString('hex')}`;
+      return String(b.readUIntBE(0, b.length));
     default:
       return `0x${b.toString('hex')}`;
   }
@@ -139,7 +161,7 @@ export function formatRuleBody(exprs: Expr[]): string {
         const src = take(e.sreg);
         if (!src) break;
         const ops: Record<string, string> = { eq: '', neq: '!= ', lt: '< ', lte: '<= ', gt: '> ', gte: '>= ' };
-        if (src.kind === 'ct_state' && lastBitwise?.reg === e.sreg && lastBitwise.mask && e.op === 'neq' && e.data.readUInt32LE(0) === 0) {
+        if (src.kind === 'ct_state' && lastBitwise?.reg === e.sreg && lastBitwise.mask && e.op === 'neq' && e.data.length === 4 && e.data.readUInt32LE(0) === 0) {
           out.push({ text: `${src.text} ${formatValue(lastBitwise.mask, 'ct_state')}` });
         } else if (lastBitwise?.reg === e.sreg && lastBitwise.mask && (src.kind === 'ipv4_addr' || src.kind === 'ipv6_addr')) {
           const prefix = [...lastBitwise.mask].reduce((n, byte) => n + byte.toString(2).replace(/0/g, '').length, 0);
@@ -226,9 +248,8 @@ function formatKey(set: Pick<NftSet, 'key'>, key: Buffer): string {
   const parts: string[] = [];
   let pos = 0;
   for (const f of set.key) {
-    const len = f === 'ipv6_addr' || f === 'ifname' ? 16 : f === 'ether_addr' ? 8 : 4;
-    parts.push(formatValue(key.subarray(pos, pos + len), f));
-    pos += len;
+    parts.push(formatValue(key.subarray(pos, pos + TYPE_LEN[f]), f));
+    pos += (TYPE_LEN[f] + 3) & ~3;
   }
   return parts.join(' . ');
 }
@@ -243,9 +264,10 @@ export function formatElement(set: Pick<NftSet, 'key' | 'data'>, e: SetElement):
 
 function setFlagNames(s: NftSet): string[] {
   const names: string[] = [];
-  if (s.flags & C.NFT_SET_CONSTANT) names.push('constant');
-  if (s.flags & C.NFT_SET_INTERVAL) names.push('interval');
-  if (s.flags & C.NFT_SET_TIMEOUT) names.push('timeout');
+  const flags = s.flags ?? 0;
+  if (flags & C.NFT_SET_CONSTANT) names.push('constant');
+  if (flags & C.NFT_SET_INTERVAL) names.push('interval');
+  if (flags & C.NFT_SET_TIMEOUT) names.push('timeout');
   return names;
 }
 

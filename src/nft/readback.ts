@@ -2,7 +2,7 @@
 import { AttrWriter } from '../netlink/attr';
 import { encodeNfMessage, NFNL_SUBSYS_NFTABLES, NfMessage, nfMsgType, NLM_F_DUMP, NLM_F_REQUEST } from '../netlink/message';
 import { NetlinkSocket } from '../netlink/socket';
-import { decodeChain, decodeRule, decodeSet, decodeSetElements, decodeTable, userElements } from './codec';
+import { checkElements, decodeChain, decodeRule, decodeSet, decodeSetElements, decodeTable, userElements } from './codec';
 import * as C from './constants';
 import { getGeneration } from './transaction';
 import { Chain, Family, NFPROTO, NftSet, Rule, SetElement, Table } from './types';
@@ -86,8 +86,10 @@ function elementsRequest(socket: NetlinkSocket, set: NftSet): Buffer {
   return dumpRequest(socket, C.NFT_MSG_GETSETELEM, NFPROTO[set.family], payload);
 }
 
-function decodeElementDump(set: NftSet, msgs: NfMessage[]): SetElement[] {
+/** One set's element dump as user-level elements, checked against the set's types. */
+export function decodeElementDump(set: NftSet, msgs: Pick<NfMessage, 'payload'>[]): SetElement[] {
   const raw = msgs.flatMap((m) => decodeSetElements(m.payload).elements);
+  checkElements(set, raw);
   return userElements(set, raw);
 }
 

@@ -33,6 +33,7 @@ import {
   kernelElements,
   RuleEncodeOptions,
 } from './codec';
+import { checkTransaction, findMissingReference } from './check';
 import * as C from './constants';
 import { formatOperation } from './format';
 import { Chain, NFPROTO, NftSet, Rule, SetElement, Table } from './types';
@@ -171,6 +172,13 @@ export class Transaction {
   /** The transaction in nft syntax, one command per line (for dry runs and logs). */
   toString(): string {
     return this.operations.map(formatOperation).join('\n');
+  }
+
+  /** Throws a SetTypeError for an element or an address match that does not fit its set (see
+   * check.ts); commit runs it before sending anything. */
+  check(): this {
+    checkTransaction(this.operations);
+    return this;
   }
 
   /** The whole batch (BEGIN, every message, END) written into one buffer, with each message's
@@ -336,6 +344,7 @@ export async function commit(socket: NftTransport, tx: Transaction, opts: Commit
   const ruleHandles = new Map<Rule, bigint>();
   const byType = new Map<string, number>();
   if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
+  tx.check();
   const { datagram, messages } = tx.encodeBatch(() => socket.nextSeq(), opts);
   if (messages.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
   const seqToIndex = new Map<number, number>();
@@ -353,7 +362,8 @@ export async function commit(socket: NftTransport, tx: Transaction, opts: Commit
     const fields = { code: first.code ?? `E${first.errno}`, errno: first.errno, extAck: first.extAck, offset: first.offset };
     if (index === undefined) throw new NetlinkError({ ...fields, op: 'NFNL_MSG_BATCH_BEGIN', object: 'batch' });
     const m = messages[index];
-    throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(tx.operations[m.opIndex]) });
+    const missing = fields.code === 'ENOENT' || fields.code === 'EINVAL' ? await findMissingReference(socket, tx, m.opIndex) : undefined;
+    throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(tx.operations[m.opIndex]), missing });
   }
   const lastSeq = messages[messages.length - 1].seq;
   if (!reply.acks.some((a) => a.seq === lastSeq)) {

@@ -13,6 +13,10 @@ export interface Table {
   handle?: bigint;
   /** Number of chains, sets and objects in the table (read-back only). */
   use?: number;
+  /** The comment in its user data (NFTA_TABLE_USERDATA), as nft shows it: nfkube's mark. */
+  comment?: string;
+  /** NFTA_TABLE_OWNER: the netlink port that owns it (NFT_TABLE_F_OWNER; read-back only). */
+  owner?: number;
 }
 
 export type HookName = 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting' | 'ingress' | 'egress';
@@ -263,8 +267,9 @@ export interface NftSet {
   key: NftTypeName[];
   /** For maps: the data type; 'verdict' makes a verdict map. */
   data?: NftTypeName;
-  /** NFT_SET_* flags beyond those implied by key/data (interval, constant, timeout...). */
-  flags: number;
+  /** NFT_SET_* flags beyond those implied by key/data (interval, constant, timeout...), from
+   * the package root's NFT_SET_INTERVAL etc. Default 0: a plain exact-match set (or map). */
+  flags?: number;
   /** Transaction-local id so rules in the same batch can reference a new set. */
   id?: number;
   timeout?: bigint;

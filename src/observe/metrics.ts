@@ -3,13 +3,18 @@
  * per-policy packet and byte counters are read from the kernel only when scraped. Every name is
  * listed in the README's "Metrics" section. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { buildInfo } from '../build-info';
 
 export type SyncKind = 'full' | 'incremental' | 'resync';
 
 /** One kernel counter attached to a policy's accept rule or to a pod's default deny. */
 export interface PolicyCounterRow {
-  /** `<namespace>/<name>` of the policy; for a default deny, the pod it isolates. */
-  policy: string;
+  /** `<namespace>/<name>` of the policy whose accept rules counted; absent for a default deny. */
+  policy?: string;
+  /** The namespace of the policy, or of the pod a default deny isolates. */
+  namespace?: string;
+  /** The pod a default deny isolates (its name); absent for a policy's accepts. */
+  pod?: string;
   direction: 'ingress' | 'egress';
   verdict: 'accept' | 'drop' | 'reject';
   packets: number | bigint;
@@ -24,9 +29,11 @@ export interface AgentMetricsOptions {
   processMetrics?: boolean;
   /** Sync duration histogram buckets, in seconds. */
   syncBuckets?: number[];
+  /** What nfkube_build_info reports; default: the running build. */
+  build?: { version: string; revision: string };
 }
 
-const POLICY_LABELS = ['policy', 'direction', 'verdict'] as const;
+const POLICY_LABELS = ['policy', 'direction', 'verdict', 'namespace', 'pod'] as const;
 
 export class AgentMetrics {
   readonly registry = new Registry();
@@ -36,9 +43,11 @@ export class AgentMetrics {
   private readonly kernelBatches: Counter<'kind'>;
   private readonly transactionFailures: Counter<'errno'>;
   private readonly driftRepairs: Counter<'kind'>;
-  private readonly objects: Record<'pods' | 'policies' | 'sets' | 'elements' | 'queueDepth', Gauge>;
+  private readonly objects: Record<'pods' | 'policies' | 'sets' | 'elements' | 'queueDepth' | 'failedClosed', Gauge>;
   private readonly lastSuccessfulSync: Gauge;
   private readonly policyCounterReadFailures: Counter;
+  private readonly programmingDuration: Histogram<'kind'>;
+  private readonly eventToCommit: Histogram<'kind'>;
   private policyCounterReader?: PolicyCounterReader;
   private onPolicyCounterError?: (err: unknown) => void;
   /** The kernel read shared by the packet and byte metrics of one scrape. */
@@ -85,6 +94,7 @@ export class AgentMetrics {
       sets: gauge('nfkube_sets', 'nftables sets in the agent\'s table.'),
       elements: gauge('nfkube_set_elements', 'Elements across all sets in the agent\'s table.'),
       queueDepth: gauge('nfkube_event_queue_depth', 'Kubernetes events waiting to be applied.'),
+      failedClosed: gauge('nfkube_objects_failed_closed', 'Objects enforced failing closed because they cannot be read or rendered: each isolates what it could select and allows nothing where it is broken.'),
     };
     this.lastSuccessfulSync = gauge(
       'nfkube_last_successful_sync_timestamp_seconds',
@@ -117,7 +127,30 @@ export class AgentMetrics {
         await metrics.fillPolicyCounter(this, 'bytes');
       },
     });
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'nfkube_' });
+    const build = options.build ?? buildInfo();
+    new Gauge({
+      name: 'nfkube_build_info',
+      help: 'Always 1; the labels say which nfkube build runs, from which commit, on which Node.js.',
+      labelNames: ['version', 'revision', 'node_version'],
+      registers,
+    }).set({ version: build.version, revision: build.revision, node_version: process.version }, 1);
+    this.programmingDuration = new Histogram({
+      name: 'nfkube_network_programming_duration_seconds',
+      help: "Time from an object's last change, as the API server recorded it (metadata.managedFields), to the kernel committing the rules it implies, by object kind.",
+      labelNames: ['kind'],
+      // The API records times to the second: finer buckets would only measure clock rounding.
+      buckets: [0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300],
+      registers,
+    });
+    this.eventToCommit = new Histogram({
+      name: 'nfkube_event_to_commit_duration_seconds',
+      help: 'Time from a change event reaching the agent to the kernel committing it, by object kind.',
+      labelNames: ['kind'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    // Standard names (process_*, nodejs_*) so stock dashboards work unchanged.
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
   observeSync(kind: SyncKind, seconds: number): void {
@@ -132,6 +165,13 @@ export class AgentMetrics {
     for (const [m, n] of counts) this.kernelMessages.inc({ kind: m }, n);
   }
 
+  /** One change committed to the kernel: seconds since its last change in the API (when known)
+   * and since its event arrived. */
+  observeProgramming(kind: string, sinceChange: number | undefined, sinceArrival: number): void {
+    if (sinceChange !== undefined) this.programmingDuration.observe({ kind }, Math.max(0, sinceChange));
+    this.eventToCommit.observe({ kind }, sinceArrival);
+  }
+
   recordTransactionFailure(errno: string): void {
     this.transactionFailures.inc({ errno });
   }
@@ -140,7 +180,7 @@ export class AgentMetrics {
     this.driftRepairs.inc({ kind }, count);
   }
 
-  setObjectCounts(counts: Partial<Record<'pods' | 'policies' | 'sets' | 'elements', number>>): void {
+  setObjectCounts(counts: Partial<Record<'pods' | 'policies' | 'sets' | 'elements' | 'failedClosed', number>>): void {
     for (const [key, value] of Object.entries(counts) as [keyof typeof counts, number | undefined][]) {
       if (value !== undefined) this.objects[key].set(value);
     }
@@ -178,7 +218,9 @@ export class AgentMetrics {
     counter.reset(); // rules of deleted policies must disappear, not linger at their last value
     const rows = await this.readPolicyCounters();
     for (const row of rows ?? []) {
-      counter.inc({ policy: row.policy, direction: row.direction, verdict: row.verdict }, Number(row[field]));
+      // A label a row does not have is left out (the same as empty to Prometheus).
+      const labels = Object.fromEntries(POLICY_LABELS.map((l) => [l, row[l]]).filter(([, v]) => v));
+      counter.inc(labels, Number(row[field]));
     }
   }
 

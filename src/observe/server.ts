@@ -23,6 +23,14 @@ export function parseListenAddress(text: string, flag = '--metrics-addr'): Liste
   return { host, port };
 }
 
+/** `--metrics-addr` as kube-proxy reads `--metrics-bind-address`: `host:port`, `[v6]:port`,
+ * `:port` (every address, host ''), or empty: no server (undefined). */
+export function parseMetricsAddress(text: string, flag = '--metrics-addr'): ListenAddress | undefined {
+  if (text.trim() === '') return undefined;
+  const any = /^:(\d+)$/.exec(text);
+  return any ? { ...parseListenAddress(`0.0.0.0:${any[1]}`, flag), host: '' } : parseListenAddress(text, flag);
+}
+
 export interface HealthInputs {
   now: number;
   /** When the server started; before the first sync the age is measured from here. */
@@ -108,7 +116,8 @@ export async function startObserveServer(options: ObserveServerOptions): Promise
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.address.port, options.address.host, () => {
+    // host '' listens on every address, IPv6 and IPv4 where the node has both.
+    server.listen(options.address.port, options.address.host || undefined, () => {
       server.off('error', reject);
       resolve();
     });

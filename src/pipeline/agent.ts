@@ -31,6 +31,8 @@ export interface AgentOptions {
   /** Every this often each table is checked (one small dump) to be present and awake, and
    * resynced at once when not; none when absent. */
   tableCheckMs?: number;
+  /** Hold each table with NFT_TABLE_F_OWNER|PERSIST while running (src/nft/ownership.ts). */
+  holdTable?: boolean;
 }
 
 export class Agent {
@@ -57,6 +59,7 @@ export class Agent {
           logger: opts.components.length > 1 ? opts.logger.child({ owner: component.name }) : opts.logger,
           component,
           lane: this.lane,
+          holdTable: opts.holdTable,
           totals: this.totals,
           observer: opts.observer,
           onQueue: () => opts.observer?.queueDepth?.(this.queueDepth()),

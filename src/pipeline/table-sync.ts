@@ -13,7 +13,8 @@
 import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
-import { listChainRules, listTables, readTable } from '../nft/readback';
+import { listChainRules, listTables } from '../nft/readback';
+import { markedTable, readOwnTable } from '../nft/ownership';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange } from '../k8s/source';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
@@ -79,6 +80,8 @@ export class Lane {
 }
 
 export interface TableSyncOptions {
+  /** Hold the table with NFT_TABLE_F_OWNER|PERSIST while running (src/nft/ownership.ts). */
+  holdTable?: boolean;
   socket: NetlinkSocket;
   logger: Logger;
   component: Component;
@@ -270,7 +273,8 @@ export class TableSync {
   private replaceTable(kind: SyncKind, genId?: number, target = cloneModel(this.component.desired), fromEmpty?: RuleSetDiff): Promise<SyncReport> {
     const t0 = performance.now();
     // Changes arriving while the commit is in flight stay pending against this exact state.
-    const tx = new Transaction().addTable(target.table).deleteTable(target.table).addTable(target.table);
+    const table = markedTable(target.table, this.opts.holdTable);
+    const tx = new Transaction().addTable(table).deleteTable(table).addTable(table);
     const empty = emptyModel(target.table);
     const d = fromEmpty ?? diffRulesets(empty, target);
     diffTransaction(empty, target, d, tx);
@@ -298,7 +302,8 @@ export class TableSync {
 
   /** Reads the table back and repairs any difference from the desired state atomically. */
   resync(): Promise<SyncReport> {
-    return this.opts.lane.run(() => this.reconcile('resync'));
+    // A timer's resync queued before stop() may reach the lane after it: it writes nothing then.
+    return this.opts.lane.run(async () => (this.stopped ? { kind: 'resync', messages: 0, byType: new Map(), durationMs: 0 } : this.reconcile('resync')));
   }
 
   /** Reads the table back, plans, and commits the plan in one transaction guarded by the
@@ -313,7 +318,7 @@ export class TableSync {
       let genId: number;
       let flags: string | undefined;
       try {
-        const read = await readTable(this.opts.socket, this.table.family, this.table.name);
+        const read = await readOwnTable(this.opts.socket, this.table.family, this.table.name, this.opts.holdTable);
         genId = read.genId;
         kernel = read.value ? modelFromKernel(read.value) : undefined;
         flags = read.value ? tableFlagsProblem(read.value.table) : undefined;

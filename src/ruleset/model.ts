@@ -2,7 +2,7 @@
  * The agent renders what it means into one, keeps another for what the kernel holds, and the
  * read-back of the kernel converts into the same shape. */
 import { sameRuleBody } from '../nft/canonical';
-import { NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER } from '../nft/constants';
+import { NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
 import { TableContents } from '../nft/readback';
 import { Chain, NftSet, Rule, SetElement, Table } from '../nft/types';
 
@@ -54,7 +54,7 @@ export function sameSetDefinition(a: NftSet, b: NftSet): boolean {
     a.key.length === b.key.length &&
     a.key.every((f, i) => f === b.key[i]) &&
     (a.data ?? null) === (b.data ?? null) &&
-    a.flags === b.flags &&
+    (a.flags ?? 0) === (b.flags ?? 0) &&
     a.timeout === b.timeout
   );
 }
@@ -73,14 +73,14 @@ export function sameRules(a: Rule[], b: Rule[]): boolean {
 }
 
 /** Why a table read back cannot enforce as it is, or undefined: table flags are not part of the
- * model (nfkube's table has none), and a dormant table's base chains see no packets at all. */
+ * model, and a dormant table's base chains see no packets at all. Owner and persist are how the
+ * agent holds its table (src/nft/ownership.ts), not a problem. */
 export function tableFlagsProblem(t: Table): string | undefined {
-  const flags = t.flags ?? 0;
+  const flags = (t.flags ?? 0) & ~(NFT_TABLE_F_OWNER | NFT_TABLE_F_PERSIST);
   if (flags === 0) return undefined;
   const names: string[] = [];
   if (flags & NFT_TABLE_F_DORMANT) names.push('dormant');
-  if (flags & NFT_TABLE_F_OWNER) names.push('owner');
-  const rest = flags & ~(NFT_TABLE_F_DORMANT | NFT_TABLE_F_OWNER);
+  const rest = flags & ~NFT_TABLE_F_DORMANT;
   if (rest) names.push(`0x${rest.toString(16)}`);
   return `table ${t.family} ${t.name} has flags ${names.join(', ')}`;
 }
@@ -100,7 +100,7 @@ function stripChain(c: Chain): Chain {
 }
 
 function stripSet(s: NftSet): NftSet {
-  const out: NftSet = { family: s.family, table: s.table, name: s.name, key: s.key, flags: s.flags };
+  const out: NftSet = { family: s.family, table: s.table, name: s.name, key: s.key, flags: s.flags ?? 0 };
   if (s.data) out.data = s.data;
   if (s.timeout !== undefined) out.timeout = s.timeout;
   return out;

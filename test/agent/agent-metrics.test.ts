@@ -34,8 +34,10 @@ test('metrics: syncs, kernel messages, drift repairs and per-policy kernel count
       assert.match(body, /nfkube_kernel_batches_total\{kind="nftables"\} 2/);
       assert.match(body, /nfkube_drift_repairs_total\{kind="element"\} 1/);
       assert.match(body, /nfkube_pods 1/);
-      assert.match(body, /nfkube_policy_packets_total\{policy="x\/web",direction="ingress",verdict="accept"\} 0/);
-      assert.match(body, /nfkube_policy_packets_total\{policy="x\/a",direction="ingress",verdict="drop"\} 0/);
+      assert.match(body, /nfkube_policy_packets_total\{policy="x\/web",direction="ingress",verdict="accept",namespace="x"\} 0/);
+      // One meaning per label: a default deny names its pod in `pod`, never in `policy`.
+      assert.match(body, /nfkube_policy_packets_total\{direction="ingress",verdict="drop",namespace="x",pod="a"\} 0/);
+      assert.doesNotMatch(body, /policy="x\/a"/);
       assert.equal((await fetch(`${url}/healthz`)).status, 200);
       assert.equal((await fetch(`${url}/readyz`)).status, 200);
     } finally {

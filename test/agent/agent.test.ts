@@ -35,8 +35,9 @@ const messagesSince = (agent: Agent, before: number) => agent.totals.messages - 
 
 test('start-up brings a leftover table to the cluster state in one transaction', async () => {
   await withSandbox(async (sb) => {
-    // A leftover table from an earlier run, with content nfkube no longer means.
-    sb.run('nft', ['add table inet nfkube; add chain inet nfkube stale; add set inet nfkube old { type ipv4_addr; }']);
+    // A leftover table from an earlier run (marked as nfkube marks its tables), with content
+    // nfkube no longer means.
+    sb.run('nft', ['add table inet nfkube { comment "managed by nfkube"; }; add chain inet nfkube stale; add set inet nfkube old { type ipv4_addr; }']);
     const cluster = baseCluster();
     const agent = await startAgent(sb, cluster);
     assert.equal(agent.totals.commits, 1);

@@ -121,21 +121,49 @@ test('nfkube demo: all open before, exactly the example policies after, the rule
   // default-deny: shop pods take no ingress but what a policy allows; web-http: any pod may reach
   // web:80; db-from-web: only web reaches db:5432, and db may send only to port 53. The node's
   // own traffic (kubelet probes) is never matched; ops/probe has no policy.
+  // Cells that changed from the first matrix carry a *.
   const enforced = matrix(run.stdout, 'Reachability with the NetworkPolicies enforced');
   assert.deepEqual(Object.fromEntries(enforced), {
     'node-1 (node)': ['✓', '✓', '✓', '✓', '✓', '✓'],
     'shop/web': ['·', '·', '✓', '✓', '✓', '✓'],
-    'shop/db': ['✗', '✗', '·', '·', '✗', '✗'],
-    'ops/probe': ['✓', '✓', '✗', '✗', '·', '·'],
+    'shop/db': ['✗*', '✗*', '·', '·', '✗*', '✗*'],
+    'ops/probe': ['✓', '✓', '✗*', '✗*', '·', '·'],
   });
+  // A legend for the symbols and the node row, and the policies that decide each closed path.
+  assert.match(run.stdout, /Legend:\n  ✓  connected.*\n  ✗  no answer within 2000 ms: dropped.*\n  ·  not probed.*\n(.*\n)*  row node-1 \(node\): connections made by the node itself/);
+  assert.match(run.stdout, /  \*  changed from the matrix before the policies/);
+  const why = run.stdout.slice(run.stdout.indexOf('Why each path is closed'), run.stdout.indexOf('The enforced ruleset'));
+  assert.equal(why.split('\n').filter((l) => l.startsWith('  ')).length, 6, why);
+  assert.match(why, /  shop\/db -> shop\/web:80 v4 \(✗\): egress of shop\/db is isolated by shop\/db-from-web, it does not allow this/);
+  assert.match(why, /  ops\/probe -> shop\/db:5432 v6 \(✗\): ingress of shop\/db is isolated by shop\/db-from-web, shop\/default-deny, none of them allows this/);
 
   const ruleset = run.stdout.slice(run.stdout.indexOf('The enforced ruleset, read back from the kernel'));
   assert.match(ruleset, /^table inet nfkube \{$/m);
   assert.match(ruleset, /chain forward_ingress \{\n\t\ttype filter hook forward priority 1; policy accept;/);
   assert.match(ruleset, /counter packets [1-9]\d* bytes \d+ accept comment "shop\/db-from-web ingress\[0\]"/);
   assert.match(ruleset, /counter packets [1-9]\d* bytes \d+ drop comment "default deny egress shop\/db"/);
+  // Hashed chain names say whose they are.
+  assert.match(ruleset, /chain pol_\w+_in \{ # NetworkPolicy shop\/db-from-web, ingress\n/);
+  assert.match(ruleset, /chain pod_\w+_out \{ # pod shop\/db, egress\n/);
+  assert.doesNotMatch(ruleset, /chain (pol|pod)_\w+ \{\n/, 'every hashed chain is annotated');
   assert.match(run.stdout, /Cleaned up: closed 4 network namespaces/);
   assert.doesNotMatch(run.stdout, /\x1b\[/, '--no-color prints no escape codes');
+  assertNothingLeft(run.stdout, before);
+});
+
+test('nfkube demo --deny-action reject: IPv6 rejects show as rejects, as IPv4 ones do, not as timeouts', async () => {
+  const before = hostState();
+  const run = await runDemo(['--deny-action', 'reject', '--probe-timeout', '2000']);
+  assert.equal(run.code, 0, run.stderr);
+  const enforced = matrix(run.stdout, 'Reachability with the NetworkPolicies enforced');
+  assert.deepEqual(Object.fromEntries(enforced), {
+    'node-1 (node)': ['✓', '✓', '✓', '✓', '✓', '✓'],
+    'shop/web': ['·', '·', '✓', '✓', '✓', '✓'],
+    'shop/db': ['EHOSTUNREACH*', 'EACCES*', '·', '·', 'EHOSTUNREACH*', 'EACCES*'],
+    'ops/probe': ['✓', '✓', 'EHOSTUNREACH*', 'EACCES*', '·', '·'],
+  });
+  assert.match(run.stdout, /  EACCES  an ICMPv6 "administratively prohibited" answered: the IPv6 reject/);
+  assert.match(run.stdout, /  EHOSTUNREACH  an ICMP "host unreachable \/ administratively prohibited" answered: the IPv4 reject/);
   assertNothingLeft(run.stdout, before);
 });
 

@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_ENV_FILE, DEFAULT_PREFIX, ENV_EXAMPLE, renderUnit } from '../../src/cli/commands/install';
+import { DEFAULT_ENV_FILE, DEFAULT_PREFIX, ENV_EXAMPLE, renderUnit, SYSUSERS_ENTRY } from '../../src/cli/commands/install';
 
 const root = join(__dirname, '..', '..', '..');
 const launcher = join(root, 'bin', 'nfkube');
@@ -14,6 +14,7 @@ let tmp: string;
 let prefix: string;
 let unitDir: string;
 let envFile: string;
+let sysusersDir: string;
 
 /** The absolute path of a tool on this process's PATH (the copy under test runs with an empty one). */
 function onPath(tool: string): string {
@@ -33,7 +34,8 @@ before(() => {
   prefix = join(tmp, 'opt', 'nfkube');
   unitDir = join(tmp, 'units');
   envFile = join(tmp, 'etc', 'nfkube.env');
-  execFileSync(process.execPath, [launcher, 'install', '--systemd', '--prefix', prefix, '--unit-dir', unitDir, '--environment-file', envFile], { stdio: 'pipe' });
+  sysusersDir = join(tmp, 'sysusers.d');
+  execFileSync(process.execPath, [launcher, 'install', '--systemd', '--prefix', prefix, '--unit-dir', unitDir, '--environment-file', envFile, '--sysusers-dir', sysusersDir], { stdio: 'pipe' });
 });
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -102,4 +104,42 @@ test('install refuses without --systemd and names unknown options', () => {
   const bad = spawnSync(process.execPath, [launcher, 'install', '--systemd', '--bogus'], { encoding: 'utf8' });
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /unknown option "--bogus"/);
+});
+
+test('the unit runs as a dedicated user with only CAP_NET_ADMIN, sandboxed; systemd-analyze security rates it <= 3.0', () => {
+  const unit = join(unitDir, 'nfkube.service');
+  const s = serviceSection(readFileSync(unit, 'utf8'));
+  assert.equal(s.get('User'), 'nfkube');
+  assert.equal(s.get('Group'), 'nfkube');
+  for (const key of ['PrivateDevices', 'ProtectKernelTunables', 'ProtectKernelModules', 'ProtectKernelLogs', 'ProtectControlGroups', 'RestrictNamespaces', 'LockPersonality', 'RestrictSUIDSGID', 'NoNewPrivileges']) {
+    assert.equal(s.get(key), 'yes', key);
+  }
+  assert.equal(s.get('SystemCallErrorNumber'), 'EPERM', 'a syscall outside the filter fails, it does not kill the agent');
+  assert.match(readFileSync(unit, 'utf8'), /^SystemCallFilter=@system-service$/m);
+  assert.equal(readFileSync(join(sysusersDir, 'nfkube.conf'), 'utf8'), SYSUSERS_ENTRY);
+  assert.equal(readFileSync(join(root, 'deploy', 'systemd', 'nfkube.sysusers.conf'), 'utf8'), SYSUSERS_ENTRY);
+  assert.match(SYSUSERS_ENTRY, /^u nfkube - "[^"]+" \/ \/usr\/sbin\/nologin$/m);
+  const r = spawnSync('systemd-analyze', ['security', '--offline=yes', '--no-pager', unit], { encoding: 'utf8' });
+  const score = /Overall exposure level for nfkube\.service: (\d+\.\d+)/.exec(r.stdout);
+  assert.ok(score, `${r.stdout}${r.stderr}`);
+  assert.ok(Number(score[1]) <= 3.0, `exposure ${score[1]}:\n${r.stdout.split('\n').filter((l) => l.includes('✗')).join('\n')}`);
+});
+
+test('install --prefix with spaces (and a % and a $) writes a quoted ExecStart that systemd accepts and that runs', () => {
+  const odd = join(tmp, 'my opt', '50% $off', 'nfkube');
+  const units = join(tmp, 'odd units');
+  const env = join(tmp, 'odd etc', 'nfkube.env');
+  execFileSync(process.execPath, [launcher, 'install', '--systemd', '--prefix', odd, '--unit-dir', units, '--environment-file', env, '--sysusers-dir', join(tmp, 'odd sysusers')], { stdio: 'pipe' });
+  const unit = join(units, 'nfkube.service');
+  const s = serviceSection(readFileSync(unit, 'utf8'));
+  const quoted = (p: string, executable: boolean) => `"${p.replace(/%/g, '%%').replace(/\$/g, executable ? '$' : '$$$$')}"`;
+  assert.equal(s.get('ExecStart'), `${quoted(`${odd}/bin/node`, true)} ${quoted(`${odd}/bin/nfkube`, false)} agent $NFKUBE_ARGS`);
+  assert.equal(s.get('EnvironmentFile'), env);
+  const r = spawnSync('systemd-analyze', ['verify', unit], { encoding: 'utf8' });
+  const ours = `${r.stdout}${r.stderr}`.split('\n').filter((l) => l.includes('nfkube.service'));
+  assert.deepEqual(ours, [], ours.join('\n'));
+  assert.equal(r.status, 0, r.stderr);
+  // The words systemd hands to execve: the copied node running the copied launcher.
+  const help = execFileSync(join(odd, 'bin', 'node'), [join(odd, 'bin', 'nfkube'), 'help'], { cwd: tmp, env: { PATH: '/nonexistent' }, encoding: 'utf8' });
+  assert.match(help, /^usage: nfkube <command>/);
 });

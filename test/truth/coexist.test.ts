@@ -82,7 +82,7 @@ test('`nfkube agent --once` logs the check at start-up and leaves foreign state 
     const dir = baseCluster().writeManifests();
     const r = nfkube(sb, ['agent', '--once', '--manifests', dir, '--node-name', NODE]);
     assert.equal(r.status, 0, r.stderr);
-    const warnings = r.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.level === 40);
+    const warnings = r.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.level === 'warn');
     assert.deepEqual(
       warnings.map((w) => w.msg),
       ['base chain ip late_drop c_fwd (hook forward priority 10 policy drop) can override nfkube: policy drop: packets its rules do not accept are dropped even when nfkube accepts them'],

@@ -28,7 +28,12 @@ test('every documented metric is exposed, on a private registry', async () => {
     'nfkube_policy_packets_total',
     'nfkube_policy_bytes_total',
     'nfkube_policy_counter_read_failures_total',
-    'nfkube_process_resident_memory_bytes',
+    'nfkube_build_info',
+    'nfkube_network_programming_duration_seconds',
+    'nfkube_event_to_commit_duration_seconds',
+    'process_resident_memory_bytes',
+    'process_cpu_seconds_total',
+    'nodejs_eventloop_lag_seconds',
   ]) {
     assert.match(body, new RegExp(`^# TYPE ${name} `, 'm'), name);
   }

@@ -1,19 +1,29 @@
 /** `nfkube agent`: enforce NetworkPolicy for this node's pods until stopped (or once). */
 import { PolicyComponent } from '../../agent/policy-component';
 import { metricsObserver, policyCounterReader } from '../../agent/metrics-bridge';
+import { ProgrammingLatency } from '../../agent/programming-latency';
 import { AgentMetrics } from '../../observe/metrics';
-import { DEFAULT_METRICS_ADDR, parseListenAddress, startObserveServer } from '../../observe/server';
+import { DEFAULT_METRICS_ADDR, parseMetricsAddress, startObserveServer } from '../../observe/server';
 import { logCoexistence } from '../../agent/coexist';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTables } from '../../nft/readback';
 import { Agent, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
-import { denyAction, nodeName, parse, parseDuration, tableName } from '../options';
-import { openSource, SOURCE_OPTIONS } from '../source';
+import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
+import { describeSource, openSource, SOURCE_OPTIONS } from '../source';
+import { buildInfo } from '../../build-info';
+import type { ClusterSnapshot } from '../../k8s/source';
+import type { Logger } from 'pino';
 
-const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once] [--timeout D]
-                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]`;
+const options = {
+  ...SOURCE_OPTIONS,
+  once: { type: 'boolean', description: 'sync once, exit 0 when the kernel committed it' },
+  timeout: { type: 'string', value: 'DURATION', description: 'with --once: fail (exit 1) when the first sync is not committed this long after the process started', default: '60s' },
+  'resync-period': { type: 'string', value: 'DURATION', description: 'read the whole table back and repair drift this often (e.g. 30s, 5m, 1h)', default: '5m' },
+  'metrics-addr': { type: 'string', value: 'ADDR', description: "serve /metrics, /healthz and /readyz on host:port, [ipv6]:port, :port (every address), or '' (off)", default: DEFAULT_METRICS_ADDR },
+} as const satisfies OptionTable;
+const usage = usageText('nfkube agent [--kubeconfig PATH | --manifests DIR] [options]', options, "Enforces NetworkPolicy for this node's pods until SIGTERM/SIGINT (the rules stay in place).");
 
 /** /healthz turns red once syncs have kept failing this long (or one resync period, if shorter):
  * retries back off up to 30 s, so by then at least two more attempts failed in a row. */
@@ -22,32 +32,38 @@ const FAILING_LIMIT_MS = 60_000;
 const command: Command = {
   summary: 'enforce NetworkPolicy for the pods on this node (--once: sync and exit)',
   usage,
+  options,
   async run(args, ctx) {
-    const v = parse(args, { ...SOURCE_OPTIONS, once: { type: 'boolean' }, timeout: { type: 'string' }, 'resync-period': { type: 'string' }, 'metrics-addr': { type: 'string' } }, usage);
+    const v = parse(args, options, usage);
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
-    const metricsAddr = parseListenAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
+    const metricsAddr = parseMetricsAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
     if (v.timeout !== undefined && !v.once) throw new Error(`--timeout applies to --once only\n${usage}`);
     const deadlineMs = v.once ? parseDuration((v.timeout as string | undefined) ?? '60s', '--timeout') : undefined;
     const table = tableName(v.table);
-    const policy = new PolicyComponent({ nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger });
+    const { version, revision } = buildInfo();
+    const node = nodeName(v['node-name']);
+    const policy = new PolicyComponent({ nodeName: node, table, denyAction: denyAction(v['deny-action']), logger });
+    logger.info({ version, revision, node, source: describeSource(v), tables: [`inet ${table}`], resyncPeriod: v['resync-period'] ?? '5m', denyAction: denyAction(v['deny-action']), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     // One small dump first: without CAP_NET_ADMIN this fails at once, before anything else runs.
     await listTables(socket, policy.table.family);
     await logCoexistence(socket, table, logger);
     const metrics = new AgentMetrics();
+    const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics.observeProgramming(kind, sinceChange, sinceArrival));
     const agent = new Agent({
       socket,
       logger,
       components: [policy],
-      observer: metricsObserver(metrics),
+      holdTable: true,
+      observer: metricsObserver(metrics, latency),
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
     let lastSourceError: string | undefined;
     let sourceErrors = 0;
     const source = openSource(v, {
-      onChange: (c) => agent.onChange(c),
+      onChange: (c) => latency.deliver(c, () => agent.onChange(c)),
       onError: (e) => {
         lastSourceError = e.message;
         // A lost connection is retried by the source: a warning until --timeout or /healthz
@@ -64,6 +80,7 @@ const command: Command = {
       let stage = "the cluster's initial state was not complete";
       await withDeadline(deadlineMs, async () => {
         const snapshot = await source.start();
+        warnIfNoPods(snapshot, node, logger);
         initialErrors = sourceErrors;
         stage = 'the first sync was not committed';
         await agent.start(snapshot);
@@ -74,26 +91,32 @@ const command: Command = {
     }
     let ready = false;
     const failingLimitMs = Math.min(FAILING_LIMIT_MS, resyncMs);
-    const server = await startObserveServer({
-      address: metricsAddr,
-      metrics: () => metrics.expose(),
-      lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(),
-      resyncPeriodMs: resyncMs,
-      ready: () => ready,
-      notAlive: () => {
-        const f = agent.failing();
-        const forMs = f ? Date.now() - f.since : 0;
-        if (!f || forMs < failingLimitMs) return undefined;
-        return `syncs of table ${f.table} failing for ${(forMs / 1000).toFixed(1)}s (limit ${(failingLimitMs / 1000).toFixed(1)}s): ${f.error instanceof Error ? f.error.message : String(f.error)}`;
-      },
-    });
-    ctx.defer(() => server.close());
-    // Counters are read on their own socket so a scrape never queues behind a sync.
-    const counterSocket = NetlinkSocket.open();
-    ctx.defer(() => counterSocket.close());
-    metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
-    logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
-    await agent.start(await source.start());
+    const server = metricsAddr
+      ? await startObserveServer({
+          address: metricsAddr,
+          metrics: () => metrics.expose(),
+          lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(),
+          resyncPeriodMs: resyncMs,
+          ready: () => ready,
+          notAlive: () => {
+            const f = agent.failing();
+            const forMs = f ? Date.now() - f.since : 0;
+            if (!f || forMs < failingLimitMs) return undefined;
+            return `syncs of table ${f.table} failing for ${(forMs / 1000).toFixed(1)}s (limit ${(failingLimitMs / 1000).toFixed(1)}s): ${f.error instanceof Error ? f.error.message : String(f.error)}`;
+          },
+        })
+      : undefined;
+    if (server) {
+      ctx.defer(() => server.close());
+      // Counters are read on their own socket so a scrape never queues behind a sync.
+      const counterSocket = NetlinkSocket.open();
+      ctx.defer(() => counterSocket.close());
+      metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
+      logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
+    }
+    const snapshot = await source.start();
+    warnIfNoPods(snapshot, node, logger);
+    await agent.start(snapshot);
     ready = true;
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
@@ -106,6 +129,10 @@ const command: Command = {
     return 0;
   },
 };
+
+function warnIfNoPods(snapshot: ClusterSnapshot, node: string, logger: Logger): void {
+  if (![...snapshot.pods.values()].some((p) => p.nodeName === node)) logger.warn({ node }, `no pods are scheduled on node ${node}: nothing to enforce yet (is --node-name right?)`);
+}
 
 /** Runs `work`, or fails with `message()` when it is not done `ms` after the process started. */
 async function withDeadline(ms: number, work: () => Promise<void>, message: () => string): Promise<void> {

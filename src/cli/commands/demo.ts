@@ -4,36 +4,32 @@ import { join } from 'node:path';
 import { DemoAborted, runDemo } from '../../demo/run';
 import { createLogger } from '../../log';
 import { Command } from '../command';
-import { denyAction, parse, tableName } from '../options';
+import { COMMON_OPTIONS, denyAction, OptionTable, parse, tableName, usageText } from '../options';
 
 // dist/src/cli/commands -> the package root, where examples/ lives in a checkout.
 const EXAMPLES = join(__dirname, '..', '..', '..', '..', 'examples');
 
-const usage = `usage: nfkube demo [--manifests DIR] [--node-name N] [--table T] [--deny-action drop|reject]
-                   [--probe-timeout MS] [--no-color] [--log-level L]
-Runs the pods of node N (default node-1) from DIR (default: the examples/ directory) as network
+const options = {
+  manifests: { ...COMMON_OPTIONS.manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to run', default: "the package's examples/" },
+  'node-name': { ...COMMON_OPTIONS['node-name'], description: 'run the pods of this node', default: 'node-1' },
+  table: COMMON_OPTIONS.table,
+  'deny-action': COMMON_OPTIONS['deny-action'],
+  'probe-timeout': { type: 'string', value: 'MS', description: 'how long one TCP connect may take before it counts as a timeout (50..60000)', default: '1000' },
+  'no-color': { type: 'boolean', description: 'plain text, no ANSI colours (also when NO_COLOR is set or stdout is not a terminal)' },
+  'log-level': { ...COMMON_OPTIONS['log-level'], default: 'warn' },
+} as const satisfies OptionTable;
+const usage = usageText('nfkube demo [options]', options, `Runs the pods of node N (default node-1) from DIR (default: the examples/ directory) as network
 namespaces, measures TCP reachability between them, enforces the NetworkPolicies and measures
-again. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN for namespaces); leaves nothing behind.`;
+again. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN for namespaces); leaves nothing behind.`);
 
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 const command: Command = {
   summary: 'show NetworkPolicy enforced on real traffic between sandboxed pods (root, no cluster)',
   usage,
+  options,
   async run(args) {
-    const v = parse(
-      args,
-      {
-        manifests: { type: 'string' },
-        'node-name': { type: 'string' },
-        table: { type: 'string' },
-        'deny-action': { type: 'string' },
-        'probe-timeout': { type: 'string' },
-        'no-color': { type: 'boolean' },
-        'log-level': { type: 'string' },
-      },
-      usage,
-    );
+    const v = parse(args, options, usage);
     const manifests = (v.manifests as string | undefined) ?? EXAMPLES;
     if (!existsSync(manifests)) throw new Error(`--manifests ${manifests}: no such directory\n${usage}`);
     const timeout = Number((v['probe-timeout'] as string | undefined) ?? '1000');

@@ -2,19 +2,22 @@
  * restore parses all input first, then brings each set to the input's content without a flush
  * window (syncSets); save prints what `ipset save` prints. */
 import { Command } from '../command';
+import { OptionTable, usageText } from '../options';
 import { NetlinkSocket } from '../../netlink/socket';
 import { IpsetClient } from '../../ipset/client';
 import { formatSave, parseSave, RestoreSyntaxError } from '../../ipset/save-format';
 import { SyncInputError, syncSets, SyncMode, tempNamePattern } from '../../ipset/sync';
 import { IpsetSet } from '../../ipset/types';
 
-const usage = `usage: nfkube ipset restore [--mode incremental|replace] [--prefix P] < FILE
-       nfkube ipset save [--prefix P]
+const options = {
+  mode: { type: 'string', value: 'incremental|replace', description: 'restore: change members in place, or build each set beside it and swap', default: 'incremental' },
+  prefix: { type: 'string', value: 'P', description: 'restore: own every set named P* (remove those FILE does not create); save: print only sets named P*', default: 'every set named in FILE / every set' },
+} as const satisfies OptionTable;
 
-restore  applies create/add lines (the \`ipset save\` format) set by set, with no moment where a
+const usage = usageText('nfkube ipset restore [--mode incremental|replace] [--prefix P] < FILE\n       nfkube ipset save [--prefix P]', options, `restore  applies create/add lines (the \`ipset save\` format) set by set, with no moment where a
          member present before and after is missing. Without --prefix only the sets named in
          FILE are touched; with --prefix every set named P* that FILE does not create is removed.
-save     prints sets (those named P* with --prefix) as \`ipset save\` does.`;
+save     prints sets (those named P* with --prefix) as \`ipset save\` does.`);
 
 function parseFlags(args: string[], allowed: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -95,6 +98,7 @@ async function save(args: string[]): Promise<number> {
 const command: Command = {
   summary: 'restore or save ipset sets over netlink (no ipset binary)',
   usage,
+  options,
   async run(args) {
     const [sub, ...rest] = args;
     try {

@@ -1,26 +1,36 @@
-/** `nfkube render`: print the ruleset the agent would enforce, without touching the kernel. */
+/** `nfkube render`: print the ruleset the agent would enforce, without touching the kernel.
+ * Exits 1 when any input could not be read or rendered as written: what is printed then is what
+ * the agent would enforce, with those objects failing closed. Warnings do not change the exit. */
 import { Renderer } from '../../agent/render';
 import { ManifestSource } from '../../k8s/manifest-source';
 import { formatTable } from '../../nft/format';
 import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
-import { denyAction, nodeName, parse, tableName } from '../options';
+import { COMMON_OPTIONS, denyAction, nodeName, parse, tableName, usageText } from '../options';
 
-const usage = 'usage: nfkube render --manifests DIR [--node-name N] [--table T] [--deny-action drop|reject]';
+const { manifests, 'node-name': node, table, 'deny-action': deny } = COMMON_OPTIONS;
+const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'node-name': node, table, 'deny-action': deny };
+const usage = usageText('nfkube render --manifests DIR [options]', options, 'Prints the nftables ruleset the agent would enforce, in nft syntax, without touching the kernel.');
 
 const command: Command = {
   summary: 'print the nftables ruleset for a manifests directory (no root needed)',
   usage,
+  options,
   async run(args, ctx) {
-    const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' } }, usage);
+    const v = parse(args, options, usage);
     if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
     let errors = 0;
+    // `object field` of problems already reported by the source, so the compiler's copy of a
+    // problem normalization survived is not printed twice.
+    const reported = new Set<string>();
     const source = new ManifestSource({
       dir: v.manifests as string,
       onChange: () => undefined,
+      onWarning: (w) => process.stderr.write(`nfkube: warning: ${w.message}\n`),
       onError: (e) => {
         errors++;
+        if (e.object !== undefined && e.field !== undefined) reported.add(`${e.object} ${e.field}`);
         process.stderr.write(`nfkube: ${e.message}\n`);
       },
     });
@@ -31,10 +41,15 @@ const command: Command = {
     for (const p of ir.policies.values()) {
       for (const e of p.errors) {
         errors++;
+        if (reported.has(`NetworkPolicy ${e.policy} ${e.field}`)) continue;
         process.stderr.write(`nfkube: NetworkPolicy ${e.policy}: ${e.field}: ${e.message}\n`);
       }
     }
-    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) }).full(ir);
+    const onFailClosed = (err: Error) => {
+      errors++;
+      process.stderr.write(`nfkube: ${err.message}\n`);
+    };
+    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), onFailClosed }).full(ir);
     process.stdout.write(formatTable(modelToContents(model)));
     return errors ? 1 : 0;
   },

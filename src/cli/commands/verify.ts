@@ -2,34 +2,39 @@
  * state says it must be. Exit 0 only when they are equal. The agent's planner decides. */
 import { Renderer } from '../../agent/render';
 import { NetlinkSocket } from '../../netlink/socket';
-import { listTable } from '../../nft/readback';
+import { listMarkedTable } from '../../nft/ownership';
 import { tableText } from '../../pipeline/component';
 import { plan } from '../../pipeline/plan';
 import { compileFull } from '../../policy/compile';
 import { formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, modelFromKernel, tableFlagsProblem } from '../../ruleset/model';
 import { Command } from '../command';
-import { denyAction, nodeName, parse, tableName } from '../options';
+import { denyAction, nodeName, parse, tableName, usageText } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
 
-const usage = 'usage: nfkube verify [--manifests DIR | --kubeconfig P] [--node-name N] [--table T] [--deny-action drop|reject]';
+const options = SOURCE_OPTIONS;
+const usage = usageText('nfkube verify [--manifests DIR | --kubeconfig PATH] [options]', options, 'Reads the table back and compares it canonically with the desired state: exit 0 only when equal.');
 
 const command: Command = {
   summary: 'compare the kernel with the desired ruleset; print the difference (exit 1 if any)',
   usage,
+  options,
   async run(args, ctx) {
-    const v = parse(args, SOURCE_OPTIONS, usage);
+    const v = parse(args, options, usage);
+    const node = nodeName(v['node-name']);
+    // Which node's view is compared, on stderr: stdout stays the difference alone.
+    process.stderr.write(`node ${node}\n`);
     const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) });
     const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
     ctx.defer(() => source.stop());
     const snap = await source.start();
     await source.stop();
-    const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
+    const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
     const desired = renderer.full(ir);
     const table = desired.table;
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
-    const back = await listTable(socket, table.family, table.name);
+    const back = await listMarkedTable(socket, table.family, table.name);
     const kernel = back ? modelFromKernel(back) : undefined;
     const flags = back ? tableFlagsProblem(back.table) : undefined;
     const p = plan(kernel, flags, desired, false);

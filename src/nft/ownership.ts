@@ -1,0 +1,120 @@
+/** Which tables nfkube may change: only those it created. Each table nfkube creates carries a mark
+ * in its user data (the comment `nft list` shows); a table of the same name without it belongs to
+ * someone else and is never modified or deleted, whatever `--table` says.
+ *
+ * A running agent also holds its table with the kernel's ownership flags: NFT_TABLE_F_OWNER
+ * makes every other netlink socket's change to it fail with EPERM (`nft delete table`, `nft add
+ * rule`, a dormant flag; `nft flush ruleset` skips it), and NFT_TABLE_F_PERSIST (Linux 6.9) keeps
+ * it, ownerless, when the agent's socket closes, until the next start adopts it again. What this
+ * does and does not protect is in docs/coexistence.md. */
+import { isGenerationMismatch } from '../netlink/errors';
+import { NetlinkSocket } from '../netlink/socket';
+import * as C from './constants';
+import { listTable, listTables, readTable, TableContents } from './readback';
+import { commit, getGeneration, Transaction } from './transaction';
+import { Family, Table } from './types';
+
+/** The comment that marks a table as nfkube's. */
+export const TABLE_MARK = 'managed by nfkube';
+
+/** The flags a running agent holds its table with. */
+export const HOLD_FLAGS = C.NFT_TABLE_F_OWNER | C.NFT_TABLE_F_PERSIST;
+
+/** A table nfkube will not change: not its own, or held by another running process. */
+export class ForeignTableError extends Error {
+  constructor(
+    readonly table: string,
+    readonly reason: 'unmarked' | 'held',
+  ) {
+    super(
+      reason === 'unmarked'
+        ? `table ${table} exists and is not nfkube's (it lacks the comment "${TABLE_MARK}" nfkube gives the tables it creates): nfkube never modifies or deletes it; choose another --table, or, if it is a leftover of an nfkube version that did not mark its tables, delete it yourself (nft delete table ${table})`
+        : `table ${table} is held by another running process (NFT_TABLE_F_OWNER): the kernel refuses any change to it until that process exits; is another nfkube agent running?`,
+    );
+    this.name = 'ForeignTableError';
+  }
+}
+
+export function isNfkubeTable(t: Table): boolean {
+  return t.comment === TABLE_MARK;
+}
+
+/** Throws ForeignTableError unless the table carries nfkube's mark (enough to read and compare it). */
+export function checkMarked(t: Table): void {
+  if (!isNfkubeTable(t)) throw new ForeignTableError(`${t.family} ${t.name}`, 'unmarked');
+}
+
+/** Throws ForeignTableError unless nfkube may change this table from `socket`. */
+export function checkOwnTable(t: Table, socket: NetlinkSocket): void {
+  checkMarked(t);
+  if ((t.flags ?? 0) & C.NFT_TABLE_F_OWNER && t.owner !== socket.portId) throw new ForeignTableError(`${t.family} ${t.name}`, 'held');
+}
+
+/** The table as nfkube creates it: marked, and held by the creating socket when `hold`. */
+export function markedTable(t: Pick<Table, 'family' | 'name'>, hold = false): Table {
+  const out: Table = { family: t.family, name: t.name, comment: TABLE_MARK };
+  if (hold) out.flags = HOLD_FLAGS;
+  return out;
+}
+
+async function findTable(socket: NetlinkSocket, family: Family, name: string): Promise<Table | undefined> {
+  return (await listTables(socket, family)).find((t) => t.name === name);
+}
+
+/** Checks the table (when it exists) is nfkube's and, with `hold`, makes `socket` its owner: an
+ * ownerless table a previous run left is adopted (one NEWTABLE message). Returns the table. */
+export async function takeOwnTable(socket: NetlinkSocket, family: Family, name: string, hold = false): Promise<Table | undefined> {
+  const t = await findTable(socket, family, name);
+  if (!t) return undefined;
+  checkOwnTable(t, socket);
+  if (hold && ((t.flags ?? 0) & HOLD_FLAGS) !== HOLD_FLAGS) {
+    await commit(socket, new Transaction().addTable(markedTable(t, true)), { echo: false });
+    return (await findTable(socket, family, name)) ?? t;
+  }
+  return t;
+}
+
+/** readTable for a table nfkube is about to change: refuses (ForeignTableError) a table that is
+ * not its own, before reading the contents, so even one whose rules cannot be decoded is checked. */
+export async function readOwnTable(
+  socket: NetlinkSocket,
+  family: Family,
+  name: string,
+  hold = false,
+): Promise<{ value: TableContents | undefined; genId: number }> {
+  await takeOwnTable(socket, family, name, hold);
+  const read = await readTable(socket, family, name);
+  // Created or replaced by someone else between the two reads: the generation guard on the
+  // commit that follows would refuse it anyway, this says why.
+  if (read.value) checkOwnTable(read.value.table, socket);
+  return read;
+}
+
+/** listTable for a table nfkube only reads (verify): refuses one without its mark, before the
+ * contents are read, so what is compared is always nfkube's table. */
+export async function listMarkedTable(socket: NetlinkSocket, family: Family, name: string): Promise<TableContents | undefined> {
+  const t = await findTable(socket, family, name);
+  if (t) checkMarked(t);
+  const contents = await listTable(socket, family, name);
+  if (contents) checkMarked(contents.table);
+  return contents;
+}
+
+/** Deletes nfkube's own table: 'absent' when there is none; ForeignTableError when the table of
+ * that name is not nfkube's or another process holds it. One guarded transaction, so a table
+ * created under the name between the check and the delete is never the one deleted. */
+export async function deleteOwnTable(socket: NetlinkSocket, family: Family, name: string): Promise<'deleted' | 'absent'> {
+  for (let attempt = 0; ; attempt++) {
+    const genId = await getGeneration(socket);
+    const t = await findTable(socket, family, name);
+    if (!t) return 'absent';
+    checkOwnTable(t, socket);
+    try {
+      await commit(socket, new Transaction().deleteTable(t), { echo: false, genId });
+      return 'deleted';
+    } catch (err) {
+      if (isGenerationMismatch(err) && attempt < 5) continue;
+      throw err;
+    }
+  }
+}
