@@ -17,7 +17,7 @@ import {
   NLM_F_REPLACE,
   NLM_F_REQUEST,
 } from '../netlink/message';
-import type { TransactReply } from '../netlink/socket';
+import { NetlinkSocket, TransactReply } from '../netlink/socket';
 import {
   decodeGeneration,
   decodeRule,
@@ -321,7 +321,8 @@ function writeOperation(w: AttrWriter, op: Exclude<Operation, { kind: 'element' 
   }
 }
 
-/** What commit needs of a socket (a NetlinkSocket is one): tests record batches with their own. */
+/** What commit needs of a socket (a NetlinkSocket is one): tests record batches with their own.
+ * Only a NetlinkSocket is asked, after a refusal, which referenced object is missing. */
 export interface NftTransport {
   transact(datagrams: Buffer[]): Promise<TransactReply>;
   nextSeq(): number;
@@ -362,7 +363,8 @@ export async function commit(socket: NftTransport, tx: Transaction, opts: Commit
     const fields = { code: first.code ?? `E${first.errno}`, errno: first.errno, extAck: first.extAck, offset: first.offset };
     if (index === undefined) throw new NetlinkError({ ...fields, op: 'NFNL_MSG_BATCH_BEGIN', object: 'batch' });
     const m = messages[index];
-    const missing = fields.code === 'ENOENT' || fields.code === 'EINVAL' ? await findMissingReference(socket, tx, m.opIndex) : undefined;
+    // Which reference is missing is read back from the kernel: only a socket can.
+    const missing = (fields.code === 'ENOENT' || fields.code === 'EINVAL') && socket instanceof NetlinkSocket ? await findMissingReference(socket, tx, m.opIndex) : undefined;
     throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(tx.operations[m.opIndex]), missing });
   }
   const lastSeq = messages[messages.length - 1].seq;

@@ -1,16 +1,13 @@
 /** Start-up failures as real processes (issue 11, defect 1): each command, run as a new process in
  * a fresh network namespace, ends with exactly one pino error line naming the cause and a
- * non-zero exit, promptly: never a hang with /healthz still answering. A running agent whose syncs
- * keep failing turns /healthz red, and green again once a sync succeeds. */
+ * non-zero exit, promptly: never a hang with /healthz still answering. (A running agent whose syncs
+ * keep failing turns /healthz red: test/agent/agent-health.test.ts.) */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NFT_TABLE_F_OWNER } from '../../src/nft/constants';
-import { commit, Transaction } from '../../src/nft/transaction';
-import { NetlinkSocket } from '../../src/netlink/socket';
 import { openSandbox, Sandbox } from '../helpers/netns';
 
 const ROOT = resolve(__dirname, '../../..');
@@ -54,18 +51,18 @@ interface LogLine {
   [k: string]: unknown;
 }
 
-/** Every stderr line must be a pino line; returns them. */
+/** The pino lines of stderr. Other lines may only be plain information (verify names its node);
+ * an error is never reported outside a pino line. */
 function logLines(r: Run): LogLine[] {
-  return r.stderr
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => {
-      try {
-        return JSON.parse(l) as LogLine;
-      } catch {
-        return assert.fail(`stderr line is not a pino line: ${l}`);
-      }
-    });
+  const lines: LogLine[] = [];
+  for (const l of r.stderr.split('\n').filter((x) => x.trim() !== '')) {
+    try {
+      lines.push(JSON.parse(l) as LogLine);
+    } catch {
+      assert.doesNotMatch(l, /error|nfkube:|EPERM|refused/i, `an error outside a pino line: ${l}`);
+    }
+  }
+  return lines;
 }
 
 /** What starting Node and loading the command costs on this machine right now (`agent --help`
@@ -189,59 +186,5 @@ test('no cluster to read, a usage error, an unreachable API server with --once: 
     const attempts = logLines(r).filter((l) => l.level !== 'error' && l.level !== 'fatal' && /list\/watch failed/.test(l.msg));
     for (const a of attempts) assert.equal(a.level, 'warn', a.msg);
     for (const a of attempts) assert.match(a.msg, /ECONNREFUSED/);
-  });
-});
-
-/** GET http://127.0.0.1:PORT/PATH inside the sandbox: [status, body]. */
-function get(sb: Sandbox, port: number, path: string): [number, string] {
-  try {
-    const out = sb.run('curl', ['-s', '-m', '2', '-w', '\n%{http_code}', `http://127.0.0.1:${port}${path}`]);
-    const at = out.lastIndexOf('\n');
-    return [Number(out.slice(at + 1)), out.slice(0, at)];
-  } catch {
-    return [0, ''];
-  }
-}
-
-async function until<T>(what: string, probe: () => T | undefined, limitMs = 15_000): Promise<T> {
-  const end = Date.now() + limitMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) return assert.fail(`${what}: not within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-test('a running agent whose syncs keep failing turns /healthz red, and green after a sync succeeds', async () => {
-  await withNs(async (sb) => {
-    const port = 19476;
-    const agent = nfkube(sb, ['agent', '--manifests', EXAMPLES, ...node, '--metrics-addr', `127.0.0.1:${port}`, '--resync-period', '2s', '--log-level', 'warn']);
-    let thief: NetlinkSocket | undefined;
-    try {
-      await until('ready', () => (get(sb, port, '/readyz')[0] === 200 ? true : undefined));
-      assert.equal(get(sb, port, '/healthz')[0], 200);
-      // Another program takes the table name with NFT_TABLE_F_OWNER: every write the agent
-      // tries (its table check finds the flag and replaces the table) is refused with EPERM.
-      thief = NetlinkSocket.open({ netns: sb.netns });
-      const table = { family: 'inet' as const, name: 'nfkube' };
-      sb.run('nft', ['delete', 'table', 'inet', 'nfkube']);
-      await commit(thief, new Transaction().addTable({ ...table, flags: NFT_TABLE_F_OWNER }));
-      const [, reason] = await until('/healthz red', () => {
-        const [status, body] = get(sb, port, '/healthz');
-        return status === 503 ? ([status, body] as const) : undefined;
-      });
-      assert.match(reason, /^not alive: syncs of table inet nfkube failing for \d+\.\ds \(limit 2\.0s\): .*EPERM/);
-      // The owner goes away and its table with it: the next table check recreates nfkube's.
-      await thief.close();
-      thief = undefined;
-      await until('/healthz green again', () => (get(sb, port, '/healthz')[0] === 200 ? true : undefined));
-      assert.match(sb.run('nft', ['list', 'tables']), /^table inet nfkube$/m);
-    } finally {
-      await thief?.close();
-      sb.run('sh', ['-c', `kill -TERM $(ss -Hltnp 'sport = :${port}' | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p')`]);
-      const r = await agent;
-      assert.equal(r.code, 0, `the agent stops cleanly on SIGTERM; stderr:\n${r.stderr}`);
-    }
   });
 });
