@@ -9,7 +9,7 @@ export { NetlinkError, DecodeError, isNotFound, isAlreadyExists, isBusy, isGener
 // nf_tables: objects, expressions, transactions, read-back, formatting
 export * from './nft/types';
 export * as nftBuild from './nft/build';
-export { Transaction, Operation, commit, CommitOptions, CommitResult, getGeneration } from './nft/transaction';
+export { Transaction, Operation, commit, CommitOptions, CommitResult, getGeneration, NftTransport } from './nft/transaction';
 export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead, TableContents } from './nft/readback';
 export { formatTable, formatRule, formatRuleBody, formatSet, formatElement, formatOperation } from './nft/format';
 export { describeExpr, encodeExprList, decodeExprList } from './nft/expr';

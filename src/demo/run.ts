@@ -3,7 +3,7 @@
  * namespace, the ruleset read back from the kernel, the matrix again, and cleanup whatever
  * happens (an error, or an abort from SIGINT/SIGTERM between steps). */
 import type { Logger } from 'pino';
-import { PolicyComponent } from '../agent/policy-component';
+import { PolicyComponent, policyTable } from '../agent/policy-component';
 import { Agent } from '../pipeline/agent';
 import { ManifestSource } from '../k8s/manifest-source';
 import type { PodInfo } from '../k8s/model';
@@ -111,7 +111,8 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     o.write(formatDenials(enforced, ir));
 
     step();
-    const table = await listTable(socket, 'inet', o.table);
+    const own = policyTable(o.table);
+    const table = await listTable(socket, own.family, own.name);
     if (!table) throw new Error(`table inet ${o.table} is missing from the node's namespace after the agent committed it`);
     o.write('\nThe enforced ruleset, read back from the kernel (counters include the probes above)\n');
     o.write(annotateChains(formatTable(table), ir));

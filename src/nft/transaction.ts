@@ -17,7 +17,7 @@ import {
   NLM_F_REPLACE,
   NLM_F_REQUEST,
 } from '../netlink/message';
-import { NetlinkSocket } from '../netlink/socket';
+import { NetlinkSocket, TransactReply } from '../netlink/socket';
 import {
   decodeGeneration,
   decodeRule,
@@ -324,8 +324,15 @@ function writeOperation(w: AttrWriter, op: Exclude<Operation, { kind: 'element' 
   }
 }
 
+/** What commit needs of a socket (a NetlinkSocket is one): tests record batches with their own.
+ * Only a NetlinkSocket is asked, after a refusal, which referenced object is missing. */
+export interface NftTransport {
+  transact(datagrams: Buffer[]): Promise<TransactReply>;
+  nextSeq(): number;
+}
+
 /** Reads the current ruleset generation (NFT_MSG_GETGEN). */
-export async function getGeneration(socket: NetlinkSocket): Promise<number> {
+export async function getGeneration(socket: NftTransport): Promise<number> {
   const req = encodeNfMessage({ type: msg(C.NFT_MSG_GETGEN), flags: NLM_F_REQUEST | NLM_F_ACK, seq: socket.nextSeq(), family: 0 });
   const reply = await socket.transact([req]);
   const failed = reply.acks.find((a) => a.errno !== 0);
@@ -337,11 +344,12 @@ export async function getGeneration(socket: NetlinkSocket): Promise<number> {
 
 /** Commits tx as one batch. On any failure nothing was applied, and the error names the
  * failing operation, its object, the kernel's errno and extended-ack text. */
-export async function commit(socket: NetlinkSocket, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
+export async function commit(socket: NftTransport, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
   const ruleHandles = new Map<Rule, bigint>();
   const byType = new Map<string, number>();
   if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
-  tx.check(opts.checkKernelSets ? await kernelSetsReferenced(socket, tx.operations) : undefined);
+  // The kernel's sets can be read only through a real socket (a recording transport cannot).
+  tx.check(opts.checkKernelSets && socket instanceof NetlinkSocket ? await kernelSetsReferenced(socket, tx.operations) : undefined);
   const { datagram, messages } = tx.encodeBatch(() => socket.nextSeq(), opts);
   if (messages.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
   const seqToIndex = new Map<number, number>();
@@ -359,7 +367,8 @@ export async function commit(socket: NetlinkSocket, tx: Transaction, opts: Commi
     const fields = { code: first.code ?? `E${first.errno}`, errno: first.errno, extAck: first.extAck, offset: first.offset };
     if (index === undefined) throw new NetlinkError({ ...fields, op: 'NFNL_MSG_BATCH_BEGIN', object: 'batch' });
     const m = messages[index];
-    const missing = fields.code === 'ENOENT' || fields.code === 'EINVAL' ? await findMissingReference(socket, tx, m.opIndex) : undefined;
+    // Which reference is missing is read back from the kernel: only a socket can.
+    const missing = (fields.code === 'ENOENT' || fields.code === 'EINVAL') && socket instanceof NetlinkSocket ? await findMissingReference(socket, tx, m.opIndex) : undefined;
     throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(tx.operations[m.opIndex]), missing });
   }
   const lastSeq = messages[messages.length - 1].seq;

@@ -134,6 +134,15 @@ export class Agent {
     return worst;
   }
 
+  /** Why the agent is not healthy: a table whose syncs have failed for `limitMs` or longer
+   * without a success in between; undefined otherwise. */
+  unhealthy(limitMs: number, now = Date.now()): string | undefined {
+    const f = this.failing();
+    const forMs = f ? now - f.since : 0;
+    if (!f || forMs < limitMs) return undefined;
+    return `syncs of table ${f.table} failing for ${(forMs / 1000).toFixed(1)}s (limit ${(limitMs / 1000).toFixed(1)}s): ${f.error instanceof Error ? f.error.message : String(f.error)}`;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);

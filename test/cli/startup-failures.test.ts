@@ -1,7 +1,7 @@
 /** Start-up failures as real processes (issue 11, defect 1): each command, run as a new process in
  * a fresh network namespace, ends with exactly one pino error line naming the cause and a
- * non-zero exit, promptly: never a hang with /healthz still answering. A running agent whose syncs
- * keep failing turns /healthz red, and green again once a sync succeeds. */
+ * non-zero exit, promptly: never a hang with /healthz still answering. (A running agent whose syncs
+ * keep failing turns /healthz red: test/agent/agent-health.test.ts.) */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,18 +54,18 @@ interface LogLine {
   [k: string]: unknown;
 }
 
-/** Every stderr line must be a pino line; returns them. */
+/** The pino lines of stderr. Other lines may only be plain information (verify names its node);
+ * an error is never reported outside a pino line. */
 function logLines(r: Run): LogLine[] {
-  return r.stderr
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => {
-      try {
-        return JSON.parse(l) as LogLine;
-      } catch {
-        return assert.fail(`stderr line is not a pino line: ${l}`);
-      }
-    });
+  const lines: LogLine[] = [];
+  for (const l of r.stderr.split('\n').filter((x) => x.trim() !== '')) {
+    try {
+      lines.push(JSON.parse(l) as LogLine);
+    } catch {
+      assert.doesNotMatch(l, /error|nfkube:|EPERM|refused/i, `an error outside a pino line: ${l}`);
+    }
+  }
+  return lines;
 }
 
 /** What starting Node and loading the command costs on this machine right now (`agent --help`
@@ -222,8 +222,8 @@ test('a running agent whose syncs keep failing turns /healthz red, and green aft
     try {
       await until('ready', () => (get(sb, port, '/readyz')[0] === 200 ? true : undefined));
       assert.equal(get(sb, port, '/healthz')[0], 200);
-      // Another program takes the table name with NFT_TABLE_F_OWNER: every write the agent
-      // tries (its table check finds the flag and replaces the table) is refused with EPERM.
+      // Another program takes the table name (unmarked, held with NFT_TABLE_F_OWNER): the agent
+      // refuses to touch a table that is not its own, so every sync it tries fails.
       thief = NetlinkSocket.open({ netns: sb.netns });
       const table = { family: 'inet' as const, name: 'nfkube' };
       sb.run('nft', ['delete', 'table', 'inet', 'nfkube']);
@@ -232,7 +232,7 @@ test('a running agent whose syncs keep failing turns /healthz red, and green aft
         const [status, body] = get(sb, port, '/healthz');
         return status === 503 ? ([status, body] as const) : undefined;
       });
-      assert.match(reason, /^not alive: syncs of table inet nfkube failing for \d+\.\ds \(limit 2\.0s\): .*EPERM/);
+      assert.match(reason, /^not alive: syncs of table inet nfkube failing for \d+\.\ds \(limit 2\.0s\): table inet nfkube exists and is not nfkube's/);
       // The owner goes away and its table with it: the next table check recreates nfkube's.
       await thief.close();
       thief = undefined;

@@ -100,12 +100,7 @@ const command: Command = {
           lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(),
           resyncPeriodMs: resyncMs,
           ready: () => ready,
-          notAlive: () => {
-            const f = agent.failing();
-            const forMs = f ? Date.now() - f.since : 0;
-            if (!f || forMs < failingLimitMs) return undefined;
-            return `syncs of table ${f.table} failing for ${(forMs / 1000).toFixed(1)}s (limit ${(failingLimitMs / 1000).toFixed(1)}s): ${f.error instanceof Error ? f.error.message : String(f.error)}`;
-          },
+          notAlive: () => agent.unhealthy(failingLimitMs),
         })
       : undefined;
     if (server) {
