@@ -9,9 +9,11 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, parseDuration, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
+import { DEFAULT_IPAM_METRICS_ADDR, runIpamOnly, startIpam, takeIpamArgs } from '../../ipam/start';
 
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once]
-                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]`;
+                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]
+                    [--ipam [--no-policy] [--ipam-socket PATH] [--ipam-state-dir DIR] [--ipam-metrics-addr A] [--ipam-gc-interval D]]`;
 
 /** How often the agent checks that its table is still there and awake (one small dump). */
 const TABLE_CHECK_MS = 10_000;
@@ -19,11 +21,19 @@ const TABLE_CHECK_MS = 10_000;
 const command: Command = {
   summary: 'enforce NetworkPolicy for the pods on this node (--once: sync and exit)',
   usage,
-  async run(args) {
+  async run(argv) {
+    const ipam = takeIpamArgs(argv);
+    const args = ipam.rest;
     const v = parse(args, { ...SOURCE_OPTIONS, once: { type: 'boolean' }, 'resync-period': { type: 'string' }, 'metrics-addr': { type: 'string' } }, usage);
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
     const metricsAddr = parseListenAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
+    if (ipam.noPolicy) {
+      return runIpamOnly(ipam, { kubeconfig: v.kubeconfig as string | undefined, nodeName: nodeName(v['node-name']), metricsAddr: (v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR }, logger);
+    }
+    const ipamHandle = ipam.enabled
+      ? await startIpam({ kubeconfig: v.kubeconfig as string | undefined, nodeName: nodeName(v['node-name']), socketPath: ipam.socketPath, stateDir: ipam.stateDir, logger, metricsAddr: ipam.metricsAddr ?? DEFAULT_IPAM_METRICS_ADDR, gcIntervalMs: ipam.gcIntervalMs })
+      : undefined;
     const table = tableName(v.table);
     const socket = NetlinkSocket.open();
     await logCoexistence(socket, table, logger);
@@ -71,6 +81,7 @@ const command: Command = {
     });
     clearInterval(timer);
     clearInterval(tableCheck);
+    await ipamHandle?.stop();
     await server?.close();
     await source.stop();
     await agent.stop();

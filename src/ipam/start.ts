@@ -1,0 +1,128 @@
+/** Starting IPAM inside `nfkube agent --ipam`: the options it takes from the command line, the
+ * agent over client-node, its socket and its metrics endpoint. */
+import type { Logger } from 'pino';
+import { parseListenAddress, startObserveServer } from '../observe/server';
+import { ClientNodeApi, loadKubeConfig } from './api';
+import { IpamAgent } from './agent';
+import { IpamMetrics } from './metrics';
+import { DEFAULT_IPAM_SOCKET, serveIpamSocket } from './server';
+
+export const DEFAULT_IPAM_STATE_DIR = '/var/lib/nfkube/ipam';
+export const DEFAULT_IPAM_METRICS_ADDR = '127.0.0.1:9477';
+
+export interface StartIpamOptions {
+  kubeconfig?: string;
+  nodeName: string;
+  socketPath?: string;
+  stateDir?: string;
+  logger: Logger;
+  /** Serve /metrics, /healthz, /readyz for IPAM here (host:port); none when undefined. */
+  metricsAddr?: string;
+  gcIntervalMs?: number;
+  nodeGraceMs?: number;
+}
+
+export interface IpamHandle {
+  agent: IpamAgent;
+  metrics: IpamMetrics;
+  socketPath: string;
+  stop(): Promise<void>;
+}
+
+export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
+  const metrics = new IpamMetrics();
+  const api = new ClientNodeApi({ kubeConfig: loadKubeConfig(o.kubeconfig), onRequest: (verb, resource) => metrics.apiRequests.inc({ verb, resource }) });
+  const agent = new IpamAgent({
+    api,
+    nodeName: o.nodeName,
+    stateDir: o.stateDir ?? DEFAULT_IPAM_STATE_DIR,
+    logger: o.logger,
+    metrics,
+    gcIntervalMs: o.gcIntervalMs,
+    nodeGraceMs: o.nodeGraceMs,
+  });
+  await agent.start();
+  const socketPath = o.socketPath ?? DEFAULT_IPAM_SOCKET;
+  const server = await serveIpamSocket(socketPath, (req) => agent.handle(req));
+  const observe = o.metricsAddr
+    ? await startObserveServer({
+        address: parseListenAddress(o.metricsAddr, '--ipam-metrics-addr'),
+        metrics: () => metrics.expose(),
+        lastSuccessfulSync: () => Date.now(),
+        resyncPeriodMs: 60_000,
+        ready: () => true,
+      })
+    : undefined;
+  o.logger.info({ socket: socketPath, metrics: o.metricsAddr }, 'ipam serving the CNI plugin');
+  return {
+    agent,
+    metrics,
+    socketPath,
+    async stop() {
+      await server.close();
+      await observe?.close();
+      await agent.stop();
+    },
+  };
+}
+
+/** The IPAM flags of `nfkube agent`, taken out of its arguments so the policy agent's parser
+ * sees only its own. --kubeconfig, --node-name and --log-level are shared and stay. */
+export interface IpamArgs {
+  enabled: boolean;
+  noPolicy: boolean;
+  socketPath: string;
+  stateDir: string;
+  metricsAddr?: string;
+  gcIntervalMs?: number;
+  rest: string[];
+}
+
+const VALUE_FLAGS = ['--ipam-socket', '--ipam-state-dir', '--ipam-metrics-addr', '--ipam-gc-interval'] as const;
+
+export function takeIpamArgs(args: string[]): IpamArgs {
+  const out: IpamArgs = { enabled: false, noPolicy: false, socketPath: DEFAULT_IPAM_SOCKET, stateDir: DEFAULT_IPAM_STATE_DIR, rest: [] };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const eq = a.indexOf('=');
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    if (a === '--ipam') out.enabled = true;
+    else if (a === '--no-policy') out.noPolicy = true;
+    else if ((VALUE_FLAGS as readonly string[]).includes(name)) {
+      const value = eq > 0 ? a.slice(eq + 1) : args[++i];
+      if (!value) throw new Error(`${name} needs a value`);
+      if (name === '--ipam-socket') out.socketPath = value;
+      else if (name === '--ipam-state-dir') out.stateDir = value;
+      else if (name === '--ipam-metrics-addr') out.metricsAddr = value;
+      else out.gcIntervalMs = parseMs(value, name);
+    } else out.rest.push(a);
+  }
+  if (out.noPolicy && !out.enabled) throw new Error('--no-policy needs --ipam (the agent would have nothing to do)');
+  return out;
+}
+
+function parseMs(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
+  if (!m) throw new Error(`${flag}: "${text}" is not a duration like 30s or 1m`);
+  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+}
+
+/** `nfkube agent --ipam --no-policy`: IPAM alone until SIGTERM/SIGINT. */
+export async function runIpamOnly(ipam: IpamArgs, values: { kubeconfig?: string; nodeName: string; metricsAddr: string }, logger: Logger): Promise<number> {
+  const handle = await startIpam({
+    kubeconfig: values.kubeconfig,
+    nodeName: values.nodeName,
+    socketPath: ipam.socketPath,
+    stateDir: ipam.stateDir,
+    logger,
+    metricsAddr: ipam.metricsAddr ?? values.metricsAddr,
+    gcIntervalMs: ipam.gcIntervalMs,
+  });
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
+  logger.info('stopping ipam; allocations stay recorded');
+  await handle.stop();
+  return 0;
+}
