@@ -767,7 +767,10 @@ export class IpamAgent {
       this.metrics?.gcReleases.inc({ reason: 'orphan-claim' });
       report.orphanClaims++;
     }
-    if (this.opts.nodeGc) report.node = await this.nodeGc(claims);
+    const blocks = (await this.api.list(PLURALS.blocks)).map(readBlock);
+    this.taken.clear();
+    for (const b of blocks) this.taken.add(b.name);
+    if (this.opts.nodeGc) report.node = await this.nodeGc(claims, blocks);
     if (this.wal?.bloated) await this.wal.compact(this.state.allocations);
     for (const pool of this.pools.values()) {
       if (poolExhausted(pool, this.taken)) await this.lendIfExhausted(pool);
@@ -778,7 +781,7 @@ export class IpamAgent {
   /** Releases the blocks and claims of Nodes deleted for longer than the grace period, when no
    * pod is bound to them. Done by one agent: the one on the first live Node (by name) that holds
    * blocks, so a hundred agents do not race to delete the same objects. */
-  private async nodeGc(claims: ReturnType<typeof readClaim>[]): Promise<number> {
+  private async nodeGc(claims: ReturnType<typeof readClaim>[], blocks: ReturnType<typeof readBlock>[]): Promise<number> {
     let nodes: NodeInfo[];
     try {
       nodes = await this.api.listNodes();
@@ -787,7 +790,6 @@ export class IpamAgent {
       return 0;
     }
     const live = new Set(nodes.map((n) => n.name));
-    const blocks = (await this.api.list(PLURALS.blocks)).map(readBlock);
     const holders = [...new Set(blocks.map((b) => b.node))].filter((n) => live.has(n)).sort();
     for (const n of [...this.missingNodes.keys()]) if (live.has(n)) this.missingNodes.delete(n);
     const now = this.now();
