@@ -2,7 +2,7 @@
  * per connection. The socket is created mode 0600 in a 0700 directory: only root's plugin may ask
  * for addresses. A malformed request gets a CNI decode error, never a crash. */
 import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
-import { createServer, Server, Socket } from 'node:net';
+import { connect, createServer, Server, Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { CNI_ERR, IpamReply, IpamRequest } from './protocol';
 
@@ -15,11 +15,24 @@ export interface IpamSocketServer {
   close(): Promise<void>;
 }
 
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(path);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+}
+
 export async function serveIpamSocket(path: string, handle: (req: IpamRequest) => Promise<IpamReply>): Promise<IpamSocketServer> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   // A socket file left by a previous run would make listen fail; anything else is not ours.
+  // A live one means another agent serves this node: two would hand out the same addresses.
   if (existsSync(path)) {
     if (!lstatSync(path).isSocket()) throw new Error(`--ipam-socket: ${path} exists and is not a socket`);
+    if (await answers(path)) throw new Error(`--ipam-socket: another ipam agent is serving ${path}; refusing to start a second one`);
     unlinkSync(path);
   }
   const sockets = new Set<Socket>();
