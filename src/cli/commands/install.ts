@@ -5,16 +5,21 @@
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
+import { cniPlan, DEFAULT_CNI_BIN_DIR } from '../../cni/install';
 
 const usage = `usage: nfkube install --systemd [--prefix DIR] [--unit-dir DIR] [--environment-file PATH]
                       [--system-node] [--dry-run]
+       nfkube install --cni [--cni-bin-dir DIR] [--prefix DIR] [--root DIR] [--system-node] [--dry-run]
 
 Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
 node_modules/ (production dependencies), build/Release/nfnl.node; writes nfkube.service to
 --unit-dir (default /etc/systemd/system) and, if absent, an example --environment-file (default
 /etc/nfkube/nfkube.env).
   --system-node  do not copy node: the unit runs "node" from PATH, which must be Node >= 20
-  --dry-run      print the plan, change nothing`;
+  --dry-run      print the plan, change nothing
+--cni (alone or with --systemd) installs the CNI IPAM plugin as one file, nfkube-cni-ipam, into
+--cni-bin-dir (default /opt/cni/bin), run by DIR/bin/node; --root writes everything under a
+directory (an init container's view of the host) while the paths inside stay the host's.`;
 
 export const DEFAULT_PREFIX = '/opt/nfkube';
 export const DEFAULT_ENV_FILE = '/etc/nfkube/nfkube.env';
@@ -157,9 +162,9 @@ function plan(o: { prefix: string; unitDir: string; envFile: string; systemNode:
   return steps;
 }
 
-function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; systemNode: boolean; dryRun: boolean; systemd: boolean } {
-  const o = { prefix: DEFAULT_PREFIX, unitDir: '/etc/systemd/system', envFile: DEFAULT_ENV_FILE, systemNode: false, dryRun: false, systemd: false };
-  const paths: Record<string, 'prefix' | 'unitDir' | 'envFile'> = { '--prefix': 'prefix', '--unit-dir': 'unitDir', '--environment-file': 'envFile' };
+function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; systemNode: boolean; dryRun: boolean; systemd: boolean; cni: boolean; cniBinDir: string; root: string } {
+  const o = { prefix: DEFAULT_PREFIX, unitDir: '/etc/systemd/system', envFile: DEFAULT_ENV_FILE, systemNode: false, dryRun: false, systemd: false, cni: false, cniBinDir: DEFAULT_CNI_BIN_DIR, root: '/' };
+  const paths: Record<string, 'prefix' | 'unitDir' | 'envFile' | 'cniBinDir' | 'root'> = { '--prefix': 'prefix', '--unit-dir': 'unitDir', '--environment-file': 'envFile', '--cni-bin-dir': 'cniBinDir', '--root': 'root' };
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     const eq = a.indexOf('=');
@@ -170,6 +175,7 @@ function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: 
       o[paths[name]] = resolve(value);
     } else if (a === '--systemd') o.systemd = true;
     else if (a === '--system-node') o.systemNode = true;
+    else if (a === '--cni') o.cni = true;
     else if (a === '--dry-run') o.dryRun = true;
     else throw new Error(`unknown option "${a}"\n${usage}`);
   }
@@ -177,20 +183,23 @@ function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: 
 }
 
 const command: Command = {
-  summary: 'install a self-contained copy and its systemd unit (--systemd [--prefix DIR])',
+  summary: 'install a self-contained copy and its systemd unit (--systemd [--prefix DIR]) and/or the CNI IPAM plugin (--cni)',
   usage,
   async run(args) {
     const o = parseArgs(args);
-    if (!o.systemd) {
-      process.stderr.write(`nfkube install: only --systemd is supported\n${usage}\n`);
+    if (!o.systemd && !o.cni) {
+      process.stderr.write(`nfkube install: nothing to install: only --systemd is supported for the agent, --cni for the CNI IPAM plugin (or both)\n${usage}\n`);
       return 2;
     }
-    const steps = plan(o);
+    const steps = [
+      ...(o.systemd ? plan(o) : []),
+      ...(o.cni ? cniPlan({ prefix: o.prefix, cniBinDir: o.cniBinDir, root: o.root, systemNode: o.systemNode, nodeCopiedElsewhere: o.systemd }) : []),
+    ];
     for (const step of steps) {
       process.stdout.write(`${o.dryRun ? 'would ' : ''}${step.describe}\n`);
       if (!o.dryRun) step.apply();
     }
-    if (!o.dryRun) {
+    if (!o.dryRun && o.systemd) {
       process.stdout.write(`\nthen: edit ${o.envFile}; systemctl daemon-reload; systemctl enable --now nfkube\n`);
     }
     return 0;
