@@ -125,6 +125,23 @@ export class IpamAgent {
   async start(): Promise<void> {
     const { wal, live } = await Wal.open(this.walPath, () => this.state.allocations.size);
     this.wal = wal;
+    try {
+      await this.load(live);
+    } catch (err) {
+      this.wal = undefined;
+      await wal.close();
+      this.state.allocations.clear();
+      this.state.blocks.clear();
+      throw err;
+    }
+    if (this.opts.gcIntervalMs > 0) {
+      this.gcTimer = setInterval(() => void this.runGc().catch((err) => this.log.warn({ err }, 'ipam gc failed')), this.opts.gcIntervalMs);
+      this.gcTimer.unref();
+    }
+    this.log.info({ node: this.nodeName, blocks: this.state.blocks.size, allocations: this.state.allocations.size, pools: [...this.pools.keys()] }, 'ipam agent started');
+  }
+
+  private async load(live: Map<string, Allocation>): Promise<void> {
     for (const [k, a] of live) this.state.allocations.set(k, a);
     await this.retry('load pools', () => this.refreshPools());
     const blocks = await this.retry('list blocks', () => this.api.list(PLURALS.blocks));
@@ -146,11 +163,6 @@ export class IpamAgent {
     }
     for (const b of this.state.blocks.values()) this.dirtyBlocks.add(b.name);
     this.schedulePublish();
-    if (this.opts.gcIntervalMs > 0) {
-      this.gcTimer = setInterval(() => void this.runGc().catch((err) => this.log.warn({ err }, 'ipam gc failed')), this.opts.gcIntervalMs);
-      this.gcTimer.unref();
-    }
-    this.log.info({ node: this.nodeName, blocks: this.state.blocks.size, allocations: this.state.allocations.size, pools: [...this.pools.keys()] }, 'ipam agent started');
   }
 
   /** Clean stop: pending publishes are written, the record is closed. */

@@ -42,6 +42,8 @@ export interface ScaleResult {
   writes: Map<string, number>;
   faultsInjected: number;
   blocks: number;
+  /** Why the last attempt of each failed ADD failed (message -> count). */
+  failReasons: Map<string, number>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -78,21 +80,25 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
   const duplicatesSeen: string[] = [];
   const addLatencyMs: number[] = [];
   let failedCleanly = 0;
+  const failReasons = new Map<string, number>();
+  /** Nodes whose agent crashed and is not back yet. */
+  const down = new Set<string>();
   let restarting = 0;
 
   const ask = async (nodeName: string, req: Parameters<IpamAgent['handle']>[0]): Promise<IpamReply> => {
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0; ; ) {
       const agent = agents.get(nodeName)!;
       const t0 = performance.now();
       const reply = await agent.handle(req);
       if (req.command === 'ADD' && reply.ok) addLatencyMs.push(performance.now() - t0);
-      // A crashed agent or an exhausted retry budget: kubelet tries again a little later.
+      // kubelet tries again a little later; time spent while the node's agent restarts does not
+      // count against the budget (kubelet retries a sandbox for as long as the pod exists).
+      if (!down.has(nodeName)) attempt++;
       if (reply.ok || attempt >= 30) return reply;
       await sleep(20 + Math.floor(rand() * 50));
     }
   };
 
-  const down = new Set<string>();
   const crash = async (nodeName: string) => {
     // One agent per node at a time, as on a real node (the new one starts after the old died).
     if (down.has(nodeName)) return;
@@ -134,6 +140,8 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
     lastAnswer = performance.now();
     if (!reply.ok) {
       failedCleanly++;
+      const reason = reply.msg.replace(/\d+/g, 'N');
+      failReasons.set(reason, (failReasons.get(reason) ?? 0) + 1);
       server.delete('Pod', p.ns, p.name);
       return;
     }
@@ -200,6 +208,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
     writes: new Map(server.writes),
     faultsInjected,
     blocks: server.objects('ipblocks').length,
+    failReasons,
   };
   for (const a of all) await a.stop();
   await server.close();
