@@ -14,6 +14,9 @@ const TIMEOUT_MS = 60_000;
 // The CNI error codes this file uses (kept here so the plugin needs no other module at run time).
 const ERR = { incompatibleVersion: 1, invalidEnv: 4, ioFailure: 5, decodeFailure: 6, invalidConfig: 7, tryAgainLater: 11 } as const;
 
+/** The cniVersion errors are reported in: the configuration's, once it has been read. */
+let replyVersion = '1.1.0';
+
 class CniError extends Error {
   constructor(
     readonly code: number,
@@ -98,6 +101,7 @@ async function run(env: NodeJS.ProcessEnv): Promise<string | undefined> {
   if (!command) throw new CniError(ERR.invalidEnv, 'CNI_COMMAND is not set');
   const conf = readConf();
   const version = conf.cniVersion ?? '0.3.0';
+  if (SUPPORTED.includes(version)) replyVersion = version;
   if (!SUPPORTED.includes(version)) throw new CniError(ERR.incompatibleVersion, `cniVersion ${version} is not supported`, `supported: ${SUPPORTED.join(', ')}`);
   if (!conf.name) throw new CniError(ERR.invalidConfig, 'network configuration: name is required');
   const ipam = conf.ipam ?? {};
@@ -147,7 +151,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<{ code
     return { code: 0, out: out ? out + '\n' : '' };
   } catch (err) {
     const e = err instanceof CniError ? err : new CniError(ERR.ioFailure, (err as Error)?.message ?? String(err));
-    const body: Record<string, unknown> = { cniVersion: '1.1.0', code: e.code, msg: e.message };
+    const body: Record<string, unknown> = { cniVersion: replyVersion, code: e.code, msg: e.message };
     if (e.details) body.details = e.details;
     return { code: 1, out: JSON.stringify(body) + '\n' };
   }

@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { formatIp, IpFamily, parseCidr, parseIp, ParsedCidr } from '../policy/ip';
-import { ApiError, IpamApi, isConflict, isNotFound, isUnknown, NodeInfo, PodInfo } from './api';
+import { ApiError, IpamApi, isConflict, isUnknown, NodeInfo, PodInfo } from './api';
 import { IpamMetrics, IpamUsage } from './metrics';
 import { blockManifest, claimManifest, KObject, PLURALS, PodRef, readBlock, readClaim } from './objects';
 import {

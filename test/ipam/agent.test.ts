@@ -6,6 +6,7 @@ import { after, before, test } from 'node:test';
 import { TestApiServer } from '../helpers/apiserver';
 import { agentFactory, AgentFactory, checkEverything, node, pool, podObject, startIpamApiServer } from './cluster';
 import { IpamRequest } from '../../src/ipam/protocol';
+import { IpamMetrics } from '../../src/ipam/metrics';
 
 let server: TestApiServer;
 let f: AgentFactory;
@@ -21,7 +22,8 @@ const add = (containerID: string, extra: Partial<IpamRequest> = {}): IpamRequest
 test('ADD claims a block by create and answers from it; a retried ADD gets the same address; DEL frees', async () => {
   server.create(pool('p1', ['198.18.0.0/24', '2001:db8:1::/120'], { ipv4: 28, ipv6: 124 }));
   server.create(node('n1'));
-  const agent = f.make('n1');
+  const metrics = new IpamMetrics();
+  const agent = f.make('n1', { metrics });
   await agent.start();
   const a = await agent.handle(add('c1'));
   assert.equal(a.ok, true);
@@ -40,6 +42,15 @@ test('ADD claims a block by create and answers from it; a retried ADD gets the s
   assert.deepEqual(check, { ok: true });
   const bad = await agent.handle({ command: 'CHECK', network: 'net', containerID: 'c1', ifname: 'eth0' });
   assert.equal(bad.ok, false);
+  const exposed = (await metrics.expose()).body;
+  assert.match(exposed, /^nfkube_ipam_blocks_owned\{pool="p1",family="v4"\} 1$/m);
+  assert.match(exposed, /^nfkube_ipam_addresses_in_use\{pool="p1",family="v6"\} 1$/m);
+  assert.match(exposed, /^nfkube_ipam_addresses_free\{pool="p1",family="v4"\} 15$/m);
+  assert.match(exposed, /^nfkube_ipam_block_claims_total\{result="won"\} 2$/m);
+  assert.match(exposed, /^nfkube_ipam_allocation_duration_seconds_count\{result="ok"\} 3$/m);
+  assert.match(exposed, /^# TYPE nfkube_ipam_conflicts_total counter$/m);
+  assert.match(exposed, /^# TYPE nfkube_ipam_gc_releases_total counter$/m);
+  assert.match(exposed, /^# TYPE nfkube_ipam_retries_total counter$/m);
   await agent.stop();
   server.delete('IPPool' as never, undefined, 'p1');
 });
