@@ -97,6 +97,10 @@ export class IpamAgent {
   private gcTimer?: NodeJS.Timeout;
   private gcRunning?: Promise<GcReport>;
   private readonly missingNodes = new Map<string, number>();
+  /** Orders block adoptions against block lists: a block adopted after a list began is not
+   * judged by that list. */
+  private seq = 0;
+  private readonly adoptedSeq = new Map<string, number>();
   private dead = false;
   private readonly opts: Required<Pick<IpamAgentOptions, 'gcIntervalMs' | 'nodeGraceMs' | 'publishDelayMs' | 'nodeGc'>> & { watermark?: number; stateDir: string };
 
@@ -449,6 +453,7 @@ export class IpamAgent {
     }
     const state = new BlockState(b.name, b.uid, b.pool, range, cidr, b.lendFrom);
     this.state.blocks.set(b.name, state);
+    this.adoptedSeq.set(b.name, ++this.seq);
     this.lastBlockObject.set(b.name, obj);
     this.taken.add(b.name);
     return state;
@@ -779,9 +784,22 @@ export class IpamAgent {
       this.metrics?.gcReleases.inc({ reason: 'orphan-claim' });
       report.orphanClaims++;
     }
+    const listedSeq = ++this.seq;
     const blocks = (await this.api.list(PLURALS.blocks)).map(readBlock);
     this.taken.clear();
     for (const b of blocks) this.taken.add(b.name);
+    // A block of ours that the API no longer gives us (released as a deleted Node's, by hand):
+    // nothing more is taken from it, and it is claimed back if addresses in it are still held.
+    const current = new Map(blocks.map((b) => [b.name, b]));
+    for (const [name, b] of [...this.state.blocks]) {
+      const now = current.get(name);
+      if ((now && now.node === this.nodeName && now.uid === b.uid) || (this.adoptedSeq.get(name) ?? 0) > listedSeq) continue;
+      this.state.blocks.delete(name);
+      this.lastBlockObject.delete(name);
+      this.log.error({ block: name, holder: now?.node }, 'a block this node held is gone from the API; no more addresses are taken from it');
+      const stillHeld = [...this.state.allocations.values()].find((a) => a.ips.some((ip) => !ip.claim && ip.block === name));
+      if (stillHeld && !now) await this.reclaimLost(name, stillHeld.pool).catch((err) => this.log.error({ err, block: name }, 'reclaiming block failed'));
+    }
     if (this.opts.nodeGc) report.node = await this.nodeGc(claims, blocks);
     if (this.wal?.bloated) await this.wal.compact(this.state.allocations);
     for (const pool of this.pools.values()) {

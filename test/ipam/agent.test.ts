@@ -163,3 +163,26 @@ test('blocks of a deleted Node are released after the grace period, not while a 
   assert.ok(!server.objects('ipblocks').some((b) => b.spec.node === 'doomed'));
   await keeper.stop();
 });
+
+test('a block deleted under a running agent is no longer used; one still holding addresses is claimed back', async () => {
+  server.create(pool('p6', ['198.18.6.0/24'], { ipv4: 28 }));
+  server.create(node('n6'));
+  const agent = f.make('n6');
+  await agent.start();
+  const r = await agent.handle(add('held', { pool: 'p6' }));
+  assert.ok(r.ok);
+  const block = server.objects('ipblocks').find((b) => b.spec.node === 'n6')!;
+  server.delete('IPBlock' as never, undefined, block.metadata.name);
+  await agent.runGc();
+  const back = server.objects('ipblocks').find((b) => b.metadata.name === block.metadata.name);
+  assert.equal(back?.spec.node, 'n6', 'claimed back: an address in it is still held');
+  assert.notEqual(back?.metadata.uid, block.metadata.uid);
+  assert.ok(agent.state.blocks.has(block.metadata.name));
+  // Taken by another node instead: this node stops allocating from it.
+  server.delete('IPBlock' as never, undefined, block.metadata.name);
+  server.create({ ...block, metadata: { name: block.metadata.name }, spec: { ...block.spec, node: 'other' } });
+  assert.ok((await agent.handle(add('two', { pool: 'p6' }))).ok);
+  await agent.runGc();
+  assert.ok(!agent.state.blocks.has(block.metadata.name));
+  await agent.stop();
+});
