@@ -127,7 +127,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err?.stack ?? err}\n`);
-  process.exitCode = 1;
-});
+main().then(
+  () => process.exit(),
+  (err) => {
+    process.stderr.write(`${err?.stack ?? err}\n`);
+    process.exit(1);
+  },
+);

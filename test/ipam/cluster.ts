@@ -50,7 +50,7 @@ export function agentFactory(server: TestApiServer, defaults: Partial<IpamAgentO
     kubeconfig,
     make(nodeName, extra = {}) {
       const metrics = new IpamMetrics();
-      const api = new ClientNodeApi({ kubeConfig: kc, timeoutMs: 2_000, onRequest: (verb, resource) => metrics.apiRequests.inc({ verb, resource }) });
+      const api = new ClientNodeApi({ kubeConfig: kc, timeoutMs: 10_000, onRequest: (verb, resource) => metrics.apiRequests.inc({ verb, resource }) });
       return new IpamAgent({ api, nodeName, stateDir, logger: quiet, metrics, gcIntervalMs: 0, publishDelayMs: 50, ...defaults, ...extra });
     },
   };

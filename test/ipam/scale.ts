@@ -56,13 +56,21 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
   for (const n of names) server.create(node(n));
   const f = agentFactory(server, { publishDelayMs: 200 });
   const agents = new Map<string, IpamAgent>();
-  await Promise.all(
-    names.map(async (n) => {
+  // A loaded machine can make a start time out: an agent that fails to start is started again,
+  // as systemd or the kubelet would.
+  const startAgent = async (n: string): Promise<IpamAgent> => {
+    for (let attempt = 0; ; attempt++) {
       const a = f.make(n);
-      await a.start();
-      agents.set(n, a);
-    }),
-  );
+      try {
+        await a.start();
+        return a;
+      } catch (err) {
+        if (attempt > 20) throw err;
+        await sleep(50);
+      }
+    }
+  };
+  await Promise.all(names.map(async (n) => agents.set(n, await startAgent(n))));
   let faultsInjected = 0;
   let faultsOn = true;
   server.faults = (ctx) => {
@@ -105,17 +113,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
     down.add(nodeName);
     restarting++;
     agents.get(nodeName)!.crash();
-    const fresh = f.make(nodeName);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await fresh.start();
-        break;
-      } catch (err) {
-        if (attempt > 20) throw err;
-        await sleep(20);
-      }
-    }
-    agents.set(nodeName, fresh);
+    agents.set(nodeName, await startAgent(nodeName));
     down.delete(nodeName);
     restarting--;
   };
