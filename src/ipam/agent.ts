@@ -256,6 +256,8 @@ export class IpamAgent {
     const families = [...new Set(pool.ranges.map((r) => r.family))];
     const pod = podOf(req.args);
     const ips: AllocatedIp[] = [];
+    /** Set when the record may hold the allocation although the append failed. */
+    let maybeRecorded = false;
     this.inflight.add(key);
     try {
       for (const family of families) ips.push(await this.allocateOne(pool, family, key, pod));
@@ -265,7 +267,10 @@ export class IpamAgent {
       try {
         await this.wal!.append([{ op: 'add', key, alloc }]);
       } catch (err) {
+        // The line may be on disk without its sync having succeeded: the addresses stay marked
+        // (a restart replays the record and decides), never handed to another pod meanwhile.
         this.state.allocations.delete(key);
+        maybeRecorded = true;
         throw err;
       }
       this.alive();
@@ -276,7 +281,7 @@ export class IpamAgent {
     } catch (err) {
       // Nothing was answered: give back what this attempt took (borrowed claims are deleted, or
       // left for GC if that fails).
-      if (!this.state.allocations.has(key) && !this.dead) this.giveBack(ips);
+      if (!this.state.allocations.has(key) && !this.dead && !maybeRecorded) this.giveBack(ips);
       throw err;
     } finally {
       this.inflight.delete(key);
