@@ -15,6 +15,7 @@ const commands: Record<string, () => Command> = {
   install: () => require('./commands/install').default,
   demo: () => require('./commands/demo').default,
   version: () => require('./commands/version').default,
+  ipam: () => require('./commands/ipam').default,
 };
 
 /** Commands a person runs at a terminal, or that stand in for a text tool (`ipset restore`),

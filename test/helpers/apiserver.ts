@@ -4,7 +4,9 @@
  * lines from a resourceVersion, with bookmarks on request and timeoutSeconds; 410 Gone (an ERROR
  * event carrying a Status of code 410) for a resourceVersion older than the last compaction;
  * 409 Conflict for an update with a stale resourceVersion; no-op updates that bump nothing.
- * Tests change objects through the same code the HTTP verbs use. */
+ * Tests change objects through the same code the HTTP verbs use. More resources, such as custom
+ * resources served from a CRD, are added with serveResource(); faults (delays, 500s, a write
+ * committed but its reply lost) are injected with the `faults` hook. */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -86,7 +88,38 @@ export interface RequestCounts {
   watch: Record<Resource, number>;
 }
 
+/** A resource added with serveResource(): a CRD's group/version/kind, or a core kind. */
+export interface ServedResource {
+  plural: string;
+  kind: string;
+  /** "v1" or "group/version". */
+  apiVersion: string;
+  namespaced: boolean;
+}
+
+/** What a request to inject a fault into looks like to the `faults` hook. */
+export interface FaultContext {
+  method: string;
+  resource: string;
+  namespace?: string;
+  name?: string;
+  watch: boolean;
+}
+
+/** A fault: wait first, refuse with a status (nothing is done), reset the connection before doing
+ * anything, or do the request (a write is committed) and then reset instead of replying. */
+export interface Fault {
+  delayMs?: number;
+  status?: number;
+  resetBefore?: boolean;
+  dropReply?: boolean;
+}
+
 export class TestApiServer {
+  /** Called for every authorised request; a returned Fault is applied to it. */
+  faults?: (ctx: FaultContext) => Fault | undefined;
+  /** Write requests received ("POST ipblocks", "PUT ipblocks", ...), faulted or not. */
+  readonly writes = new Map<string, number>();
   /** The etcd-like revision: every change to any object takes the next one. */
   private revision = 100;
   /** Watches from a resourceVersion below this are too old (410 Gone). */
@@ -298,6 +331,28 @@ export class TestApiServer {
     return this.watchers.size;
   }
 
+  /** Serves one more resource (a custom resource defined by a CRD, or a core kind this server
+   * does not have yet): LIST, WATCH, GET, POST (409 AlreadyExists), PUT (409 on a stale
+   * resourceVersion) and DELETE (409 on a failed uid precondition), like every other resource. */
+  serveResource(r: ServedResource): void {
+    const resources = RESOURCES as Record<string, ResourceInfo>;
+    if (!resources[r.plural]) {
+      const prefix = r.apiVersion.includes('/') ? `/apis/${r.apiVersion}` : `/api/${r.apiVersion}`;
+      resources[r.plural] = { kind: r.kind as Kind, listKind: `${r.kind}List`, apiVersion: r.apiVersion, prefix, namespaced: r.namespaced };
+      (RESOURCE_OF_KIND as Record<string, Resource>)[r.kind] = r.plural as Resource;
+    }
+    const store = this.store as Record<string, Map<string, KObject>>;
+    store[r.plural] ??= new Map();
+    const counts = this.counts as { list: Record<string, number>; watch: Record<string, number> };
+    counts.list[r.plural] ??= 0;
+    counts.watch[r.plural] ??= 0;
+  }
+
+  /** Objects of a served resource (by plural), for checkers. */
+  objects(plural: string): KObject[] {
+    return [...((this.store as Record<string, Map<string, KObject>>)[plural]?.values() ?? [])].map((o) => structuredClone(o));
+  }
+
   // ---- internals ----
 
   private identify(obj: KObject): { resource: Resource; key: string; namespace?: string } {
@@ -349,6 +404,7 @@ export class TestApiServer {
       const segs = path.slice(info.prefix.length + 1).split('/').map(decodeURIComponent);
       if (segs.length === 1 && segs[0] === resource) return { resource };
       if (resource === 'namespaces' && segs.length === 2 && segs[0] === 'namespaces') return { resource, name: segs[1] };
+      if (!info.namespaced && segs.length === 2 && segs[0] === resource) return { resource, name: segs[1] };
       if (info.namespaced && segs[0] === 'namespaces' && segs[2] === resource && segs.length <= 4) {
         return { resource, namespace: segs[1], name: segs[3] };
       }
@@ -374,13 +430,24 @@ export class TestApiServer {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      try {
-        const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as KObject) : undefined;
-        this.serve(req.method ?? 'GET', route, url.searchParams, body, res, reply);
-      } catch (err) {
-        if (err instanceof ApiStatusError) reply(err.code, err.status());
-        else reply(500, statusObject(500, 'InternalError', String(err)));
-      }
+      const method = req.method ?? 'GET';
+      if (method !== 'GET') this.writes.set(`${method} ${route.resource}`, (this.writes.get(`${method} ${route.resource}`) ?? 0) + 1);
+      const watch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+      const fault = this.faults?.({ method, resource: route.resource, namespace: route.namespace, name: route.name, watch });
+      const answer = fault?.dropReply ? () => void req.socket.destroy() : reply;
+      const go = () => {
+        if (fault?.status) return reply(fault.status, statusObject(fault.status, 'InternalError', 'injected fault'));
+        if (fault?.resetBefore) return void req.socket.destroy();
+        try {
+          const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as KObject) : undefined;
+          this.serve(method, route, url.searchParams, body, res, answer);
+        } catch (err) {
+          if (err instanceof ApiStatusError) answer(err.code, err.status());
+          else answer(500, statusObject(500, 'InternalError', String(err)));
+        }
+      };
+      if (fault?.delayMs) setTimeout(go, fault.delayMs);
+      else go();
     });
   }
 
@@ -425,6 +492,11 @@ export class TestApiServer {
         return;
       }
       if (method === 'DELETE') {
+        const uid = body?.preconditions?.uid;
+        const current = this.get(info.kind, route.namespace, route.name);
+        if (uid && current && current.metadata.uid !== uid) {
+          throw new ApiStatusError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${current.metadata.uid}`);
+        }
         reply(200, this.delete(info.kind, route.namespace, route.name));
         return;
       }

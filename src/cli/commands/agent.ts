@@ -15,6 +15,8 @@ import { describeSource, openSource, SOURCE_OPTIONS } from '../source';
 import { buildInfo } from '../../build-info';
 import type { ClusterSnapshot } from '../../k8s/source';
 import type { Logger } from 'pino';
+import { DEFAULT_IPAM_METRICS_ADDR, DEFAULT_IPAM_STATE_DIR, ipamArgs, runIpamOnly, startIpam } from '../../ipam/start';
+import { DEFAULT_IPAM_SOCKET } from '../../ipam/server';
 
 const options = {
   ...SOURCE_OPTIONS,
@@ -23,6 +25,12 @@ const options = {
   'resync-period': { type: 'string', value: 'DURATION', description: 'read the whole table back and repair drift this often (e.g. 30s, 5m, 1h)', default: '5m' },
   'no-hold-table': { type: 'boolean', description: "do not hold the table with the kernel's owner flag: other programs may then change or delete it while the agent runs (drift is repaired at the next table check or resync)" },
   'metrics-addr': { type: 'string', value: 'ADDR', description: "serve /metrics, /healthz and /readyz on host:port, [ipv6]:port, :port (every address), or '' (off)", default: DEFAULT_METRICS_ADDR },
+  ipam: { type: 'boolean', description: 'serve the CNI IPAM plugin nfkube-cni-ipam: addresses from per-node blocks of the IPPools, claimed through the API' },
+  'no-policy': { type: 'boolean', description: 'do not enforce NetworkPolicy (with --ipam: IPAM alone)' },
+  'ipam-socket': { type: 'string', value: 'PATH', description: 'the unix socket the CNI plugin talks to', default: DEFAULT_IPAM_SOCKET },
+  'ipam-state-dir': { type: 'string', value: 'DIR', description: "the node's write-ahead record of its allocations (fsync'd before an address is handed out)", default: DEFAULT_IPAM_STATE_DIR },
+  'ipam-metrics-addr': { type: 'string', value: 'ADDR', description: "IPAM's /metrics while policy enforcement serves its own on --metrics-addr", default: DEFAULT_IPAM_METRICS_ADDR },
+  'ipam-gc-interval': { type: 'string', value: 'DURATION', description: 'how often allocations are reconciled with the pod list and the Nodes', default: '1m' },
 } as const satisfies OptionTable;
 const usage = usageText('nfkube agent [--kubeconfig PATH | --manifests DIR] [options]', options, "Enforces NetworkPolicy for this node's pods until SIGTERM/SIGINT (the rules stay in place).");
 
@@ -41,6 +49,14 @@ const command: Command = {
     const metricsAddr = parseMetricsAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
     if (v.timeout !== undefined && !v.once) throw new Error(`--timeout applies to --once only\n${usage}`);
     const deadlineMs = v.once ? parseDuration((v.timeout as string | undefined) ?? '60s', '--timeout') : undefined;
+    const ipam = ipamArgs(v);
+    if (ipam.noPolicy) {
+      return runIpamOnly(ipam, { kubeconfig: v.kubeconfig as string | undefined, nodeName: nodeName(v['node-name']), metricsAddr: (v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR }, logger);
+    }
+    if (ipam.enabled) {
+      const handle = await startIpam({ kubeconfig: v.kubeconfig as string | undefined, nodeName: nodeName(v['node-name']), socketPath: ipam.socketPath, stateDir: ipam.stateDir, logger, metricsAddr: ipam.metricsAddr ?? DEFAULT_IPAM_METRICS_ADDR, gcIntervalMs: ipam.gcIntervalMs });
+      ctx.defer(() => handle.stop());
+    }
     const table = tableName(v.table);
     const { version, revision } = buildInfo();
     const node = nodeName(v['node-name']);

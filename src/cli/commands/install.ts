@@ -7,6 +7,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
 import { OptionTable, parse, usageText } from '../options';
 import { addonPath } from '../../native/binding';
+import { cniPlan, DEFAULT_CNI_BIN_DIR } from '../../cni/install';
 
 export const DEFAULT_PREFIX = '/opt/nfkube';
 export const DEFAULT_ENV_FILE = '/etc/nfkube/nfkube.env';
@@ -42,10 +43,13 @@ const options = {
   'environment-file': { type: 'string', value: 'PATH', description: "the unit's EnvironmentFile (NFKUBE_ARGS); an example is written if absent", default: DEFAULT_ENV_FILE },
   'sysusers-dir': { type: 'string', value: 'DIR', description: 'where the "nfkube" system user\'s sysusers.d entry is written', default: DEFAULT_SYSUSERS_DIR },
   'system-node': { type: 'boolean', description: 'do not copy node: the unit runs "node" from PATH, which must be Node >= 20' },
+  cni: { type: 'boolean', description: 'install the CNI IPAM plugin as one file, nfkube-cni-ipam, into --cni-bin-dir (alone or with --systemd)' },
+  'cni-bin-dir': { type: 'string', value: 'DIR', description: 'where the CNI plugin goes', default: DEFAULT_CNI_BIN_DIR },
+  root: { type: 'string', value: 'DIR', description: "write everything under DIR (an init container's view of the host) while the paths inside stay the host's", default: '/' },
   'dry-run': { type: 'boolean', description: 'print the plan, change nothing' },
 } as const satisfies OptionTable;
 
-const usage = usageText('nfkube install --systemd [options]', options, `Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
+const usage = usageText('nfkube install --systemd | --cni [options]', options, `Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
 node_modules/ (production dependencies), build/Release/nfnl.node; writes nfkube.service to
 --unit-dir (default /etc/systemd/system), the "nfkube" system user's sysusers.d entry to
 --sysusers-dir (default /etc/sysusers.d) and, if absent, an example --environment-file (default
@@ -226,9 +230,9 @@ function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir
   return steps;
 }
 
-function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean; dryRun: boolean; systemd: boolean } {
+function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean; dryRun: boolean; systemd: boolean; cni: boolean; cniBinDir: string; root: string } {
   const v = parse(args, options, usage);
-  const path = (name: 'prefix' | 'unit-dir' | 'environment-file' | 'sysusers-dir', fallback: string) => {
+  const path = (name: 'prefix' | 'unit-dir' | 'environment-file' | 'sysusers-dir' | 'cni-bin-dir' | 'root', fallback: string) => {
     const value = v[name] as string | undefined;
     if (value === '') throw new Error(`option --${name} needs a value`);
     return resolve(value ?? fallback);
@@ -241,25 +245,31 @@ function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: 
     systemNode: v['system-node'] === true,
     dryRun: v['dry-run'] === true,
     systemd: v.systemd === true,
+    cni: v.cni === true,
+    cniBinDir: path('cni-bin-dir', DEFAULT_CNI_BIN_DIR),
+    root: path('root', '/'),
   };
 }
 
 const command: Command = {
-  summary: 'install a self-contained copy and its systemd unit (--systemd [--prefix DIR])',
+  summary: 'install a self-contained copy and its systemd unit (--systemd [--prefix DIR]) and/or the CNI IPAM plugin (--cni)',
   usage,
   options,
   async run(args) {
     const o = parseArgs(args);
-    if (!o.systemd) {
-      process.stderr.write(`nfkube install: only --systemd is supported\n${usage}\n`);
+    if (!o.systemd && !o.cni) {
+      process.stderr.write(`nfkube install: nothing to install: only --systemd is supported for the agent, --cni for the CNI IPAM plugin (or both)\n${usage}\n`);
       return 2;
     }
-    const steps = plan(o);
+    const steps = [
+      ...(o.systemd ? plan(o) : []),
+      ...(o.cni ? cniPlan({ prefix: o.prefix, cniBinDir: o.cniBinDir, root: o.root, systemNode: o.systemNode, nodeCopiedElsewhere: o.systemd }) : []),
+    ];
     for (const step of steps) {
       process.stdout.write(`${o.dryRun ? 'would ' : ''}${step.describe}\n`);
       if (!o.dryRun) step.apply();
     }
-    if (!o.dryRun) {
+    if (!o.dryRun && o.systemd) {
       process.stdout.write(
         `\nthen: systemd-sysusers; edit ${o.envFile} (a kubeconfig it names must be readable by user ${SERVICE_USER}: chgrp ${SERVICE_USER} FILE; chmod 0640 FILE); systemctl daemon-reload; systemctl enable --now nfkube\n`,
       );

@@ -1,0 +1,164 @@
+/** nfkube-cni-ipam: the CNI IPAM plugin (spec 0.3.0 to 1.1.0). The container runtime (or a main
+ * plugin such as bridge) execs it per attachment; it forwards the request to the node agent over
+ * its unix socket and prints the agent's answer as a CNI result or CNI error. It loads nothing but
+ * node:net and node:fs, so it can be installed as this one file and starts in milliseconds. With
+ * the agent down it fails at once (code 11, try again later) having allocated nothing. */
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import type { IpamReply, IpamRequest } from '../ipam/protocol';
+
+const SUPPORTED = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
+const DEFAULT_SOCKET = '/run/nfkube/ipam.sock';
+/** How long an ADD may wait for the agent (a block claim under API trouble) before giving up. */
+const TIMEOUT_MS = 60_000;
+// The CNI error codes this file uses (kept here so the plugin needs no other module at run time).
+const ERR = { incompatibleVersion: 1, invalidEnv: 4, ioFailure: 5, decodeFailure: 6, invalidConfig: 7, tryAgainLater: 11 } as const;
+
+/** The cniVersion errors are reported in: the configuration's, once it has been read. */
+let replyVersion = '1.1.0';
+
+class CniError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly details?: string,
+  ) {
+    super(message);
+  }
+}
+
+interface NetConf {
+  cniVersion?: string;
+  name?: string;
+  ipam?: { type?: string; socket?: string; pool?: string };
+  prevResult?: { ips?: Array<{ address?: string }> };
+  'cni.dev/valid-attachments'?: Array<{ containerID?: string; ifname?: string }>;
+}
+
+function versionAtLeast(v: string, min: string): boolean {
+  const a = v.split('.').map(Number);
+  const b = min.split('.').map(Number);
+  for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
+  return true;
+}
+
+/** CNI_ARGS: "K1=V1;K2=V2". */
+function parseCniArgs(text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of (text ?? '').split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) out[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return out;
+}
+
+function ask(socketPath: string, req: IpamRequest): Promise<IpamReply> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(socketPath);
+    let buf = '';
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new CniError(ERR.tryAgainLater, `nfkube ipam agent at ${socketPath} did not answer within ${TIMEOUT_MS / 1000} s`));
+    }, TIMEOUT_MS);
+    sock.setEncoding('utf8');
+    sock.on('connect', () => sock.write(JSON.stringify(req) + '\n'));
+    sock.on('data', (c: string) => (buf += c));
+    sock.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      const down = err.code === 'ENOENT' || err.code === 'ECONNREFUSED';
+      reject(new CniError(ERR.tryAgainLater, down ? `nfkube ipam agent is not running (${socketPath}: ${err.code}); nothing was allocated` : `nfkube ipam agent at ${socketPath}: ${err.message}`));
+    });
+    sock.on('end', () => {
+      clearTimeout(timer);
+      try {
+        resolve(JSON.parse(buf) as IpamReply);
+      } catch {
+        reject(new CniError(ERR.tryAgainLater, `nfkube ipam agent at ${socketPath} closed the connection without an answer`));
+      }
+    });
+  });
+}
+
+function readConf(): NetConf {
+  let text: string;
+  try {
+    text = readFileSync(0, 'utf8');
+  } catch (err) {
+    throw new CniError(ERR.ioFailure, `reading the network configuration from stdin: ${(err as Error).message}`);
+  }
+  try {
+    const conf = JSON.parse(text) as NetConf;
+    if (!conf || typeof conf !== 'object') throw new Error('not an object');
+    return conf;
+  } catch (err) {
+    throw new CniError(ERR.decodeFailure, `network configuration on stdin is not JSON: ${(err as Error).message}`);
+  }
+}
+
+async function run(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const command = env.CNI_COMMAND;
+  if (command === 'VERSION') return JSON.stringify({ cniVersion: '1.1.0', supportedVersions: SUPPORTED });
+  if (!command) throw new CniError(ERR.invalidEnv, 'CNI_COMMAND is not set');
+  const conf = readConf();
+  const version = conf.cniVersion ?? '0.3.0';
+  if (SUPPORTED.includes(version)) replyVersion = version;
+  if (!SUPPORTED.includes(version)) throw new CniError(ERR.incompatibleVersion, `cniVersion ${version} is not supported`, `supported: ${SUPPORTED.join(', ')}`);
+  if (!conf.name) throw new CniError(ERR.invalidConfig, 'network configuration: name is required');
+  const ipam = conf.ipam ?? {};
+  if (ipam.pool !== undefined && typeof ipam.pool !== 'string') throw new CniError(ERR.invalidConfig, 'ipam.pool must be a string');
+  const socketPath = ipam.socket ?? DEFAULT_SOCKET;
+  const base = { network: conf.name, pool: ipam.pool };
+  let req: IpamRequest;
+  switch (command) {
+    case 'ADD':
+    case 'DEL':
+    case 'CHECK': {
+      if (command === 'CHECK' && !versionAtLeast(version, '0.4.0')) throw new CniError(ERR.incompatibleVersion, `CHECK needs cniVersion 0.4.0 or later, not ${version}`);
+      const containerID = env.CNI_CONTAINERID;
+      const ifname = env.CNI_IFNAME;
+      if (!containerID) throw new CniError(ERR.invalidEnv, 'CNI_CONTAINERID is not set');
+      if (!ifname) throw new CniError(ERR.invalidEnv, 'CNI_IFNAME is not set');
+      if (command === 'ADD' && !env.CNI_NETNS) throw new CniError(ERR.invalidEnv, 'CNI_NETNS is not set');
+      req = { command, ...base, containerID, ifname, args: parseCniArgs(env.CNI_ARGS) };
+      if (command === 'CHECK') req.expected = (conf.prevResult?.ips ?? []).map((ip) => String(ip.address));
+      break;
+    }
+    case 'GC': {
+      if (!versionAtLeast(version, '1.1.0')) throw new CniError(ERR.incompatibleVersion, `GC needs cniVersion 1.1.0, not ${version}`);
+      const list = conf['cni.dev/valid-attachments'];
+      if (!Array.isArray(list)) throw new CniError(ERR.invalidConfig, 'cni.dev/valid-attachments is required for GC');
+      req = { command, ...base, validAttachments: list.map((a) => ({ containerID: String(a.containerID), ifname: String(a.ifname) })) };
+      break;
+    }
+    case 'STATUS':
+      if (!versionAtLeast(version, '1.1.0')) throw new CniError(ERR.incompatibleVersion, `STATUS needs cniVersion 1.1.0, not ${version}`);
+      req = { command, ...base };
+      break;
+    default:
+      throw new CniError(ERR.invalidEnv, `CNI_COMMAND ${command} is not supported`);
+  }
+  const reply = await ask(socketPath, req);
+  if (!reply.ok) throw new CniError(reply.code, reply.msg, reply.details);
+  if (command !== 'ADD') return undefined;
+  const legacy = !versionAtLeast(version, '1.0.0');
+  const ips = (reply.ips ?? []).map((ip) => (legacy ? { version: ip.family === 'v4' ? '4' : '6', address: ip.address } : { address: ip.address }));
+  return JSON.stringify({ cniVersion: version, ips, dns: {} });
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; out: string }> {
+  try {
+    const out = await run(env);
+    return { code: 0, out: out ? out + '\n' : '' };
+  } catch (err) {
+    const e = err instanceof CniError ? err : new CniError(ERR.ioFailure, (err as Error)?.message ?? String(err));
+    const body: Record<string, unknown> = { cniVersion: replyVersion, code: e.code, msg: e.message };
+    if (e.details) body.details = e.details;
+    return { code: 1, out: JSON.stringify(body) + '\n' };
+  }
+}
+
+if (require.main === module || process.env.NFKUBE_CNI_IPAM_MAIN === '1') {
+  void main().then(({ code, out }) => {
+    process.stdout.write(out, () => process.exit(code));
+  });
+}

@@ -1,0 +1,161 @@
+/** One node's IPAM state in memory: the blocks it holds (a use mark per ordinal) and its
+ * allocations by handle. Every change here is synchronous, so two requests in one agent can never
+ * pick the same ordinal; durability and the API are the agent's job. */
+import { formatIp, IpFamily, parseIp, ParsedCidr } from '../policy/ip';
+import { PodRef } from './objects';
+import { blockSize, PoolRange, reservedInRange } from './pool';
+
+export interface AllocatedIp {
+  family: IpFamily;
+  address: string;
+  /** Prefix length of the pool range (what the pod is configured with). */
+  prefix: number;
+  block: string;
+  /** Set when the address was borrowed from another node's block through an IPAddressClaim. */
+  claim?: { name: string; uid: string };
+}
+
+export interface Allocation {
+  network: string;
+  containerID: string;
+  ifname: string;
+  pool: string;
+  ips: AllocatedIp[];
+  pod?: PodRef;
+  /** When the allocation was made (ms since the epoch): GC only judges it by a later pod list. */
+  at: number;
+}
+
+/** CNI attachments are identified by network name, container ID and interface name. */
+export function handleKey(network: string, containerID: string, ifname: string): string {
+  return `${network}/${containerID}/${ifname}`;
+}
+
+export class BlockState {
+  readonly size: number;
+  readonly used: Uint8Array;
+  usedCount = 0;
+  /** Where the next search starts: freed addresses are reused last, not first. */
+  private cursor = 0;
+
+  constructor(
+    readonly name: string,
+    public uid: string,
+    readonly pool: string,
+    readonly range: PoolRange,
+    readonly cidr: ParsedCidr,
+    /** The owner allocates only below this ordinal; at and above it the block lends. */
+    public lendFrom: number | undefined,
+  ) {
+    this.size = blockSize(range);
+    this.used = new Uint8Array(this.size);
+    for (let i = 0; i < this.size; i++) {
+      if (reservedInRange(range, cidr.first + BigInt(i))) {
+        this.used[i] = 2;
+      }
+    }
+  }
+
+  get family(): IpFamily {
+    return this.cidr.family;
+  }
+
+  get limit(): number {
+    return this.lendFrom ?? this.size;
+  }
+
+  /** Free ordinals the owner may still use. */
+  get free(): number {
+    let n = 0;
+    for (let i = 0; i < this.limit; i++) if (this.used[i] === 0) n++;
+    return n;
+  }
+
+  /** Marks and returns a free ordinal below the limit, or undefined. */
+  take(): number | undefined {
+    const limit = this.limit;
+    for (let k = 0; k < limit; k++) {
+      const i = (this.cursor + k) % limit;
+      if (this.used[i] === 0) {
+        this.used[i] = 1;
+        this.usedCount++;
+        this.cursor = (i + 1) % limit;
+        return i;
+      }
+    }
+    return undefined;
+  }
+
+  mark(ordinal: number): void {
+    if (this.used[ordinal] === 0) {
+      this.used[ordinal] = 1;
+      this.usedCount++;
+    }
+  }
+
+  release(ordinal: number): void {
+    if (this.used[ordinal] === 1) {
+      this.used[ordinal] = 0;
+      this.usedCount--;
+    }
+  }
+
+  /** One past the highest ordinal in use (0 when empty). */
+  get highWater(): number {
+    for (let i = this.size - 1; i >= 0; i--) if (this.used[i] === 1) return i + 1;
+    return 0;
+  }
+
+  address(ordinal: number): string {
+    return formatIp(this.family, this.cidr.first + BigInt(ordinal));
+  }
+
+  ordinalOf(address: string): number | undefined {
+    const ip = parseIp(address);
+    if (!ip || ip.family !== this.family || ip.value < this.cidr.first || ip.value > this.cidr.last) return undefined;
+    return Number(ip.value - this.cidr.first);
+  }
+}
+
+export class NodeState {
+  readonly blocks = new Map<string, BlockState>();
+  readonly allocations = new Map<string, Allocation>();
+
+  blocksOf(pool: string, family: IpFamily): BlockState[] {
+    return [...this.blocks.values()].filter((b) => b.pool === pool && b.family === family);
+  }
+
+  freeIn(pool: string, family: IpFamily): number {
+    return this.blocksOf(pool, family).reduce((n, b) => n + b.free, 0);
+  }
+
+  /** Takes a free address from this node's own blocks of the pool and family. */
+  takeLocal(pool: string, family: IpFamily): { block: BlockState; ordinal: number } | undefined {
+    // Fill the fullest block first so emptier blocks stay whole (and lendable).
+    const candidates = this.blocksOf(pool, family).sort((a, b) => b.usedCount - a.usedCount || (a.name < b.name ? -1 : 1));
+    for (const block of candidates) {
+      const ordinal = block.take();
+      if (ordinal !== undefined) return { block, ordinal };
+    }
+    return undefined;
+  }
+
+  /** Marks the addresses of an allocation as used in the blocks held. */
+  markAllocation(a: Allocation): void {
+    for (const ip of a.ips) {
+      if (ip.claim) continue;
+      const b = this.blocks.get(ip.block);
+      const o = b?.ordinalOf(ip.address);
+      if (b && o !== undefined) b.mark(o);
+    }
+  }
+
+  releaseAllocation(a: Allocation): void {
+    for (const ip of a.ips) {
+      if (ip.claim) continue;
+      const b = this.blocks.get(ip.block);
+      const o = b?.ordinalOf(ip.address);
+      if (b && o !== undefined) b.release(o);
+    }
+  }
+}
