@@ -3,7 +3,7 @@
  * pipelines with toYaml, nindent, indent, quote and default, `if`/`else`, `with` and `range`
  * (maps in sorted key order, as Go does), and `{{-`/`-}}` trimming. Anything else is refused,
  * so a template that would need real Helm fails the test rather than rendering wrongly. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
 
@@ -170,6 +170,15 @@ export function renderChart(dir: string, options: { namespace: string; releaseNa
     Chart: { Name: chart.name, Version: chart.version, AppVersion: chart.appVersion },
   };
   const objects: Record<string, any>[] = [];
+  // crds/: plain YAML Helm installs before the templates, never templated.
+  const crds = join(dir, 'crds');
+  for (const file of existsSync(crds) ? readdirSync(crds).filter((f) => f.endsWith('.yaml')).sort() : []) {
+    for (const doc of parseAllDocuments(readFileSync(join(crds, file), 'utf8'))) {
+      if (doc.errors.length) throw new Error(`crds/${file}: ${doc.errors.join('; ')}`);
+      const o = doc.toJS();
+      if (o) objects.push(o);
+    }
+  }
   for (const file of readdirSync(join(dir, 'templates')).filter((f) => f.endsWith('.yaml')).sort()) {
     const text = run(parseTemplate(readFileSync(join(dir, 'templates', file), 'utf8')), { dot: root, root, vars: { $: root } });
     for (const doc of parseAllDocuments(text)) {

@@ -28,7 +28,7 @@ const command: Command = {
   async run(args) {
     const [sub, ...rest] = args;
     if (sub !== 'show' && sub !== 'check') {
-      process.stderr.write(`${usage}\n`);
+      process.stderr.write(`nfkube ipam: expected show or check, got ${sub === undefined ? 'nothing' : JSON.stringify(sub)}\n${usage}\n`);
       return 2;
     }
     const v = parse(rest, options, usage);
