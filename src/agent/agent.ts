@@ -23,12 +23,18 @@ import { applyDiff, cloneModel, diffRulesets, diffTransaction, formatDiff, isEmp
 import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
 import { ChangeScope, DesiredTable } from './desired';
 import { Renderer } from './render';
+import { PolicyModes } from '../deny/modes';
+import { DropLogOptions } from '../deny/tail';
 
 export interface AgentOptions {
   socket: NetlinkSocket;
   nodeName: string;
   table: string;
   denyAction: 'drop' | 'reject';
+  /** Deny rules log to nfnetlink_log. */
+  log?: DropLogOptions;
+  /** Audit mode support (global and per namespace). */
+  modes?: PolicyModes;
   logger: Logger;
   /** Optional observer of what the agent does (metrics). */
   observer?: AgentObserver;
@@ -74,7 +80,7 @@ export class Agent {
 
   constructor(private readonly opts: AgentOptions) {
     this.engine = new PolicyEngine(opts.nodeName);
-    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction });
+    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes });
     this.committed = emptyModel({ family: 'inet', name: opts.table });
   }
 
@@ -82,7 +88,7 @@ export class Agent {
    * previous run's table is read back and only what differs is written. */
   async start(snapshot: ClusterSnapshot): Promise<SyncReport> {
     this.engine.batch(() => {
-      for (const ns of snapshot.namespaces.values()) this.engine.upsertNamespace(ns);
+      for (const ns of snapshot.namespaces.values()) (this.engine.upsertNamespace(ns), this.opts.modes?.setNamespace(ns));
       for (const pod of snapshot.pods.values()) this.engine.upsertPod(pod);
       for (const np of snapshot.policies.values()) this.engine.upsertPolicy(np);
     });
@@ -103,12 +109,15 @@ export class Agent {
       this.opts.logger.error({ err, object: `${change.kind} ${change.key}` }, 'policy engine rejected a change');
       return;
     }
-    if (isEmptyDelta(delta)) {
+    const modes = this.opts.modes;
+    const modeChanged = change.kind === 'Namespace' && !!modes && (change.type === 'upsert' ? modes.setNamespace(change.object) : modes.deleteNamespace(change.key));
+    if (isEmptyDelta(delta) && !modeChanged) {
       this.totals.emptyEvents++;
       return;
     }
     this.reportPolicyErrors(delta.policies.upsert.flatMap((p) => p.errors));
     this.desired.apply(delta, this.pending);
+    if (modeChanged) this.desired.namespaceModeChanged(change.key, this.pending);
     this.pendingEvents++;
     this.opts.observer?.queueDepth?.(this.pendingEvents);
     this.kick();
