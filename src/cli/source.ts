@@ -1,5 +1,6 @@
 /** Picks the source of cluster state from --manifests / --kubeconfig (in-cluster by default). */
 import { ClusterSource, SourceHandlers } from '../k8s/source';
+import { DENY_OPTIONS } from './deny-options';
 
 export function openSource(values: Record<string, string | boolean | undefined>, handlers: SourceHandlers): ClusterSource {
   const manifests = values.manifests as string | undefined;
@@ -20,4 +21,5 @@ export const SOURCE_OPTIONS = {
   table: { type: 'string' },
   'deny-action': { type: 'string' },
   'log-level': { type: 'string' },
+  ...DENY_OPTIONS,
 } as const;

@@ -9,9 +9,12 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, parseDuration, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
+import { dropLogOptions, policyModes } from '../deny-options';
+import { startDropLogging } from '../../nflog';
 
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once]
-                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]`;
+                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]
+                    [--log-drops [--log-group G] [--log-rate R] [--log-burst B]] [--policy-mode enforce|audit]`;
 
 /** How often the agent checks that its table is still there and awake (one small dump). */
 const TABLE_CHECK_MS = 10_000;
@@ -28,9 +31,13 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     await logCoexistence(socket, table, logger);
     const metrics = new AgentMetrics();
-    const agent = new Agent({ socket, nodeName: nodeName(v['node-name']), table, denyAction: denyAction(v['deny-action']), logger, observer: metricsObserver(metrics) });
+    const modes = policyModes(v, [], (namespace, value) => logger.warn({ object: `Namespace ${namespace}`, field: 'metadata.annotations["nfkube.io/policy-mode"]', value }, 'not enforce or audit; enforcing'));
+    const log = dropLogOptions(v);
+    const node = nodeName(v['node-name']);
+    const drops = log ? await startDropLogging({ log, nodeName: node, modes, denyAction: denyAction(v['deny-action']), logger, registry: metrics.registry }) : undefined;
+    const agent = new Agent({ socket, nodeName: node, table, denyAction: denyAction(v['deny-action']), log, modes, logger, observer: metricsObserver(metrics) });
     const source = openSource(v, {
-      onChange: (c) => agent.onChange(c),
+      onChange: (c) => (drops?.apply(c), agent.onChange(c)),
       onError: (e) => logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message),
     });
     let ready = false;
@@ -50,12 +57,14 @@ const command: Command = {
       logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     }
     const snapshot = await source.start();
+    drops?.load(snapshot);
     await agent.start(snapshot);
     ready = true;
     if (v.once) {
       await source.stop();
       await agent.idle();
       await agent.stop();
+      await drops?.close();
       await socket.close();
       return 0;
     }
@@ -74,6 +83,7 @@ const command: Command = {
     await server?.close();
     await source.stop();
     await agent.stop();
+    await drops?.close();
     await socket.close();
     return 0;
   },

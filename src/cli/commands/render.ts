@@ -6,14 +6,15 @@ import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, tableName } from '../options';
+import { DENY_OPTIONS, dropLogOptions, policyModes } from '../deny-options';
 
-const usage = 'usage: nfkube render --manifests DIR [--node-name N] [--table T] [--deny-action drop|reject]';
+const usage = 'usage: nfkube render --manifests DIR [--node-name N] [--table T] [--deny-action drop|reject] [--log-drops [--log-group G] [--log-rate R] [--log-burst B]] [--policy-mode enforce|audit]';
 
 const command: Command = {
   summary: 'print the nftables ruleset for a manifests directory (no root needed)',
   usage,
   async run(args) {
-    const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' } }, usage);
+    const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' }, ...DENY_OPTIONS }, usage);
     if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
     let errors = 0;
     const source = new ManifestSource({
@@ -33,7 +34,7 @@ const command: Command = {
         process.stderr.write(`nfkube: NetworkPolicy ${e.policy}: ${e.field}: ${e.message}\n`);
       }
     }
-    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) }).full(ir);
+    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir);
     process.stdout.write(formatTable(modelToContents(model)));
     return errors ? 1 : 0;
   },

@@ -1,0 +1,45 @@
+/** The options that shape each pod's default deny, shared by every command that renders or
+ * reads the table (agent, render, verify, explain) so they agree on it. */
+import type { NamespaceInfo } from '../k8s/model';
+import { parsePolicyMode, PolicyModes } from '../deny/modes';
+import { DropLogOptions } from '../deny/tail';
+
+export const DENY_OPTIONS = {
+  'log-drops': { type: 'boolean' },
+  'log-group': { type: 'string' },
+  'log-rate': { type: 'string' },
+  'log-burst': { type: 'string' },
+  'policy-mode': { type: 'string' },
+} as const;
+
+export const DEFAULT_LOG_GROUP = 100;
+export const DEFAULT_LOG_RATE = 10;
+export const DEFAULT_LOG_BURST = 5;
+
+function integer(v: string | boolean | undefined, flag: string, def: number, min: number, max: number): number {
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (typeof v !== 'string' || !/^\d+$/.test(v) || n < min || n > max) throw new Error(`${flag}: "${v}" is not an integer from ${min} to ${max}`);
+  return n;
+}
+
+/** --log-drops [--log-group G] [--log-rate R] [--log-burst B]; undefined without --log-drops. */
+export function dropLogOptions(v: Record<string, string | boolean | undefined>): DropLogOptions | undefined {
+  const given = ['log-group', 'log-rate', 'log-burst'].filter((k) => v[k] !== undefined);
+  if (!v['log-drops']) {
+    if (given.length > 0) throw new Error(`--${given[0]} needs --log-drops`);
+    return undefined;
+  }
+  return {
+    group: integer(v['log-group'], '--log-group', DEFAULT_LOG_GROUP, 0, 65535),
+    rate: integer(v['log-rate'], '--log-rate', DEFAULT_LOG_RATE, 0, 1_000_000),
+    burst: integer(v['log-burst'], '--log-burst', DEFAULT_LOG_BURST, 1, 1_000_000),
+  };
+}
+
+/** --policy-mode, with every namespace's annotation taken in. */
+export function policyModes(v: Record<string, string | boolean | undefined>, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes {
+  const modes = new PolicyModes(parsePolicyMode(v['policy-mode']), onInvalid);
+  for (const ns of namespaces) modes.setNamespace(ns);
+  return modes;
+}
