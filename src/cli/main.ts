@@ -10,6 +10,7 @@ const commands: Record<string, () => Command> = {
   ipset: () => require('./commands/ipset').default,
   install: () => require('./commands/install').default,
   demo: () => require('./commands/demo').default,
+  explain: () => require('./commands/explain').default,
 };
 
 function help(): string {
