@@ -2,7 +2,8 @@
  * reachability matrix before any policy, the agent enforcing the NetworkPolicies in the node's
  * namespace, the ruleset read back from the kernel, the matrix again, and cleanup whatever
  * happens (an error, or an abort from SIGINT/SIGTERM between steps). */
-import type { Logger } from 'pino';
+import { Writable } from 'node:stream';
+import pino, { type Logger } from 'pino';
 import { Agent } from '../agent/agent';
 import { ManifestSource } from '../k8s/manifest-source';
 import type { PodInfo } from '../k8s/model';
@@ -13,6 +14,12 @@ import { listTable } from '../nft/readback';
 import { formatMatrix, Matrix } from './matrix';
 import { netnsId, NODE_V4, NODE_V6, Sandbox } from './sandbox';
 import { Listeners, probe } from './traffic';
+import { PolicyModes } from '../deny/modes';
+import { DropLogOptions } from '../deny/tail';
+import { DropLogging, startDropLogging } from '../nflog';
+
+/** The drop log the demo shows: nfnetlink_log group 100, as `--log-drops` defaults to. */
+const DEMO_LOG: DropLogOptions = { group: 100, rate: 10, burst: 5 };
 
 export interface DemoOptions {
   manifests: string;
@@ -77,6 +84,8 @@ export async function runDemo(o: DemoOptions): Promise<void> {
   let listeners: Listeners | undefined;
   let socket: NetlinkSocket | undefined;
   let agent: Agent | undefined;
+  let drops: DropLogging | undefined;
+  const dropLines: string[] = [];
   try {
     step();
     sandbox = await Sandbox.build(o.nodeName, pods);
@@ -91,13 +100,21 @@ export async function runDemo(o: DemoOptions): Promise<void> {
 
     step();
     socket = NetlinkSocket.open({ netns: sandbox.node });
-    agent = new Agent({ socket, nodeName: o.nodeName, table: o.table, denyAction: o.denyAction, logger: o.logger });
+    const modes = new PolicyModes();
+    const dropLogger = pino({ level: 'info', base: { component: 'nfkube' } }, new Writable({ write: (chunk, _enc, done) => (dropLines.push(String(chunk).trimEnd()), done()) }));
+    drops = await startDropLogging({ log: DEMO_LOG, nodeName: o.nodeName, modes, denyAction: o.denyAction, logger: dropLogger, netns: sandbox.node });
+    drops.load(snapshot);
+    agent = new Agent({ socket, nodeName: o.nodeName, table: o.table, denyAction: o.denyAction, log: DEMO_LOG, modes, logger: o.logger });
     const report = await agent.start(snapshot);
     o.write(`\nThe agent committed table inet ${o.table} in the node's namespace: ${report.messages} netlink messages, one transaction, ${report.durationMs.toFixed(1)} ms\n`);
 
     step();
     o.write('\nReachability with the NetworkPolicies enforced\n');
-    o.write(formatMatrix(await measure(sandbox, listeners, o.probeTimeoutMs), o.color));
+    const enforced = await measure(sandbox, listeners, o.probeTimeoutMs);
+    o.write(formatMatrix(enforced, o.color));
+
+    step();
+    await showDropLog(o, sandbox, enforced, dropLines);
 
     step();
     const table = await listTable(socket, 'inet', o.table);
@@ -105,10 +122,36 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     o.write('\nThe enforced ruleset, read back from the kernel (counters include the probes above)\n');
     o.write(formatTable(table));
   } finally {
+    await drops?.close();
     await agent?.stop();
     await socket?.close();
     await listeners?.close();
     sandbox?.close();
     if (sandbox) o.write(`\nCleaned up: closed ${sandbox.pods.length + 1} network namespaces; the kernel removes them with their veths.\n`);
   }
+}
+
+/** Probes the first denied pod-to-pod cell once more and prints the drop log lines it caused,
+ * as the agent writes them with --log-drops. */
+async function showDropLog(o: DemoOptions, sandbox: Sandbox, m: Matrix, lines: string[]): Promise<void> {
+  // Row 0 is the node: its own traffic is never policed.
+  for (let r = 1; r < m.rows.length; r++) {
+    const c = m.rows[r].cells.findIndex((cell) => cell !== undefined && cell !== 'allowed');
+    if (c < 0) continue;
+    const target = m.columns[c];
+    const what = `${m.rows[r].label} -> ${target.pod.key}:${target.port} (${target.family === 'v4' ? 'IPv4' : 'IPv6'})`;
+    lines.length = 0;
+    await probe(sandbox.pods[r - 1].netns, target, o.probeTimeoutMs);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    o.write(`\nThe drop log of one denied probe, ${what}: one JSON line per logged packet (nfnetlink_log group ${DEMO_LOG.group}, at most ${DEMO_LOG.rate}/s per pod)\n`);
+    // Retransmissions of the matrix's own probes may still be arriving: only this probe's lines.
+    const mine = lines.filter((line) => {
+      const d = (JSON.parse(line) as { drop?: { src: string; dstAddr: string; dport?: number } }).drop;
+      return d?.src === m.rows[r].label && d.dstAddr === target.address && d.dport === target.port;
+    });
+    for (const line of mine) o.write(`  ${line}\n`);
+    if (mine.length === 0) o.write('  (nothing logged)\n');
+    return;
+  }
+  o.write('\nNo pod-to-pod probe was denied, so there is no drop log to show.\n');
 }
