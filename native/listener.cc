@@ -53,9 +53,13 @@ void Listener::OnReadable(uv_poll_t* handle, int status, int) {
 
 void Listener::Drain(int status) {
   if (stopped_) return;
+  // libuv reports a pending socket error (POLLERR) as UV_EBADF and stops polling. On a netlink
+  // socket that error is ENOBUFS: the kernel dropped messages because the queue was full. The
+  // read below clears and counts it; polling goes on. A real read error stops it for good.
+  if (status < 0) uv_poll_start(&handle_, UV_READABLE, OnReadable);
   std::vector<uint8_t> messages;
   uint32_t overruns = 0;
-  int error = status < 0 ? -status : 0;
+  int error = 0;
   for (int i = 0; i < kMaxDatagramsPerWake && error == 0; ++i) {
     sockaddr_nl from{};
     iovec iov{buffer_.data(), buffer_.size()};
@@ -86,6 +90,7 @@ void Listener::Drain(int status) {
       messages.insert(messages.end(), start, start + std::min<size_t>(NLMSG_ALIGN(h->nlmsg_len), remaining));
     }
   }
+  if (error != 0) uv_poll_stop(&handle_);
   if (messages.empty() && overruns == 0 && error == 0) return;
   Napi::Env env(env_);
   Napi::HandleScope scope(env);

@@ -15,7 +15,8 @@ class Listener {
  public:
   // onMessages(messages: Buffer, overruns: number, errno: number) — messages are whole
   // nlmsghdr-framed messages from the kernel; overruns counts ENOBUFS (the kernel dropped
-  // messages because the receive queue was full); errno is a read error other than that, or 0.
+  // messages because the receive queue was full); errno is a read error other than that, or 0,
+  // and after one no callback follows.
   // Returns nullptr and sets err when libuv refuses the descriptor.
   static Listener* Start(Napi::Env env, int fd, Napi::Function onMessages, int& err);
 

@@ -36,7 +36,7 @@ export interface NativeSocket {
   close(): void;
   /** Hands every message the kernel sends unasked to onMessages, on the event loop (libuv polls
    * the socket; reads never block): whole netlink messages, the ENOBUFS overruns seen, and a
-   * read errno or 0. No call after unlisten() or close(). */
+   * read errno or 0 (after a read error no call follows). No call after unlisten() or close(). */
   listen(onMessages: (messages: Buffer, overruns: number, errno: number) => void): void;
   unlisten(): void;
 }
