@@ -33,7 +33,7 @@ export class NflogSubscription {
 
   private constructor(private readonly socket: NetlinkSocket) {}
 
-  /** Binds the group; fails with a NetlinkError naming it when the kernel refuses (EBUSY: another
+  /** Binds the group; fails with a NetlinkError naming it when the kernel refuses (EPERM: another
    * listener, such as ulogd, holds the group in this namespace). */
   static async open(opts: NflogSubscriptionOptions): Promise<NflogSubscription> {
     if (!Number.isInteger(opts.group) || opts.group < 0 || opts.group > 0xffff) throw new Error(`nflog group ${opts.group} is not 0..65535`);
@@ -43,7 +43,9 @@ export class NflogSubscription {
       const reply = await socket.transact([bindRequests(cfg, () => socket.nextSeq())]);
       const failed = reply.acks.find((a) => a.errno !== 0);
       if (failed) {
-        throw new NetlinkError({ code: failed.code ?? `E${failed.errno}`, errno: failed.errno, extAck: failed.extAck, op: 'NFULNL_MSG_CONFIG', object: `nflog group ${opts.group}` });
+        const code = failed.code ?? `E${failed.errno}`;
+        const held = code === 'EPERM' ? ' (another socket, such as ulogd or another agent, is bound to this group in this network namespace)' : '';
+        throw new NetlinkError({ code, errno: failed.errno, extAck: failed.extAck, op: 'NFULNL_MSG_CONFIG', object: `nflog group ${opts.group}`, message: `NFULNL_MSG_CONFIG nflog group ${opts.group}: ${code}${failed.extAck ? ` (${failed.extAck})` : ''}${held}` });
       }
     } catch (err) {
       await socket.close();
