@@ -1,7 +1,8 @@
 /** The options that shape each pod's default deny, shared by every command that renders or
  * reads the table (agent, render, verify, explain) so they agree on it. */
 import type { NamespaceInfo } from '../k8s/model';
-import { parsePolicyMode, PolicyModes } from '../deny/modes';
+import type { Logger } from 'pino';
+import { parsePolicyMode, POLICY_MODE_ANNOTATION, PolicyModes } from '../deny/modes';
 import { DropLogOptions } from '../deny/tail';
 
 export const DENY_OPTIONS = {
@@ -37,9 +38,23 @@ export function dropLogOptions(v: Record<string, string | boolean | undefined>):
   };
 }
 
-/** --policy-mode, with every namespace's annotation taken in. */
-export function policyModes(v: Record<string, string | boolean | undefined>, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes {
+/** --policy-mode, with every namespace's annotation taken in; undefined without the flag. Audit
+ * support adds the audit sets and two rules to each pod chain, so it is asked for: with
+ * `--policy-mode enforce` namespaces may switch themselves to audit by annotation. */
+export function policyModes(v: Record<string, string | boolean | undefined>, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes | undefined {
+  if (v['policy-mode'] === undefined) return undefined;
   const modes = new PolicyModes(parsePolicyMode(v['policy-mode']), onInvalid);
   for (const ns of namespaces) modes.setNamespace(ns);
   return modes;
+}
+
+/** Without --policy-mode a namespace's mode annotation cannot be honoured: says so, once per
+ * namespace and value. With it, nothing to say. */
+export function modeAnnotationWarner(modes: PolicyModes | undefined, logger: Logger): (ns: Readonly<NamespaceInfo>) => void {
+  const warned = new Set<string>();
+  return (ns) => {
+    if (modes || ns.policyMode === undefined || warned.has(`${ns.name} ${ns.policyMode}`)) return;
+    warned.add(`${ns.name} ${ns.policyMode}`);
+    logger.warn({ object: `Namespace ${ns.name}`, value: ns.policyMode }, `the ${POLICY_MODE_ANNOTATION} annotation needs the agent started with --policy-mode enforce|audit; enforcing`);
+  };
 }

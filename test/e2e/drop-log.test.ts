@@ -31,7 +31,7 @@ interface Env {
 }
 
 /** x/a and x/b, y/c; x/b isolated for ingress (nothing allowed), every pod of y for egress. */
-async function start(): Promise<Env> {
+async function start(global: 'enforce' | 'audit' = 'enforce'): Promise<Env> {
   const topo = createTopology('routed', [
     { namespace: 'x', name: 'a' },
     { namespace: 'x', name: 'b' },
@@ -41,7 +41,7 @@ async function start(): Promise<Env> {
   const lines: Record<string, any>[] = [];
   const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, cb) => (lines.push(JSON.parse(String(chunk))), cb()) }));
   const socket = NetlinkSocket.open({ netns: topo.nodeNetnsPath });
-  const modes = new PolicyModes('enforce');
+  const modes = new PolicyModes(global);
   const registry = new Registry();
   const cluster = new Cluster();
   cluster.apply(namespace('x'));
@@ -164,6 +164,24 @@ test('audit mode per namespace: denied flows go through and are logged; other na
     env.cluster.apply(namespace('x'));
     await env.agent.idle();
     assert.equal((await prober.probe('x/a', 'x/b', tcp4, 700)).ok, false, 'enforced again');
+  } finally {
+    await prober.close();
+    await env.close();
+  }
+});
+
+test('global audit mode: every namespace lets denied flows through and logs them', { timeout: 120_000 }, async () => {
+  const env = await start('audit');
+  const prober = await Prober.start(env.topo);
+  try {
+    const tcp6 = { protocol: 'tcp', port: 80, family: 6 } as const;
+    const udp4 = { protocol: 'udp', port: 80, family: 4 } as const;
+    assert.equal((await prober.probe('x/a', 'x/b', tcp6, 2000)).ok, true, 'x/b ingress');
+    assert.equal((await prober.probe('y/c', 'x/a', udp4, 2000)).ok, true, 'y/c egress');
+    await settle();
+    const audited = dropLines(env.lines);
+    assert.ok(audited.some((r) => r.verdict === 'audit' && r.pod === 'x/b' && r.direction === 'ingress' && r.protocol === 'tcp'), JSON.stringify(audited));
+    assert.ok(audited.some((r) => r.verdict === 'audit' && r.pod === 'y/c' && r.direction === 'egress' && r.protocol === 'udp' && r.policies.includes('y/deny-egress')), JSON.stringify(audited));
   } finally {
     await prober.close();
     await env.close();

@@ -9,8 +9,9 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, parseDuration, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
-import { dropLogOptions, policyModes } from '../deny-options';
+import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
 import { startDropLogging } from '../../nflog';
+import { PolicyModes } from '../../deny/modes';
 
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once]
                     [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]
@@ -33,11 +34,16 @@ const command: Command = {
     const metrics = new AgentMetrics();
     const modes = policyModes(v, [], (namespace, value) => logger.warn({ object: `Namespace ${namespace}`, field: 'metadata.annotations["nfkube.io/policy-mode"]', value }, 'not enforce or audit; enforcing'));
     const log = dropLogOptions(v);
+    const warnMode = modeAnnotationWarner(modes, logger);
     const node = nodeName(v['node-name']);
-    const drops = log ? await startDropLogging({ log, nodeName: node, modes, denyAction: denyAction(v['deny-action']), logger, registry: metrics.registry }) : undefined;
+    const drops = log ? await startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics.registry }) : undefined;
     const agent = new Agent({ socket, nodeName: node, table, denyAction: denyAction(v['deny-action']), log, modes, logger, observer: metricsObserver(metrics) });
     const source = openSource(v, {
-      onChange: (c) => (drops?.apply(c), agent.onChange(c)),
+      onChange: (c) => {
+        drops?.apply(c);
+        if (c.kind === 'Namespace' && c.type === 'upsert') warnMode(c.object);
+        agent.onChange(c);
+      },
       onError: (e) => logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message),
     });
     let ready = false;
@@ -57,6 +63,7 @@ const command: Command = {
       logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     }
     const snapshot = await source.start();
+    for (const ns of snapshot.namespaces.values()) warnMode(ns);
     drops?.load(snapshot);
     await agent.start(snapshot);
     ready = true;

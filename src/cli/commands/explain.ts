@@ -8,6 +8,7 @@ import { explainFlow, formatExplanation } from '../../explain/explain';
 import { flowPackets, FlowProtocol, resolveEndpoint } from '../../explain/flow';
 import { Command } from '../command';
 import { policyModes } from '../deny-options';
+import { PolicyModes } from '../../deny/modes';
 import { nodeName, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
 
@@ -38,7 +39,7 @@ const command: Command = {
     const snap = await source.start();
     await source.stop();
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
-    const modes = policyModes(v, snap.namespaces.values());
+    const modes = policyModes(v, snap.namespaces.values()) ?? new PolicyModes();
     const [src, dst] = parsed.positionals.map((t) => resolveEndpoint(t, snap.pods));
 
     const socket = NetlinkSocket.open();
