@@ -28,3 +28,10 @@ export { compileFull } from './policy/compile';
 export { PolicyEngine } from './policy/engine';
 export { Renderer } from './agent/render';
 export { Agent } from './agent/agent';
+
+// Drop logs (nfnetlink_log), audit mode, explain
+export { NflogSubscription } from './nflog/subscription';
+export { decodePacket as decodeNflogPacket, NflogPacket } from './nflog/codec';
+export { decodeHeaders, PacketHeaders } from './nflog/headers';
+export { PolicyModes } from './deny/modes';
+export { explainFlow, formatExplanation } from './explain/explain';

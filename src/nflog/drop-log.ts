@@ -68,8 +68,14 @@ export class DropLog {
       protocol: h.transport ?? String(h.protocol),
       policies: view.policiesFor(pod, chain.direction),
     };
-    if (h.sport !== undefined) (r.sport = h.sport), (r.dport = h.dport);
-    if (h.icmpType !== undefined) (r.icmpType = h.icmpType), (r.icmpCode = h.icmpCode);
+    if (h.sport !== undefined) {
+      r.sport = h.sport;
+      r.dport = h.dport;
+    }
+    if (h.icmpType !== undefined) {
+      r.icmpType = h.icmpType;
+      r.icmpCode = h.icmpCode;
+    }
     return r;
   }
 
@@ -77,11 +83,11 @@ export class DropLog {
   handle(p: NflogPacket): void {
     const r = this.record(p);
     if (typeof r === 'string') {
-      this.opts.metrics?.lost1(r);
+      this.opts.metrics?.countLost(r);
       return;
     }
     const slash = r.pod.indexOf('/');
-    this.opts.metrics?.logged1(r.pod.slice(0, slash), r.pod.slice(slash + 1), r.direction, r.verdict);
+    this.opts.metrics?.countLogged(r.pod.slice(0, slash), r.pod.slice(slash + 1), r.direction, r.verdict);
     this.opts.logger.info({ drop: r }, r.verdict === 'audit' ? `audit: ${describe(r)} would be denied; allowed` : `denied: ${describe(r)}`);
   }
 }

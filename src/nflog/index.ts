@@ -45,8 +45,11 @@ export async function startDropLogging(opts: DropLoggingOptions): Promise<DropLo
     netns: opts.netns,
     onPacket: (p) => drops.handle(p),
     onTrouble: (t) => {
-      if (t.kind === 'overrun') metrics?.lost1('overrun', t.count);
-      if (t.kind === 'decode') metrics?.lost1('decode', t.count);
+      if (t.kind === 'read') {
+        opts.logger.error({ err: t.err }, 'drop log: reading the nfnetlink_log socket failed; denied packets are no longer logged');
+        return;
+      }
+      metrics?.countLost(t.kind, t.count);
       // A burst of trouble is one warning a minute, not one per read.
       const now = Date.now();
       if (now - reported < 60_000) return;

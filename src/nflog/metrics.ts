@@ -27,7 +27,7 @@ export class DropLogMetrics {
     });
   }
 
-  logged1(namespace: string, pod: string, direction: string, verdict: string): void {
+  countLogged(namespace: string, pod: string, direction: string, verdict: string): void {
     const key = `${namespace}/${pod}`;
     if (!this.pods.has(key)) {
       if (this.pods.size < this.maxPods) this.pods.add(key);
@@ -46,7 +46,7 @@ export class DropLogMetrics {
     for (const direction of ['ingress', 'egress']) for (const verdict of ['drop', 'reject', 'audit']) this.logged.remove({ namespace, pod, direction, verdict });
   }
 
-  lost1(reason: 'overrun' | 'decode' | 'unknown', n = 1): void {
+  countLost(reason: 'overrun' | 'decode' | 'unknown', n = 1): void {
     this.lost.inc({ reason }, n);
   }
 }
