@@ -30,7 +30,12 @@ Listener* Listener::Start(Napi::Env env, int fd, Napi::Function onMessages, int&
   }
   auto* self = new Listener(env, fd, onMessages);
   int r = uv_poll_init(loop, &self->handle_, fd);
-  if (r == 0) r = uv_poll_start(&self->handle_, UV_READABLE, OnReadable);
+  if (r != 0) {
+    err = -r;
+    delete self;  // libuv never held the handle
+    return nullptr;
+  }
+  r = uv_poll_start(&self->handle_, UV_READABLE, OnReadable);
   if (r != 0) {
     err = -r;
     self->Stop();
