@@ -12,6 +12,8 @@ import { ClusterChange } from '../../src/k8s/source';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import { listRules } from '../../src/nft/readback';
 import { DropRecord, startDropLogging } from '../../src/nflog';
+import { policyCounters, readCounterRows } from '../../src/explain/counters';
+import { compileFull } from '../../src/policy/compile';
 import { Cluster, namespace, pod, policy } from '../agent/fixtures';
 import { Prober } from '../helpers/prober';
 import { sendPackets } from '../helpers/send';
@@ -131,6 +133,10 @@ test('a 10,000-datagram flood: no packet passes, log lines stay within the kerne
       assert.ok(lines >= 1 && lines <= bound, `IPv${family}: ${lines} lines, bound ${bound} (flood ${ms.toFixed(0)} ms)`);
       process.stdout.write(`# IPv${family} flood: 10000 dropped in ${ms.toFixed(0)} ms, ${lines} lines logged, agent CPU ${((cpu.user + cpu.system) / 1000).toFixed(1)} ms\n`);
     }
+    // verify --counters' table: the flooded pod's policy first, with every drop.
+    const counters = await policyTable(env);
+    assert.equal(counters[0].policy, 'x/deny-b');
+    assert.ok(counters[0].droppedPackets >= 20_000n, String(counters[0].droppedPackets));
   } finally {
     await env.close();
   }
@@ -157,6 +163,9 @@ test('audit mode per namespace: denied flows go through and are logged; other na
     assert.ok(audited.some((r) => r.verdict === 'audit' && r.pod === 'x/b' && r.protocol === 'tcp' && r.dstAddr === env.pods.b.ipv4), JSON.stringify(env.lines));
     assert.ok(audited.some((r) => r.verdict === 'audit' && r.pod === 'x/b' && r.protocol === 'udp' && r.dstAddr === env.pods.b.ipv6), JSON.stringify(env.lines));
     assert.match(env.lines.find((l) => l.drop?.verdict === 'audit')!.msg, /^audit: .* would be denied; allowed$/);
+
+    const row = (await policyTable(env)).find((r) => r.policy === 'x/deny-b')!;
+    assert.ok(row.auditedPackets >= 2n, `verify --counters counts what audit mode let through: ${row.auditedPackets}`);
 
     // Namespace y still enforces its egress.
     assert.equal((await prober.probe('y/c', 'x/a', tcp4, 700)).ok, false, 'y is not in audit mode');
@@ -187,6 +196,16 @@ test('global audit mode: every namespace lets denied flows through and logs them
     await env.close();
   }
 });
+
+async function policyTable(env: Env) {
+  const socket = NetlinkSocket.open({ netns: env.topo.nodeNetnsPath });
+  try {
+    const snap = env.cluster.snapshot();
+    return policyCounters(await readCounterRows(socket, 'nfkube'), compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE));
+  } finally {
+    await socket.close();
+  }
+}
 
 async function denyCounter(env: Env, podKey: string): Promise<bigint> {
   const socket = NetlinkSocket.open({ netns: env.topo.nodeNetnsPath });

@@ -33,8 +33,8 @@ test('explain prints both verdicts and what decides them; a tampered table is a 
 
     const counters = nfkube(sb.netns.path, ['verify', '--counters', ...common]);
     assert.equal(counters.status, 0, counters.stdout);
-    assert.match(counters.stdout, /^POLICY +DIRECTION +PODS +DROPPED +DROPPED BYTES +ACCEPTED\n/);
-    assert.match(counters.stdout, /shop\/default-deny +ingress +2 +0 +0 +0/);
+    assert.match(counters.stdout, /^POLICY +DIRECTION +PODS +DROPPED +DROPPED BYTES +AUDITED +ACCEPTED\n/);
+    assert.match(counters.stdout, /shop\/default-deny +ingress +2 +0 +0 +0 +0/);
 
     sb.run('nft', ['flush', 'map', 'inet', 'nfkube', 'ingress_v4']);
     const broken = nfkube(sb.netns.path, ['explain', 'ops/probe', 'shop/db', '--port', '5432', ...common]);

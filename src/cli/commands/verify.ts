@@ -10,8 +10,7 @@ import { Command } from '../command';
 import { denyAction, nodeName, parse, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
 import { dropLogOptions, policyModes } from '../deny-options';
-import { policyCounterReader } from '../../agent/metrics-bridge';
-import { formatPolicyCounters, policyCounters } from '../../explain/counters';
+import { formatPolicyCounters, policyCounters, readCounterRows } from '../../explain/counters';
 
 const usage = 'usage: nfkube verify [--manifests DIR | --kubeconfig P] [--node-name N] [--table T] [--deny-action drop|reject] [--counters]';
 
@@ -32,7 +31,7 @@ const command: Command = {
       const kernel = back ? modelFromKernel(back) : emptyModel({ family: 'inet', name: table });
       const d = diffRulesets(kernel, desired);
       const flags = back ? tableFlagsProblem(back.table) : undefined;
-      if (v.counters && back) process.stdout.write(formatPolicyCounters(policyCounters(await policyCounterReader(socket, table)(), ir)));
+      if (v.counters && back) process.stdout.write(formatPolicyCounters(policyCounters(await readCounterRows(socket, table), ir)));
       if (!back) process.stdout.write(`table inet ${table} does not exist\n`);
       if (flags) process.stdout.write(`${flags}\n`);
       if (isEmptyDiff(d) && back && !flags) {
