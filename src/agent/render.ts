@@ -21,7 +21,8 @@ import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
 import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
 import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
 import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
-import { namespaceOf, PolicyModes } from '../deny/modes';
+import { PolicyModes } from '../deny/modes';
+import { auditElements } from '../deny/audit-entries';
 import { AUDIT_SETS, DropLogOptions, tailRules } from '../deny/tail';
 
 export interface RenderOptions {
@@ -260,7 +261,6 @@ export class Renderer {
     const names = (id: string) => policyLabel(ir.policies.get(id));
     for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
       for (const c of this.podChains(t, names)) m.chains.set(c.chain.name, c);
-      if (this.opts.modes?.mode(namespaceOf(t.key)) === 'audit') for (const [set, e] of this.auditEntries(t)) m.sets.get(set)!.elements.set(elementKey(e), e);
       for (const [set, e] of this.vmapEntries(t)) {
         const k = elementKey(e);
         const entry = `${set} ${k}`;
@@ -273,6 +273,7 @@ export class Renderer {
         m.sets.get(set)!.elements.set(k, e);
       }
     }
+    for (const [set, e] of auditElements(this, ir.targets.values()).values()) m.sets.get(set)!.elements.set(elementKey(e), e);
     return m;
   }
 }

@@ -1,6 +1,7 @@
 /** The audit sets' elements, kept current as targets come, go and change addresses, and as
- * namespaces switch mode. Two local pods may briefly share an address: an element stays while
- * any audit-mode target holds it. */
+ * namespaces switch mode. Two local pods may briefly share an address (one leaving, one
+ * arriving), and the audit check runs in whichever pod chain holds the address's dispatch: so an
+ * address is audited only while every pod holding it is in audit mode (fail closed). */
 import type { ChangeScope } from '../agent/desired';
 import type { Renderer } from '../agent/render';
 import type { Target } from '../policy/ir';
@@ -8,10 +9,28 @@ import type { SetElement } from '../nft/types';
 import { elementKey, RulesetModel } from '../ruleset/model';
 import { namespaceOf } from './modes';
 
+/** The audit elements of a whole table: entry (`set key`) -> element, for addresses whose every
+ * holder is in audit mode. */
+export function auditElements(renderer: Renderer, targets: Iterable<Target>): Map<string, [string, SetElement]> {
+  const all = new Map<string, { at: [string, SetElement]; audit: boolean }>();
+  for (const t of targets) {
+    const audit = renderer.opts.modes?.mode(namespaceOf(t.key)) === 'audit';
+    for (const at of renderer.auditEntries(t)) {
+      const entry = `${at[0]} ${elementKey(at[1])}`;
+      const seen = all.get(entry);
+      if (seen) seen.audit &&= audit;
+      else all.set(entry, { at, audit });
+    }
+  }
+  const out = new Map<string, [string, SetElement]>();
+  for (const [entry, { at, audit }] of all) if (audit) out.set(entry, at);
+  return out;
+}
+
 export class AuditEntries {
-  /** `set key` -> keys of the targets holding it. */
-  private readonly claims = new Map<string, Set<string>>();
-  /** target key -> the entries it holds. */
+  /** `set key` -> the targets holding that address, and whether each is in audit mode. */
+  private readonly claims = new Map<string, Map<string, boolean>>();
+  /** target key -> the entries it holds (in any mode). */
   private readonly held = new Map<string, [string, SetElement][]>();
 
   constructor(
@@ -19,30 +38,35 @@ export class AuditEntries {
     private readonly model: RulesetModel,
   ) {}
 
-  /** Brings one target's entries to its namespace's current mode; `t` undefined: it left. */
+  /** Brings one target's claims to its addresses and its namespace's current mode; `t`
+   * undefined: it left. */
   sync(key: string, t: Target | undefined, scope?: ChangeScope): void {
     const before = this.held.get(key) ?? [];
-    const after = t && this.renderer.opts.modes?.mode(namespaceOf(key)) === 'audit' ? this.renderer.auditEntries(t) : [];
-    const keep = new Set(after.map(([set, e]) => `${set} ${elementKey(e)}`));
-    for (const [set, e] of before) {
-      const entry = `${set} ${elementKey(e)}`;
-      if (keep.has(entry)) continue;
-      const holders = this.claims.get(entry);
-      holders?.delete(key);
-      if (holders && holders.size > 0) continue;
-      this.claims.delete(entry);
-      this.model.sets.get(set)?.elements.delete(elementKey(e));
-      scope?.element(set, elementKey(e));
+    const after = t ? this.renderer.auditEntries(t) : [];
+    const audit = !!t && this.renderer.opts.modes?.mode(namespaceOf(key)) === 'audit';
+    const touched = new Map<string, [string, SetElement]>();
+    for (const at of before) {
+      const entry = `${at[0]} ${elementKey(at[1])}`;
+      this.claims.get(entry)?.delete(key);
+      touched.set(entry, at);
     }
-    for (const [set, e] of after) {
-      const entry = `${set} ${elementKey(e)}`;
+    for (const at of after) {
+      const entry = `${at[0]} ${elementKey(at[1])}`;
       let holders = this.claims.get(entry);
-      if (!holders) this.claims.set(entry, (holders = new Set()));
-      if (holders.has(key)) continue;
-      holders.add(key);
-      if (holders.size > 1) continue;
-      this.model.sets.get(set)!.elements.set(elementKey(e), e);
-      scope?.element(set, elementKey(e));
+      if (!holders) this.claims.set(entry, (holders = new Map()));
+      holders.set(key, audit);
+      touched.set(entry, at);
+    }
+    for (const [entry, [set, e]] of touched) {
+      const holders = this.claims.get(entry);
+      if (holders && holders.size === 0) this.claims.delete(entry);
+      const want = !!holders && holders.size > 0 && [...holders.values()].every(Boolean);
+      const elements = this.model.sets.get(set)!.elements;
+      const k = elementKey(e);
+      if (want === elements.has(k)) continue;
+      if (want) elements.set(k, e);
+      else elements.delete(k);
+      scope?.element(set, k);
     }
     if (after.length > 0) this.held.set(key, after);
     else this.held.delete(key);

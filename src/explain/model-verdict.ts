@@ -4,7 +4,7 @@
  * policy isolates that pod on this node. Names the rule entry that allows, or the policies that
  * isolate and allow nothing; audit mode lets a denied side through. */
 import { namespaceOf, PolicyModes } from '../deny/modes';
-import { parseIp } from '../policy/ip';
+import { canonicalIp, parseIp } from '../policy/ip';
 import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
 import type { FlowPacket } from './flow';
 
@@ -27,11 +27,16 @@ export interface ModelVerdict {
   ingress: SideVerdict;
 }
 
-export function evaluateModel(ir: PolicyIR, modes: PolicyModes, p: FlowPacket): ModelVerdict {
-  const byAddress = new Map<string, Target>();
-  for (const t of ir.targets.values()) for (const a of [...t.v4, ...t.v6]) if (!byAddress.has(a)) byAddress.set(a, t);
-  const egress = side(ir, modes, p, 'egress', byAddress.get(p.src));
-  const ingress = side(ir, modes, p, 'ingress', byAddress.get(p.dst));
+export function evaluateModel(ir: PolicyIR, modes: PolicyModes, packet: FlowPacket): ModelVerdict {
+  // The IR holds canonical address text (RFC 5952, dotted quads): compare like with like.
+  const canonical = (a: string) => canonicalIp(a)?.text ?? a;
+  const p = { ...packet, src: canonical(packet.src), dst: canonical(packet.dst) };
+  // Two local pods may briefly share an address: of those isolated in a direction, the first by
+  // pod key holds it, as in the table's dispatch.
+  const targets = [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1));
+  const holder = (addr: string, dir: Direction) => targets.find((t) => t[dir] && (t.v4.includes(addr) || t.v6.includes(addr)));
+  const egress = side(ir, modes, p, 'egress', holder(p.src, 'egress'));
+  const ingress = side(ir, modes, p, 'ingress', holder(p.dst, 'ingress'));
   return { allowed: egress.allowed && ingress.allowed, egress, ingress };
 }
 
@@ -50,7 +55,10 @@ function side(ir: PolicyIR, modes: PolicyModes, p: FlowPacket, dir: Direction, t
     }
   }
   out.allowed = out.allowedBy !== undefined;
-  if (!out.allowed && modes.mode(namespaceOf(t.key)) === 'audit') out.allowed = out.audit = true;
+  // The table audits an address only while every local pod holding it is in audit mode.
+  const pod = dir === 'ingress' ? p.dst : p.src;
+  const holders = [...ir.targets.values()].filter((h) => h.v4.includes(pod) || h.v6.includes(pod));
+  if (!out.allowed && holders.every((h) => modes.mode(namespaceOf(h.key)) === 'audit')) out.allowed = out.audit = true;
   return out;
 }
 
