@@ -7,6 +7,7 @@
         "native/errors.cc",
         "native/netns.cc",
         "native/socket.cc",
+        "native/listener.cc",
         "native/netlink_io.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],

@@ -1,5 +1,6 @@
 #include "socket.h"
 
+#include <errno.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -170,6 +171,8 @@ Napi::Function NetlinkSocket::Init(Napi::Env env) {
                       InstanceMethod<&NetlinkSocket::DumpAll>("dumpAll"),
                       InstanceMethod<&NetlinkSocket::DumpAllSync>("dumpAllSync"),
                       InstanceMethod<&NetlinkSocket::Close>("close"),
+                      InstanceMethod<&NetlinkSocket::Listen>("listen"),
+                      InstanceMethod<&NetlinkSocket::Unlisten>("unlisten"),
                       InstanceAccessor<&NetlinkSocket::PortId>("portId")});
 }
 
@@ -188,6 +191,7 @@ NetlinkSocket::NetlinkSocket(const Napi::CallbackInfo& info)
 }
 
 NetlinkSocket::~NetlinkSocket() {
+  StopListening();
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->fd >= 0) close(state_->fd);
   state_->fd = -1;
@@ -253,10 +257,42 @@ Napi::Value NetlinkSocket::DumpAllSync(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value NetlinkSocket::Close(const Napi::CallbackInfo& info) {
+  StopListening();
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->fd >= 0) close(state_->fd);
   state_->fd = -1;
   return info.Env().Undefined();
+}
+
+// listen(onMessages): from now on every message the kernel sends to this socket unasked goes to
+// onMessages(messages, overruns, errno) on the event loop (see listener.h). The socket must carry
+// no request of its own meanwhile: the listener would take the replies.
+Napi::Value NetlinkSocket::Listen(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsFunction()) throw Napi::TypeError::New(env, "listen(onMessages): onMessages must be a function");
+  if (listener_ != nullptr) throw Napi::Error::New(env, "listen: already listening");
+  int fd;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    fd = state_->fd;
+  }
+  if (fd < 0) throw SystemError(env, EBADF, "listen");
+  int err = 0;
+  listener_ = Listener::Start(env, fd, info[0].As<Napi::Function>(), err);
+  if (listener_ == nullptr) throw SystemError(env, err, "uv_poll_start");
+  return env.Undefined();
+}
+
+// unlisten(): no callback runs after it returns.
+Napi::Value NetlinkSocket::Unlisten(const Napi::CallbackInfo& info) {
+  StopListening();
+  return info.Env().Undefined();
+}
+
+void NetlinkSocket::StopListening() {
+  if (listener_ == nullptr) return;
+  listener_->Stop();
+  listener_ = nullptr;
 }
 
 Napi::Value NetlinkSocket::PortId(const Napi::CallbackInfo& info) {

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "listener.h"
 #include "netlink_io.h"
 
 namespace nfnl {
@@ -23,8 +24,12 @@ class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
   Napi::Value DumpAllSync(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   Napi::Value PortId(const Napi::CallbackInfo& info);
+  Napi::Value Listen(const Napi::CallbackInfo& info);
+  Napi::Value Unlisten(const Napi::CallbackInfo& info);
+  void StopListening();
 
   std::shared_ptr<SocketState> state_;
+  Listener* listener_ = nullptr;  // frees itself after Stop
 };
 
 }  // namespace nfnl

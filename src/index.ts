@@ -39,3 +39,10 @@ export { ChangeScope } from './pipeline/scope';
 export { plan, Plan } from './pipeline/plan';
 export { RenderError } from './agent/render';
 export { formatLabel, parseLabel, RuleLabel } from './agent/labels';
+
+// Drop logs (nfnetlink_log), audit mode, explain
+export { NflogSubscription } from './nflog/subscription';
+export { decodePacket as decodeNflogPacket, NflogPacket } from './nflog/codec';
+export { decodeHeaders, PacketHeaders } from './nflog/headers';
+export { PolicyModes } from './deny/modes';
+export { explainFlow, formatExplanation } from './explain/explain';

@@ -4,6 +4,8 @@
 import { CompiledPolicy, IpBlockSet, PolicyDelta, PolicyIR, Target } from '../policy/ir';
 import { ChangeScope } from '../pipeline/scope';
 import { elementKey, RulesetModel } from '../ruleset/model';
+import { AuditEntries } from '../deny/audit-entries';
+import { namespaceOf } from '../deny/modes';
 import { namedPortSetName, peerElement, peerSetName, podChainName, policyChainName, policyLabel, Renderer, tripleElement } from './render';
 
 export class DesiredTable {
@@ -15,12 +17,23 @@ export class DesiredTable {
    * a full render, and when it leaves the entry passes to the next (two pods may briefly share an
    * address, and the one that stays must stay isolated). */
   private readonly vmapClaims = new Map<string, string[]>();
+  /** Audit set elements (with audit support on). */
+  private readonly audit?: AuditEntries;
 
   constructor(private readonly renderer: Renderer, ir: PolicyIR) {
     this.model = renderer.full(ir, this.vmapClaims);
     for (const [k, t] of ir.targets) this.targets.set(k, t);
     for (const [k, p] of ir.policies) this.policies.set(k, p);
     for (const [k, ib] of ir.ipBlockSets) this.ipBlocks.set(k, ib);
+    if (renderer.opts.modes) {
+      this.audit = new AuditEntries(renderer, this.model);
+      for (const t of ir.targets.values()) this.audit.sync(t.key, t);
+    }
+  }
+
+  /** A namespace's policy mode changed: its pods' addresses join or leave the audit sets. */
+  namespaceModeChanged(namespace: string, scope: ChangeScope): void {
+    for (const t of this.targets.values()) if (namespaceOf(t.key) === namespace) this.audit?.sync(t.key, t, scope);
   }
 
   private policyNames = (id: string) => policyLabel(this.policies.get(id));
@@ -84,11 +97,13 @@ export class DesiredTable {
       this.targets.set(t.key, t);
       this.renderTarget(t, scope);
       this.addVmapEntries(t, scope);
+      this.audit?.sync(t.key, t, scope);
     }
     for (const key of delta.targets.remove) {
       const t = this.targets.get(key);
       if (!t) continue;
       this.removeVmapEntries(t, scope);
+      this.audit?.sync(key, undefined, scope);
       this.targets.delete(key);
       for (const dir of ['ingress', 'egress'] as const) this.putChain(scope, podChainName(t.id, dir), undefined);
     }

@@ -20,7 +20,9 @@ export type LabelDirection = 'ingress' | 'egress';
 export type RuleLabel =
   | { kind: 'accept'; policy: string; direction: LabelDirection; entry: number }
   | { kind: 'jump'; policy: string }
-  | { kind: 'deny'; direction: LabelDirection; pod: string };
+  | { kind: 'deny'; direction: LabelDirection; pod: string }
+  /** Audit mode's accept before a pod's deny: what it let through. */
+  | { kind: 'audit'; direction: LabelDirection; pod: string };
 
 /** The longest comment nft itself will parse back (libnftnl NFTNL_UDATA_COMMENT_MAXLEN). */
 export const LABEL_MAX_BYTES = 128;
@@ -63,6 +65,7 @@ function boundedName(name: string, budget: number): string {
 }
 
 const DENY_PREFIX = 'default deny ';
+const AUDIT_PREFIX = 'audit ';
 
 export function formatLabel(label: RuleLabel): string {
   switch (label.kind) {
@@ -72,8 +75,9 @@ export function formatLabel(label: RuleLabel): string {
     }
     case 'jump':
       return boundedName(label.policy, LABEL_MAX_BYTES);
-    case 'deny': {
-      const prefix = `${DENY_PREFIX}${label.direction} `;
+    case 'deny':
+    case 'audit': {
+      const prefix = `${label.kind === 'deny' ? DENY_PREFIX : AUDIT_PREFIX}${label.direction} `;
       return prefix + boundedName(label.pod, LABEL_MAX_BYTES - prefix.length);
     }
   }
@@ -81,6 +85,7 @@ export function formatLabel(label: RuleLabel): string {
 
 const ACCEPT = /^(\S+) (ingress|egress)\[(\d+)\]$/u;
 const DENY = /^default deny (ingress|egress) (\S+)$/u;
+const AUDIT = /^audit (ingress|egress) (\S+)$/u;
 const JUMP = /^\S*\/\S*$/u;
 
 /** The label a comment carries, or undefined when the comment is not one nfkube writes. Names
@@ -88,6 +93,8 @@ const JUMP = /^\S*\/\S*$/u;
 export function parseLabel(comment: string): RuleLabel | undefined {
   const d = DENY.exec(comment);
   if (d) return { kind: 'deny', direction: d[1] as LabelDirection, pod: d[2] };
+  const au = AUDIT.exec(comment);
+  if (au) return { kind: 'audit', direction: au[1] as LabelDirection, pod: au[2] };
   const a = ACCEPT.exec(comment);
   if (a) return { kind: 'accept', policy: a[1], direction: a[2] as LabelDirection, entry: Number(a[3]) };
   if (JUMP.test(comment)) return { kind: 'jump', policy: comment };

@@ -9,12 +9,18 @@ import { ChangeScope } from '../pipeline/scope';
 import { RulesetModel } from '../ruleset/model';
 import { DesiredTable } from './desired';
 import { Renderer } from './render';
+import { PolicyModes } from '../deny/modes';
+import { DropLogOptions } from '../deny/tail';
 
 export interface PolicyComponentOptions {
   nodeName: string;
   /** The table's name (see policyTable). */
   table: string;
   denyAction: 'drop' | 'reject';
+  /** Deny rules log to nfnetlink_log. */
+  log?: DropLogOptions;
+  /** Audit mode support (global and per namespace). */
+  modes?: PolicyModes;
   logger: Logger;
 }
 
@@ -34,12 +40,12 @@ export class PolicyComponent implements Component {
   constructor(private readonly opts: PolicyComponentOptions) {
     this.table = policyTable(opts.table);
     this.engine = new PolicyEngine(opts.nodeName);
-    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, onFailClosed: (err) => opts.logger.error({ object: err.object, err: err.cause }, err.message) });
+    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, onFailClosed: (err) => opts.logger.error({ object: err.object, err: err.cause }, err.message) });
   }
 
   start(snapshot: ClusterSnapshot): void {
     this.engine.batch(() => {
-      for (const ns of snapshot.namespaces.values()) this.engine.upsertNamespace(ns);
+      for (const ns of snapshot.namespaces.values()) (this.engine.upsertNamespace(ns), this.opts.modes?.setNamespace(ns));
       for (const pod of snapshot.pods.values()) this.engine.upsertPod(pod);
       for (const np of snapshot.policies.values()) this.engine.upsertPolicy(np);
     });
@@ -67,9 +73,13 @@ export class PolicyComponent implements Component {
       this.opts.logger.error({ err, object: `${change.kind} ${change.key}` }, 'policy engine rejected a change');
       return false;
     }
-    if (!delta || isEmptyDelta(delta)) return false;
+    if (!delta) return false;
+    const modes = this.opts.modes;
+    const modeChanged = change.kind === 'Namespace' && !!modes && (change.type === 'upsert' ? modes.setNamespace(change.object) : modes.deleteNamespace(change.key));
+    if (isEmptyDelta(delta) && !modeChanged) return false;
     this.reportPolicyErrors(delta.policies.upsert.flatMap((p) => p.errors));
     this.desiredTable.apply(delta, scope);
+    if (modeChanged) this.desiredTable.namespaceModeChanged(change.key, scope);
     return true;
   }
 

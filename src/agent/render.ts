@@ -22,10 +22,18 @@ import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
 import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
 import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
 import { formatLabel } from './labels';
+import { PolicyModes } from '../deny/modes';
+import { auditElements } from '../deny/audit-entries';
+import { AUDIT_SETS, DropLogOptions, tailRules } from '../deny/tail';
 
 export interface RenderOptions {
   table: string;
   denyAction: 'drop' | 'reject';
+  /** Deny rules log to nfnetlink_log (src/deny/tail.ts). */
+  log?: DropLogOptions;
+  /** Audit mode support: the audit sets, and an audit accept before each deny; a target's
+   * addresses are in the sets while its namespace's mode is audit. */
+  modes?: PolicyModes;
   /** Told of each object that could not be rendered and was rendered failing closed instead. */
   onFailClosed?: (err: RenderError) => void;
 }
@@ -124,6 +132,10 @@ export class Renderer {
     for (const dir of ['ingress', 'egress'] as const) {
       sets.push({ set: this.set(VMAPS[dir].v4, { key: ['ipv4_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
       sets.push({ set: this.set(VMAPS[dir].v6, { key: ['ipv6_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
+    }
+    if (this.opts.modes) {
+      sets.push({ set: this.set(AUDIT_SETS.v4, { key: ['ipv4_addr'], flags: 0 }), elements: new Map() });
+      sets.push({ set: this.set(AUDIT_SETS.v6, { key: ['ipv6_addr'], flags: 0 }), elements: new Map() });
     }
     return { chains, sets };
   }
@@ -250,6 +262,7 @@ export class Renderer {
       if (!policies) continue;
       const name = podChainName(t.id, dir);
       const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
+      for (const r of tailRules(dir, t.id, t.key, { log: this.opts.log, audit: !!this.opts.modes })) rules.push(this.rule(name, r.exprs, r.comment));
       const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
       rules.push(this.rule(name, [b.counter(), deny], formatLabel({ kind: 'deny', direction: dir, pod: t.key })));
       out.push({ chain: this.chain(name), rules });
@@ -267,6 +280,12 @@ export class Renderer {
       for (const a of t.v6) out.push([VMAPS[dir].v6, { key: ipv6(a), verdict }]);
     }
     return out;
+  }
+
+  /** The audit set entries of a target, whatever its mode (none without audit support). */
+  auditEntries(t: Target): [string, SetElement][] {
+    if (!this.opts.modes) return [];
+    return [...t.v4.map((a): [string, SetElement] => [AUDIT_SETS.v4, { key: ipv4(a) }]), ...t.v6.map((a): [string, SetElement] => [AUDIT_SETS.v6, { key: ipv6(a) }])];
   }
 
   /** The whole table for an IR. `claims` receives, per vmap entry (`set key`), the keys of the
@@ -300,6 +319,7 @@ export class Renderer {
         m.sets.get(set)!.elements.set(k, e);
       }
     }
+    for (const [set, e] of auditElements(this, ir.targets.values()).values()) m.sets.get(set)!.elements.set(elementKey(e), e);
     return m;
   }
 }

@@ -16,6 +16,7 @@ const commands: Record<string, () => Command> = {
   demo: () => require('./commands/demo').default,
   version: () => require('./commands/version').default,
   ipam: () => require('./commands/ipam').default,
+  explain: () => require('./commands/explain').default,
 };
 
 /** Commands a person runs at a terminal, or that stand in for a text tool (`ipset restore`),

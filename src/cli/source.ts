@@ -3,6 +3,7 @@
 import { accessSync, constants } from 'node:fs';
 import { ClusterSource, SourceHandlers } from '../k8s/source';
 import { COMMON_OPTIONS } from './options';
+import { DENY_OPTIONS } from './deny-options';
 
 export function openSource(values: Record<string, string | boolean | undefined>, handlers: SourceHandlers): ClusterSource {
   // Commands that take no warnings still show them, marked as such.
@@ -35,4 +36,4 @@ export function describeSource(values: Record<string, string | boolean | undefin
   return 'in-cluster';
 }
 
-export const SOURCE_OPTIONS = COMMON_OPTIONS;
+export const SOURCE_OPTIONS = { ...COMMON_OPTIONS, ...DENY_OPTIONS };

@@ -2,7 +2,8 @@
  * reachability matrix before any policy, the agent enforcing the NetworkPolicies in the node's
  * namespace, the ruleset read back from the kernel, the matrix again, and cleanup whatever
  * happens (an error, or an abort from SIGINT/SIGTERM between steps). */
-import type { Logger } from 'pino';
+import { Writable } from 'node:stream';
+import pino, { type Logger } from 'pino';
 import { PolicyComponent, policyTable } from '../agent/policy-component';
 import { Agent } from '../pipeline/agent';
 import { ManifestSource } from '../k8s/manifest-source';
@@ -17,6 +18,12 @@ import { explainDenial } from './explain';
 import { CELL, formatLegend, formatMatrix, Matrix } from './matrix';
 import { netnsId, NODE_V4, NODE_V6, Sandbox } from './sandbox';
 import { Listeners, probe } from './traffic';
+import { PolicyModes } from '../deny/modes';
+import { DropLogOptions } from '../deny/tail';
+import { DropLogging, startDropLogging } from '../nflog';
+
+/** The drop log the demo shows: nfnetlink_log group 100, as `--log-drops` defaults to. */
+const DEMO_LOG: DropLogOptions = { group: 100, rate: 10, burst: 5 };
 
 export interface DemoOptions {
   manifests: string;
@@ -82,6 +89,8 @@ export async function runDemo(o: DemoOptions): Promise<void> {
   let listeners: Listeners | undefined;
   let socket: NetlinkSocket | undefined;
   let agent: Agent | undefined;
+  let drops: DropLogging | undefined;
+  const dropLines: string[] = [];
   try {
     step();
     sandbox = await Sandbox.build(o.nodeName, pods);
@@ -98,7 +107,11 @@ export async function runDemo(o: DemoOptions): Promise<void> {
 
     step();
     socket = NetlinkSocket.open({ netns: sandbox.node });
-    agent = new Agent({ socket, logger: o.logger, components: [new PolicyComponent({ nodeName: o.nodeName, table: o.table, denyAction: o.denyAction, logger: o.logger })] });
+    const modes = new PolicyModes();
+    const dropLogger = pino({ level: 'info', base: { component: 'nfkube' } }, new Writable({ write: (chunk, _enc, done) => (dropLines.push(String(chunk).trimEnd()), done()) }));
+    drops = await startDropLogging({ log: DEMO_LOG, nodeName: o.nodeName, modes, denyAction: o.denyAction, logger: dropLogger, netns: sandbox.node });
+    drops.load(snapshot);
+    agent = new Agent({ socket, logger: o.logger, components: [new PolicyComponent({ nodeName: o.nodeName, table: o.table, denyAction: o.denyAction, log: DEMO_LOG, modes, logger: o.logger })] });
     const report = await agent.start(snapshot);
     o.write(`\nThe agent committed table inet ${o.table} in the node's namespace: ${report.messages} netlink messages, one transaction, ${report.durationMs.toFixed(1)} ms\n`);
 
@@ -111,12 +124,16 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     o.write(formatDenials(enforced, ir));
 
     step();
+    await showDropLog(o, sandbox, enforced, dropLines);
+
+    step();
     const own = policyTable(o.table);
     const table = await listTable(socket, own.family, own.name);
     if (!table) throw new Error(`table inet ${o.table} is missing from the node's namespace after the agent committed it`);
     o.write('\nThe enforced ruleset, read back from the kernel (counters include the probes above)\n');
     o.write(annotateChains(formatTable(table), ir));
   } finally {
+    await drops?.close();
     await agent?.stop();
     await socket?.close();
     await listeners?.close();
@@ -157,4 +174,29 @@ function annotateChains(text: string, ir: PolicyIR): string {
     const owner = owners.get(id);
     return owner ? `${line} # ${owner}, ${dir === 'in' ? 'ingress' : 'egress'}` : line;
   });
+}
+
+/** Probes the first denied pod-to-pod cell once more and prints the drop log lines it caused,
+ * as the agent writes them with --log-drops. */
+async function showDropLog(o: DemoOptions, sandbox: Sandbox, m: Matrix, lines: string[]): Promise<void> {
+  // Row 0 is the node: its own traffic is never policed.
+  for (let r = 1; r < m.rows.length; r++) {
+    const c = m.rows[r].cells.findIndex((cell) => cell !== undefined && cell !== 'allowed');
+    if (c < 0) continue;
+    const target = m.columns[c];
+    const what = `${m.rows[r].label} -> ${target.pod.key}:${target.port} (${target.family === 'v4' ? 'IPv4' : 'IPv6'})`;
+    lines.length = 0;
+    await probe(sandbox.pods[r - 1].netns, target, o.probeTimeoutMs);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    o.write(`\nThe drop log of one denied probe, ${what}: one JSON line per logged packet (nfnetlink_log group ${DEMO_LOG.group}, at most ${DEMO_LOG.rate}/s per pod)\n`);
+    // Retransmissions of the matrix's own probes may still be arriving: only this probe's lines.
+    const mine = lines.filter((line) => {
+      const d = (JSON.parse(line) as { drop?: { src: string; dstAddr: string; dport?: number } }).drop;
+      return d?.src === m.rows[r].label && d.dstAddr === target.address && d.dport === target.port;
+    });
+    for (const line of mine) o.write(`  ${line}\n`);
+    if (mine.length === 0) o.write('  (nothing logged)\n');
+    return;
+  }
+  o.write('\nNo pod-to-pod probe was denied, so there is no drop log to show.\n');
 }

@@ -33,6 +33,8 @@ export interface PodInfo {
 export interface NamespaceInfo {
   name: string;
   labels: Record<string, string>;
+  /** The `nfkube.io/policy-mode` annotation, when present (src/deny/modes.ts reads it). */
+  policyMode?: string;
 }
 
 export interface IPBlockInfo {

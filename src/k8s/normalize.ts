@@ -154,7 +154,10 @@ export function normalizeNamespace(raw: unknown, opts: NormalizeOptions = {}): N
   const id = objectId('Namespace', raw, opts);
   const r = new FieldReader(describeObject('Namespace', id.key));
   const meta = (raw as Obj).metadata as Obj;
-  return { name: id.name, labels: r.stringMap(meta.labels, 'metadata.labels') };
+  const ns: NamespaceInfo = { name: id.name, labels: r.stringMap(meta.labels, 'metadata.labels') };
+  const mode = (meta.annotations as Obj | undefined)?.['nfkube.io/policy-mode'];
+  if (typeof mode === 'string') ns.policyMode = mode;
+  return ns;
 }
 
 export function normalizePod(raw: unknown, opts: NormalizeOptions = {}): PodInfo {

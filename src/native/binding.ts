@@ -34,6 +34,11 @@ export interface NativeSocket {
   /** dumpAll on the calling thread, for small reads. */
   dumpAllSync(requests: Buffer[], timeoutMs: number): NativeDump[];
   close(): void;
+  /** Hands every message the kernel sends unasked to onMessages, on the event loop (libuv polls
+   * the socket; reads never block): whole netlink messages, the ENOBUFS overruns seen, and a
+   * read errno or 0 (after a read error no call follows). No call after unlisten() or close(). */
+  listen(onMessages: (messages: Buffer, overruns: number, errno: number) => void): void;
+  unlisten(): void;
 }
 
 export interface NativeAddon {

@@ -126,6 +126,14 @@ export class NetlinkSocket {
     });
   }
 
+  /** From now on every message the kernel sends to this socket unasked (nfnetlink_log packets)
+   * goes to onMessages, read on the event loop when the socket is readable: never blocking, no
+   * thread. The socket must carry no request of its own meanwhile. Ends with close(). */
+  listen(onMessages: (messages: Buffer, overruns: number, errno: number) => void): void {
+    if (this.closed) throw new Error('netlink socket is closed');
+    this.sock.listen(onMessages);
+  }
+
   /** Closes once every queued operation has finished. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -149,6 +149,19 @@ export function rejectAdminProhibited(): Expr {
   return { type: 'reject', rejectType: C.NFT_REJECT_ICMPX_UNREACH, icmpCode: C.NFT_REJECT_ICMPX_ADMIN_PROHIBITED };
 }
 
+/** `limit rate R/second burst B packets`: a token bucket, one per rule, in the kernel; the rule
+ * stops matching (and the packet goes on to the next rule) while the bucket is empty. The burst
+ * is always explicit: the kernel reads an absent one as its own default and dumps that back. */
+export function limit(ratePerSecond: number, burst: number): Expr {
+  return { type: 'limit', rate: BigInt(ratePerSecond), unit: 1n, burst, limitType: 'pkts', flags: 0 };
+}
+
+/** `log prefix "P" group G`: the packet goes to nfnetlink_log group G, its copy bounded by the
+ * listener's copy range. */
+export function log(group: number, prefix: string): Expr {
+  return { type: 'log', prefix, group };
+}
+
 /** IFNAMSIZ: interface names are NUL-padded to 16 bytes in a register. */
 const IFNAMSIZ = 16;
 

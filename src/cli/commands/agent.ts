@@ -12,6 +12,9 @@ import { Agent, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
 import { describeSource, openSource, SOURCE_OPTIONS } from '../source';
+import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
+import { startDropLogging } from '../../nflog';
+import { PolicyModes } from '../../deny/modes';
 import { buildInfo } from '../../build-info';
 import type { ClusterSnapshot } from '../../k8s/source';
 import type { Logger } from 'pino';
@@ -60,7 +63,10 @@ const command: Command = {
     const table = tableName(v.table);
     const { version, revision } = buildInfo();
     const node = nodeName(v['node-name']);
-    const policy = new PolicyComponent({ nodeName: node, table, denyAction: denyAction(v['deny-action']), logger });
+    const modes = policyModes(v, [], (namespace, value) => logger.warn({ object: `Namespace ${namespace}`, field: 'metadata.annotations["nfkube.io/policy-mode"]', value }, 'not enforce or audit; enforcing'));
+    const log = dropLogOptions(v);
+    const warnMode = modeAnnotationWarner(modes, logger);
+    const policy = new PolicyComponent({ nodeName: node, table, denyAction: denyAction(v['deny-action']), log, modes, logger });
     logger.info({ version, revision, node, source: describeSource(v), tables: [`inet ${table}`], resyncPeriod: v['resync-period'] ?? '5m', denyAction: denyAction(v['deny-action']), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
@@ -68,6 +74,8 @@ const command: Command = {
     await listTables(socket, policy.table.family);
     await logCoexistence(socket, table, logger);
     const metrics = new AgentMetrics();
+    const drops = log ? await startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics.registry }) : undefined;
+    if (drops) ctx.defer(() => drops.close());
     const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics.observeProgramming(kind, sinceChange, sinceArrival));
     const agent = new Agent({
       socket,
@@ -80,7 +88,11 @@ const command: Command = {
     let lastSourceError: string | undefined;
     let sourceErrors = 0;
     const source = openSource(v, {
-      onChange: (c) => latency.deliver(c, () => agent.onChange(c)),
+      onChange: (c) => {
+        drops?.apply(c);
+        if (c.kind === 'Namespace' && c.type === 'upsert') warnMode(c.object);
+        latency.deliver(c, () => agent.onChange(c));
+      },
       onWarning: (w) => logger.warn({ object: w.object, file: w.file, document: w.document }, w.message),
       onError: (e) => {
         lastSourceError = e.message;
@@ -99,6 +111,8 @@ const command: Command = {
       await withDeadline(deadlineMs, async () => {
         const snapshot = await source.start();
         warnIfNoPods(snapshot, node, logger);
+        for (const ns of snapshot.namespaces.values()) warnMode(ns);
+        drops?.load(snapshot);
         initialErrors = sourceErrors;
         stage = 'the first sync was not committed';
         await agent.start(snapshot);
@@ -129,6 +143,8 @@ const command: Command = {
     }
     const snapshot = await source.start();
     warnIfNoPods(snapshot, node, logger);
+    for (const ns of snapshot.namespaces.values()) warnMode(ns);
+    drops?.load(snapshot);
     await agent.start(snapshot);
     ready = true;
     await new Promise<void>((resolve) => {

@@ -9,9 +9,10 @@ import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
 import { COMMON_OPTIONS, denyAction, nodeName, parse, tableName, usageText } from '../options';
+import { DENY_OPTIONS, dropLogOptions, policyModes } from '../deny-options';
 
 const { manifests, 'node-name': node, table, 'deny-action': deny } = COMMON_OPTIONS;
-const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'node-name': node, table, 'deny-action': deny };
+const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'node-name': node, table, 'deny-action': deny, ...DENY_OPTIONS };
 const usage = usageText('nfkube render --manifests DIR [options]', options, 'Prints the nftables ruleset the agent would enforce, in nft syntax, without touching the kernel.');
 
 const command: Command = {
@@ -50,7 +51,7 @@ const command: Command = {
       errors++;
       process.stderr.write(`nfkube: ${err.message}\n`);
     };
-    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), onFailClosed }).full(ir);
+    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()), onFailClosed }).full(ir);
     // With nfkube's mark, as the agent creates it: `render | nft -f` makes a table nfkube owns.
     process.stdout.write(formatTable({ ...modelToContents(model), table: markedTable(model.table) }));
     return errors ? 1 : 0;

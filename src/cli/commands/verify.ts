@@ -12,8 +12,10 @@ import { emptyModel, modelFromKernel, tableFlagsProblem } from '../../ruleset/mo
 import { Command } from '../command';
 import { denyAction, nodeName, parse, tableName, usageText } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
+import { dropLogOptions, policyModes } from '../deny-options';
+import { formatPolicyCounters, policyCounters, readCounterRows } from '../../explain/counters';
 
-const options = SOURCE_OPTIONS;
+const options = { ...SOURCE_OPTIONS, counters: { type: 'boolean', description: 'also print the kernel\'s per-policy counters, sorted by drops' } } as const;
 const usage = usageText('nfkube verify [--manifests DIR | --kubeconfig PATH] [options]', options, 'Reads the table back and compares it canonically with the desired state: exit 0 only when equal.');
 
 const command: Command = {
@@ -25,13 +27,12 @@ const command: Command = {
     const node = nodeName(v['node-name']);
     // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
     createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
-    const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) });
     const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
     ctx.defer(() => source.stop());
     const snap = await source.start();
     await source.stop();
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
-    const desired = renderer.full(ir);
+    const desired = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir);
     const table = desired.table;
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
@@ -39,6 +40,7 @@ const command: Command = {
     const kernel = back ? modelFromKernel(back) : undefined;
     const flags = back ? tableFlagsProblem(back.table) : undefined;
     const p = plan(kernel, flags, desired, false);
+    if (v.counters && back) process.stdout.write(formatPolicyCounters(policyCounters(await readCounterRows(socket, table.name), ir)));
     if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
     if (flags) process.stdout.write(`${flags}\n`);
     if (p.action === 'noop') {

@@ -1,0 +1,63 @@
+/** `nfkube explain SRC DST`: why a flow is allowed or denied, from the model the agent enforces
+ * and from the table read back from the kernel; exit 1 when the two disagree. */
+import { parseArgs } from 'node:util';
+import { NetlinkSocket } from '../../netlink/socket';
+import { listTable } from '../../nft/readback';
+import { compileFull } from '../../policy/compile';
+import { explainFlow, formatExplanation } from '../../explain/explain';
+import { flowPackets, FlowProtocol, resolveEndpoint } from '../../explain/flow';
+import { Command } from '../command';
+import { policyModes } from '../deny-options';
+import { PolicyModes } from '../../deny/modes';
+import { nodeName, tableName } from '../options';
+import { openSource, SOURCE_OPTIONS } from '../source';
+
+const usage = `usage: nfkube explain SRC DST [--port P] [--protocol tcp|udp|sctp] [--manifests DIR | --kubeconfig P]
+                      [--node-name N] [--table T] [--policy-mode enforce|audit]
+  SRC, DST: namespace/pod or an address`;
+
+const command: Command = {
+  summary: 'explain why a flow is allowed or denied: the model and the kernel, side by side',
+  usage,
+  async run(args) {
+    let parsed;
+    try {
+      parsed = parseArgs({ args, options: { ...SOURCE_OPTIONS, port: { type: 'string' }, protocol: { type: 'string' } }, allowPositionals: true, strict: true });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${usage}`);
+    }
+    const v = parsed.values as Record<string, string | boolean | undefined>;
+    if (parsed.positionals.length !== 2) throw new Error(`explain needs SRC and DST\n${usage}`);
+    const protocol = ((v.protocol as string | undefined) ?? 'tcp').toLowerCase();
+    if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'sctp') throw new Error(`--protocol: "${v.protocol}" is not tcp, udp or sctp`);
+    const portText = v.port as string | undefined;
+    const port = portText === undefined ? 0 : Number(portText);
+    if (portText !== undefined && (!/^\d+$/.test(portText) || port < 1 || port > 65535)) throw new Error(`--port: "${portText}" is not a port from 1 to 65535`);
+    const table = tableName(v.table);
+
+    const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
+    const snap = await source.start();
+    await source.stop();
+    const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
+    const modes = policyModes(v, snap.namespaces.values()) ?? new PolicyModes();
+    const [src, dst] = parsed.positionals.map((t) => resolveEndpoint(t, snap.pods));
+
+    const socket = NetlinkSocket.open();
+    try {
+      const back = await listTable(socket, 'inet', table);
+      if (!back) process.stdout.write(`table inet ${table} does not exist: the kernel enforces nothing of nfkube's\n`);
+      let agree = true;
+      for (const packet of flowPackets(src, dst, protocol as FlowProtocol, port)) {
+        const e = explainFlow(ir, modes, back, packet);
+        process.stdout.write(formatExplanation(e, `${src.text} -> ${dst.text}`));
+        agree &&= e.agree;
+      }
+      if (!agree) process.stderr.write('nfkube: the model and the kernel disagree: the table does not enforce what the cluster says (run nfkube verify)\n');
+      return agree ? 0 : 1;
+    } finally {
+      await socket.close();
+    }
+  },
+};
+
+export default command;

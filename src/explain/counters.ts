@@ -1,0 +1,85 @@
+/** `nfkube verify --counters`: the kernel's per-policy counters as a table sorted by drops. A
+ * policy's accepts are its own rules' counters; its drops (and audit-mode passes) are the
+ * default-deny (and audit accept) counters of the pods it selects in that direction: every policy
+ * selecting a pod shares them, none of them allowed the packet. */
+import { policyCounterReader } from '../agent/metrics-bridge';
+import type { NetlinkSocket } from '../netlink/socket';
+import { listRules } from '../nft/readback';
+import type { PolicyCounterRow } from '../observe/metrics';
+import type { PolicyIR } from '../policy/ir';
+import { parseLabel } from '../agent/labels';
+
+export interface PolicyCounters {
+  policy: string;
+  direction: 'ingress' | 'egress';
+  pods: number;
+  acceptedPackets: bigint;
+  droppedPackets: bigint;
+  droppedBytes: bigint;
+  /** Packets audit mode let through that the pods' default deny would have dropped. */
+  auditedPackets: bigint;
+}
+
+/** The kernel's counters for `policyCounters`: the rows /metrics exports, plus audit accepts
+ * (as rows with verdict 'audit'). */
+export async function readCounterRows(socket: NetlinkSocket, table: string): Promise<(PolicyCounterRow | AuditRow)[]> {
+  const rows: (PolicyCounterRow | AuditRow)[] = await policyCounterReader(socket, table)();
+  for (const r of await listRules(socket, 'inet', table)) {
+    const label = r.comment ? parseLabel(r.comment) : undefined;
+    if (label?.kind !== 'audit') continue;
+    const [namespace, pod] = label.pod.split('/');
+    for (const e of r.exprs) if (e.type === 'counter') rows.push({ namespace, pod, direction: label.direction, verdict: 'audit', packets: e.packets, bytes: e.bytes });
+  }
+  return rows;
+}
+
+export interface AuditRow extends Omit<PolicyCounterRow, 'verdict'> {
+  verdict: 'audit';
+}
+
+export function policyCounters(rows: (PolicyCounterRow | AuditRow)[], ir: PolicyIR): PolicyCounters[] {
+  const out = new Map<string, PolicyCounters>();
+  const entry = (policy: string, direction: 'ingress' | 'egress') => {
+    const key = `${policy} ${direction}`;
+    let e = out.get(key);
+    if (!e) out.set(key, (e = { policy, direction, pods: 0, acceptedPackets: 0n, droppedPackets: 0n, droppedBytes: 0n, auditedPackets: 0n }));
+    return e;
+  };
+  for (const p of ir.policies.values()) for (const dir of ['ingress', 'egress'] as const) if (p[dir]) entry(`${p.namespace}/${p.name}`, dir);
+  const denies = new Map<string, PolicyCounterRow | AuditRow>();
+  const audits = new Map<string, bigint>();
+  for (const r of rows) {
+    // Accepts are keyed by their policy, denies and audit accepts by their pod (namespace/name).
+    const key = `${r.verdict === 'accept' ? r.policy : `${r.namespace}/${r.pod}`} ${r.direction}`;
+    if (r.verdict === 'accept') {
+      if (r.policy) entry(r.policy, r.direction).acceptedPackets += BigInt(r.packets);
+    }
+    else if (r.verdict === 'audit') audits.set(key, (audits.get(key) ?? 0n) + BigInt(r.packets));
+    else denies.set(key, r);
+  }
+  for (const t of ir.targets.values()) {
+    for (const dir of ['ingress', 'egress'] as const) {
+      const deny = denies.get(`${t.key} ${dir}`);
+      for (const id of t[dir] ?? []) {
+        const p = ir.policies.get(id);
+        if (!p) continue;
+        const e = entry(`${p.namespace}/${p.name}`, dir);
+        e.pods++;
+        e.auditedPackets += audits.get(`${t.key} ${dir}`) ?? 0n;
+        if (!deny) continue;
+        e.droppedPackets += BigInt(deny.packets);
+        e.droppedBytes += BigInt(deny.bytes);
+      }
+    }
+  }
+  const cmp = (a: bigint, b: bigint) => (a < b ? 1 : a > b ? -1 : 0);
+  return [...out.values()].sort((a, b) => cmp(a.droppedPackets, b.droppedPackets) || cmp(a.acceptedPackets, b.acceptedPackets) || (a.policy < b.policy ? -1 : a.policy > b.policy ? 1 : a.direction < b.direction ? -1 : 1));
+}
+
+export function formatPolicyCounters(rows: PolicyCounters[]): string {
+  const header = ['POLICY', 'DIRECTION', 'PODS', 'DROPPED', 'DROPPED BYTES', 'AUDITED', 'ACCEPTED'];
+  const lines = rows.map((r) => [r.policy, r.direction, String(r.pods), String(r.droppedPackets), String(r.droppedBytes), String(r.auditedPackets), String(r.acceptedPackets)]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const fmt = (l: string[]) => l.map((c, i) => (i >= 2 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+  return [fmt(header), ...lines.map(fmt)].join('\n') + '\n';
+}
