@@ -22,7 +22,7 @@ const commands: Record<string, () => Command> = {
 /** Commands a person runs at a terminal, or that stand in for a text tool (`ipset restore`),
  * report a fatal error as one plain `nfkube: ...` line; the others as one pino error line, like
  * the rest of their logs. */
-const TEXT_ERRORS = new Set(['ipset', 'install', 'demo']);
+const TEXT_ERRORS = new Set(['ipset', 'install', 'demo', 'explain']);
 
 /** How long closing what a command opened may take after it ended. */
 const CLOSE_LIMIT_MS = 500;

@@ -17,9 +17,16 @@ export interface OptionInfo {
 export type OptionTable = Record<string, OptionInfo>;
 
 export function parse(args: string[], table: OptionTable, usage: string): Record<string, string | boolean | undefined> {
+  return parseWithPositionals(args, table, usage, false).values;
+}
+
+/** parse, for commands that also take operands (`explain SRC DST`). */
+export function parseWithPositionals(args: string[], table: OptionTable, usage: string, allowPositionals = true): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  // Only the type: a described default is words for --help, not a value.
   const options = Object.fromEntries(Object.entries(table).map(([name, o]) => [name, { type: o.type }]));
   try {
-    return parseArgs({ args, options, allowPositionals: false, strict: true }).values as Record<string, string | boolean | undefined>;
+    const r = parseArgs({ args, options, allowPositionals, strict: true });
+    return { values: r.values as Record<string, string | boolean | undefined>, positionals: r.positionals };
   } catch (err) {
     const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
     throw new Error(`${unknown ? `unknown option "${unknown[1]}"` : (err as Error).message}\n${usage}`);

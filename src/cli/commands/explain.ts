@@ -1,6 +1,5 @@
 /** `nfkube explain SRC DST`: why a flow is allowed or denied, from the model the agent enforces
  * and from the table read back from the kernel; exit 1 when the two disagree. */
-import { parseArgs } from 'node:util';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTable } from '../../nft/readback';
 import { compileFull } from '../../policy/compile';
@@ -9,24 +8,23 @@ import { flowPackets, FlowProtocol, resolveEndpoint } from '../../explain/flow';
 import { Command } from '../command';
 import { policyModes } from '../deny-options';
 import { PolicyModes } from '../../deny/modes';
-import { nodeName, tableName } from '../options';
+import { nodeName, OptionTable, parseWithPositionals, tableName, usageText } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
 
-const usage = `usage: nfkube explain SRC DST [--port P] [--protocol tcp|udp|sctp] [--manifests DIR | --kubeconfig P]
-                      [--node-name N] [--table T] [--policy-mode enforce|audit]
-  SRC, DST: namespace/pod or an address`;
+const options = {
+  ...SOURCE_OPTIONS,
+  port: { type: 'string', value: 'PORT', description: 'the destination port (1-65535)', default: 'any' },
+  protocol: { type: 'string', value: 'tcp|udp|sctp', description: 'the transport protocol', default: 'tcp' },
+} as const satisfies OptionTable;
+const usage = usageText('nfkube explain SRC DST [options]', options, 'SRC, DST: namespace/pod or an address. Prints the verdict of the model the agent enforces and of the table read back\nfrom the kernel, with the policies and rules that decide; exit 1 when they disagree.');
 
 const command: Command = {
   summary: 'explain why a flow is allowed or denied: the model and the kernel, side by side',
   usage,
+  options,
   async run(args) {
-    let parsed;
-    try {
-      parsed = parseArgs({ args, options: { ...SOURCE_OPTIONS, port: { type: 'string' }, protocol: { type: 'string' } }, allowPositionals: true, strict: true });
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n${usage}`);
-    }
-    const v = parsed.values as Record<string, string | boolean | undefined>;
+    const parsed = parseWithPositionals(args, options, usage);
+    const v = parsed.values;
     if (parsed.positionals.length !== 2) throw new Error(`explain needs SRC and DST\n${usage}`);
     const protocol = ((v.protocol as string | undefined) ?? 'tcp').toLowerCase();
     if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'sctp') throw new Error(`--protocol: "${v.protocol}" is not tcp, udp or sctp`);
