@@ -16,7 +16,7 @@ import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/erro
 import { NetlinkSocket } from '../netlink/socket';
 import { listChainRules, listTables, readTable } from '../nft/readback';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
-import { ClusterChange, ClusterSnapshot } from '../k8s/source';
+import { ClusterChange, ClusterSnapshot, isPolicyChange, PolicyChange } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
 import { isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, formatDiff, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
@@ -94,7 +94,7 @@ export class Agent {
 
   /** Feed one change from the source. */
   onChange(change: ClusterChange): void {
-    if (!this.desired || this.stopped) return;
+    if (!this.desired || this.stopped || !isPolicyChange(change)) return;
     this.totals.events++;
     let delta: PolicyDelta;
     try {
@@ -114,7 +114,7 @@ export class Agent {
     this.kick();
   }
 
-  private applyToEngine(c: ClusterChange): PolicyDelta {
+  private applyToEngine(c: PolicyChange): PolicyDelta {
     switch (c.kind) {
       case 'Pod':
         return c.type === 'upsert' ? this.engine.upsertPod(c.object) : this.engine.deletePod(c.object);

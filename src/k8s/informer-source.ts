@@ -1,5 +1,5 @@
 /** Cluster state from an API server: a list-then-watch loop per kind (Pods, Namespaces,
- * NetworkPolicies) through @kubernetes/client-node.
+ * NetworkPolicies; Services, EndpointSlices, Nodes when asked) through @kubernetes/client-node.
  *
  * client-node's own ListWatch keeps every full object it has seen and gives up on the first
  * non-410 error, so the loop is ours: it uses client-node's typed list calls (paged) and its
@@ -10,7 +10,7 @@
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import { sourceErrorFrom } from './errors';
 import { normalizers, objectId, type ObjectKind } from './normalize';
-import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 /** client-node takes seconds to load (its generated API is large): only load it when a cluster
  * is the source, so `--manifests` and `render` start at once. */
@@ -35,6 +35,8 @@ export interface InformerSourceOptions extends SourceHandlers {
   watchTimeoutSeconds?: number;
   /** Backoff between failed attempts, doubling from initialMs up to maxMs. */
   retry?: { initialMs: number; maxMs: number };
+  /** The kinds watched (default POLICY_KINDS; add PROXY_KINDS for the service proxy). */
+  kinds?: readonly ObjectKind[];
 }
 
 interface ListPage {
@@ -54,11 +56,13 @@ export class InformerSource implements ClusterSource {
 
   constructor(opts: InformerSourceOptions) {
     this.state = new ClusterState(opts);
-    const { CoreV1Api, NetworkingV1Api, Watch } = clientNode();
+    const { CoreV1Api, NetworkingV1Api, DiscoveryV1Api, Watch } = clientNode();
     const core = opts.kubeConfig.makeApiClient(CoreV1Api);
     const networking = opts.kubeConfig.makeApiClient(NetworkingV1Api);
+    const discovery = opts.kubeConfig.makeApiClient(DiscoveryV1Api);
     const watch = new Watch(opts.kubeConfig);
-    const kinds: KindAccess[] = [
+    const wanted = new Set(opts.kinds ?? POLICY_KINDS);
+    const all: KindAccess[] = [
       { kind: 'Namespace', watchPath: '/api/v1/namespaces', list: (p) => core.listNamespace(p) },
       { kind: 'Pod', watchPath: '/api/v1/pods', list: (p) => core.listPodForAllNamespaces(p) },
       {
@@ -66,8 +70,15 @@ export class InformerSource implements ClusterSource {
         watchPath: '/apis/networking.k8s.io/v1/networkpolicies',
         list: (p) => networking.listNetworkPolicyForAllNamespaces(p),
       },
+      { kind: 'Service', watchPath: '/api/v1/services', list: (p) => core.listServiceForAllNamespaces(p) },
+      {
+        kind: 'EndpointSlice',
+        watchPath: '/apis/discovery.k8s.io/v1/endpointslices',
+        list: (p) => discovery.listEndpointSliceForAllNamespaces(p),
+      },
+      { kind: 'Node', watchPath: '/api/v1/nodes', list: (p) => core.listNode(p) },
     ];
-    this.reflectors = kinds.map((k) => new Reflector(k, watch, this.state, opts));
+    this.reflectors = all.filter((k) => wanted.has(k.kind)).map((k) => new Reflector(k, watch, this.state, opts));
   }
 
   async start(): Promise<ClusterSnapshot> {

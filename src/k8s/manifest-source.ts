@@ -1,6 +1,7 @@
 /** Cluster state from a directory of YAML/JSON manifests (`--manifests DIR`): Namespaces, Pods
  * (spec.nodeName, status.phase, status.podIP(s) stand in for what the kubelet would report) and
- * NetworkPolicies, in multi-document files or `kind: List` documents.
+ * NetworkPolicies, and when asked Services, EndpointSlices and Nodes, in multi-document files or
+ * `kind: List` documents.
  *
  * The directory is watched; a changed file is re-read at once (no debounce) and only the
  * differences its objects make are delivered. A file that does not parse keeps its previous
@@ -13,14 +14,23 @@ import { parseAllDocuments } from 'yaml';
 import { K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
 import { describeObject, normalizers, objectId, type ObjectKind } from './normalize';
-import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 export interface ManifestSourceOptions extends SourceHandlers {
   dir: string;
+  /** The kinds delivered (default POLICY_KINDS; add PROXY_KINDS for the service proxy). */
+  kinds?: readonly ObjectKind[];
 }
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
-const API_VERSIONS: Record<ObjectKind, string> = { Pod: 'v1', Namespace: 'v1', NetworkPolicy: 'networking.k8s.io/v1' };
+const API_VERSIONS: Record<ObjectKind, string> = {
+  Pod: 'v1',
+  Namespace: 'v1',
+  NetworkPolicy: 'networking.k8s.io/v1',
+  Service: 'v1',
+  EndpointSlice: 'discovery.k8s.io/v1',
+  Node: 'v1',
+};
 const DEFAULT_NAMESPACE = 'default';
 
 interface Defined {
@@ -39,9 +49,11 @@ export class ManifestSource implements ClusterSource {
   /** Files defining each object; the first by name is in force. */
   private readonly definers = new Map<Ident, Set<string>>();
   private watcher?: FSWatcher;
+  private readonly kinds: ReadonlySet<string>;
 
   constructor(private readonly opts: ManifestSourceOptions) {
     this.state = new ClusterState(opts);
+    this.kinds = new Set(opts.kinds ?? POLICY_KINDS);
   }
 
   async start(): Promise<ClusterSnapshot> {
@@ -144,7 +156,7 @@ export class ManifestSource implements ClusterSource {
       return;
     }
     // Other kinds (Services, Deployments...) may share the directory: they are not ours.
-    if (!(kind in API_VERSIONS)) return;
+    if (!this.kinds.has(kind)) return;
     const k = kind as ObjectKind;
     let id: ReturnType<typeof objectId>;
     try {
