@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { Agent } from '../src/agent/agent';
+import { PolicyComponent } from '../src/agent/policy-component';
+import { Agent } from '../src/pipeline/agent';
 import { peerSetName, Renderer } from '../src/agent/render';
 import { ClusterChange } from '../src/k8s/source';
 import { PodInfo } from '../src/k8s/model';
@@ -189,7 +190,7 @@ async function run(pods: number, policies: number): Promise<Result> {
   // Event-to-committed latency is taken when the commit completes, not after the read-back of
   // rewritten chains that follows it.
   let committedAt = 0;
-  const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }), observer: { synced: () => void (committedAt = performance.now()) } });
+  const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })], observer: { synced: () => void (committedAt = performance.now()) } });
   let t0 = performance.now();
   await agent.start(snapshot);
   const nfkubeFull = performance.now() - t0;
@@ -224,7 +225,7 @@ async function run(pods: number, policies: number): Promise<Result> {
   await agent.stop();
   // A restart over the cluster as the events left it: the table is read back and compared.
   const now = { ...snapshot, pods: new Map(live.map((p) => [`${p.namespace}/${p.name}`, p])) };
-  const restarted = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+  const restarted = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })] });
   t0 = performance.now();
   const restart = await restarted.start(now);
   const restartMs = performance.now() - t0;

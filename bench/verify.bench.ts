@@ -7,7 +7,8 @@
 import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { Agent } from '../src/agent/agent';
+import { PolicyComponent } from '../src/agent/policy-component';
+import { Agent } from '../src/pipeline/agent';
 import { readTable } from '../src/nft/readback';
 import { diffRulesets, isEmptyDiff } from '../src/ruleset/diff';
 import { countElements, countRules, modelFromKernel, RulesetModel } from '../src/ruleset/model';
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
   const cluster = buildCluster(PODS, POLICIES, PODS);
   const sb = openSandbox();
   try {
-    const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+    const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })] });
     const t0 = performance.now();
     await agent.start({
       pods: new Map(cluster.pods.map((p) => [`${p.namespace}/${p.name}`, p])),

@@ -27,4 +27,10 @@ export * as ipset from './ipset';
 export { compileFull } from './policy/compile';
 export { PolicyEngine } from './policy/engine';
 export { Renderer } from './agent/render';
-export { Agent } from './agent/agent';
+export { PolicyComponent } from './agent/policy-component';
+
+// The pipeline: components -> desired state -> planner -> transaction -> read-back
+export { Agent, AgentOptions, AgentObserver, SyncReport } from './pipeline/agent';
+export { Component, SyncKind, TableRef } from './pipeline/component';
+export { ChangeScope } from './pipeline/scope';
+export { plan, Plan } from './pipeline/plan';

@@ -2,32 +2,9 @@
  * the parts it names, and every chain, set and element it changed is recorded in a scope so the
  * next diff against the committed table looks at nothing else. */
 import { CompiledPolicy, IpBlockSet, PolicyDelta, PolicyIR, Target } from '../policy/ir';
-import { DiffScope } from '../ruleset/diff';
+import { ChangeScope } from '../pipeline/scope';
 import { elementKey, RulesetModel } from '../ruleset/model';
 import { namedPortSetName, peerElement, peerSetName, podChainName, policyChainName, policyLabel, Renderer, tripleElement } from './render';
-
-/** Accumulated names of what changed since the last commit. */
-export class ChangeScope implements DiffScope {
-  chains = new Set<string>();
-  sets = new Set<string>();
-  elements = new Map<string, Set<string>>();
-
-  element(set: string, key: string): void {
-    let keys = this.elements.get(set);
-    if (!keys) this.elements.set(set, (keys = new Set()));
-    keys.add(key);
-  }
-
-  get empty(): boolean {
-    return this.chains.size === 0 && this.sets.size === 0 && this.elements.size === 0;
-  }
-
-  merge(other: ChangeScope): void {
-    for (const c of other.chains) this.chains.add(c);
-    for (const s of other.sets) this.sets.add(s);
-    for (const [s, keys] of other.elements) for (const k of keys) this.element(s, k);
-  }
-}
 
 export class DesiredTable {
   readonly model: RulesetModel;
@@ -117,6 +94,7 @@ export class DesiredTable {
     }
     for (const id of delta.policies.remove) {
       this.policies.delete(id);
+      r.forget(id);
       for (const dir of ['ingress', 'egress'] as const) this.putChain(scope, policyChainName(id, dir), undefined);
     }
     for (const id of delta.peerSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(peerSetName(id, fam)), scope.sets.add(peerSetName(id, fam)));

@@ -4,7 +4,8 @@ import { NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import { listRules } from '../nft/readback';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
-import { AgentObserver } from './agent';
+import { AgentObserver } from '../pipeline/agent';
+import { parseLabel } from './labels';
 
 export function metricsObserver(metrics: AgentMetrics): AgentObserver {
   return {
@@ -18,7 +19,7 @@ export function metricsObserver(metrics: AgentMetrics): AgentObserver {
       metrics.recordTransactionFailure(err instanceof NetlinkError ? err.code : 'other');
     },
     queueDepth: (n) => metrics.setEventQueueDepth(n),
-    sizes: (s) => metrics.setObjectCounts({ pods: s.pods, policies: s.policies, sets: s.sets, elements: s.elements }),
+    sizes: (s) => metrics.setObjectCounts({ pods: s.pods, policies: s.policies, sets: s.sets, elements: s.elements, failedClosed: s.failedClosed }),
   };
 }
 
@@ -26,11 +27,9 @@ function* expand(byType: Map<string, number>): Generator<string> {
   for (const [k, n] of byType) for (let i = 0; i < n; i++) yield k;
 }
 
-const POLICY_COMMENT = /^(\S+) (ingress|egress)\[\d+\]$/;
-const DENY_COMMENT = /^default deny (ingress|egress) (\S+)$/;
-
 /** Reads every counted rule of the table: policy accepts (by policy and direction) and pod
- * default denies (by pod), summed. The rule comments the renderer writes carry the names. */
+ * default denies (by pod), summed. The rule comments the renderer writes carry the names
+ * (labels.ts). */
 export function policyCounterReader(socket: NetlinkSocket, table: string): () => Promise<PolicyCounterRow[]> {
   return async () => {
     const rows = new Map<string, PolicyCounterRow>();
@@ -38,10 +37,9 @@ export function policyCounterReader(socket: NetlinkSocket, table: string): () =>
       const counter = r.exprs.find((e) => e.type === 'counter');
       if (!counter || counter.type !== 'counter' || !r.comment) continue;
       const verdict = r.exprs.some((e) => e.type === 'reject') ? 'reject' : r.exprs.some((e) => e.type === 'immediate' && e.verdict?.kind === 'drop') ? 'drop' : 'accept';
-      const p = POLICY_COMMENT.exec(r.comment);
-      const d = DENY_COMMENT.exec(r.comment);
-      const [policy, direction] = p ? [p[1], p[2]] : d ? [d[2], d[1]] : [undefined, undefined];
-      if (!policy) continue;
+      const label = parseLabel(r.comment);
+      if (!label || label.kind === 'jump') continue;
+      const [policy, direction] = label.kind === 'accept' ? [label.policy, label.direction] : [label.pod, label.direction];
       const key = `${policy} ${direction} ${verdict}`;
       const row = rows.get(key) ?? { policy, direction: direction as 'ingress' | 'egress', verdict, packets: 0n, bytes: 0n };
       row.packets = BigInt(row.packets) + counter.packets;

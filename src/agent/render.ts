@@ -15,16 +15,35 @@
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
  *         (address . l4proto . port)
  */
+import { AttrWriter } from '../netlink/attr';
 import * as b from '../nft/build';
+import { encodeRule } from '../nft/codec';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
 import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
 import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
 import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
+import { formatLabel } from './labels';
 
 export interface RenderOptions {
   table: string;
   denyAction: 'drop' | 'reject';
+  /** Told of each object that could not be rendered and was rendered failing closed instead. */
+  onFailClosed?: (err: RenderError) => void;
+}
+
+/** An object that cannot be rendered (or encoded). It is rendered failing closed instead, on
+ * its own: a policy's chains allow nothing, so the pods it selects stay isolated, and nothing
+ * else is held back by it. */
+export class RenderError extends Error {
+  constructor(
+    /** e.g. `NetworkPolicy x/allow-web`. */
+    readonly object: string,
+    override readonly cause: unknown,
+  ) {
+    super(`${object}: cannot be rendered (${cause instanceof Error ? cause.message : String(cause)}); failing closed: the pods it selects are isolated and it allows nothing`);
+    this.name = 'RenderError';
+  }
 }
 
 type Fam = 'v4' | 'v6';
@@ -62,6 +81,8 @@ export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 export class Renderer {
   /** Port match expressions by protocol and range, shared by every rule that has them. */
   private readonly portMatches = new Map<string, Expr[]>();
+  /** Policies rendered failing closed, by id: what could not be rendered. */
+  readonly failedClosed = new Map<string, RenderError>();
 
   constructor(readonly opts: RenderOptions) {}
 
@@ -77,9 +98,10 @@ export class Renderer {
     return s;
   }
 
+  /** A rule; `comment` comes from formatLabel, so it is sanitised and fits the kernel. */
   private rule(chain: string, exprs: Expr[], comment?: string): Rule {
     const r: Rule = { family: 'inet', table: this.opts.table, chain, exprs };
-    if (comment !== undefined) r.comment = comment.length > 200 ? `${comment.slice(0, 197)}...` : comment;
+    if (comment !== undefined) r.comment = comment;
     return r;
   }
 
@@ -128,8 +150,31 @@ export class Renderer {
     ];
   }
 
-  /** The policy's chains (one per direction it isolates). ipBlocks tells each block's family. */
+  /** The policy's chains (one per direction it isolates). ipBlocks tells each block's family.
+   * A policy whose rules cannot be rendered or encoded gets empty chains: it isolates what it
+   * selects and allows nothing (see RenderError). */
   policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
+    try {
+      const chains = this.renderPolicyChains(p, ipBlocks);
+      // Encoding here, once per policy change, keeps an unencodable rule out of every batch.
+      const w = new AttrWriter(1024);
+      for (const c of chains) for (const r of c.rules) encodeRule(w, r);
+      this.failedClosed.delete(p.id);
+      return chains;
+    } catch (cause) {
+      const err = new RenderError(`NetworkPolicy ${p.namespace}/${p.name}`, cause);
+      this.failedClosed.set(p.id, err);
+      this.opts.onFailClosed?.(err);
+      return (['ingress', 'egress'] as const).filter((dir) => p[dir]).map((dir) => ({ chain: this.chain(policyChainName(p.id, dir)), rules: [] }));
+    }
+  }
+
+  /** Forgets a removed policy's render failure. */
+  forget(policyId: string): void {
+    this.failedClosed.delete(policyId);
+  }
+
+  private renderPolicyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
     const out: ChainModel[] = [];
     for (const dir of ['ingress', 'egress'] as const) {
       const entries = p[dir];
@@ -137,7 +182,7 @@ export class Renderer {
       const name = policyChainName(p.id, dir);
       const rules: Rule[] = [];
       for (let i = 0; i < entries.length; i++) {
-        const comment = `${p.namespace}/${p.name} ${dir}[${i}]`;
+        const comment = formatLabel({ kind: 'accept', policy: `${p.namespace}/${p.name}`, direction: dir, entry: i });
         for (const exprs of this.acceptRules(entries[i], dir, ipBlocks)) rules.push(this.rule(name, exprs, comment));
       }
       out.push({ chain: this.chain(name), rules });
@@ -204,9 +249,9 @@ export class Renderer {
       const policies = t[dir];
       if (!policies) continue;
       const name = podChainName(t.id, dir);
-      const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], policyNames(pid)));
+      const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
       const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
-      rules.push(this.rule(name, [b.counter(), deny], `default deny ${dir} ${t.key}`));
+      rules.push(this.rule(name, [b.counter(), deny], formatLabel({ kind: 'deny', direction: dir, pod: t.key })));
       out.push({ chain: this.chain(name), rules });
     }
     return out;
@@ -228,6 +273,7 @@ export class Renderer {
    * targets that claim it, sorted: two local pods may briefly share an address (one leaving, one
    * arriving), and the first by pod key holds the entry. */
   full(ir: PolicyIR, claims = new Map<string, string[]>()): RulesetModel {
+    this.failedClosed.clear();
     const m = emptyModel({ family: 'inet', name: this.opts.table });
     const base = this.base();
     for (const c of base.chains) m.chains.set(c.chain.name, c);

@@ -3,7 +3,8 @@
  * namespace, the ruleset read back from the kernel, the matrix again, and cleanup whatever
  * happens (an error, or an abort from SIGINT/SIGTERM between steps). */
 import type { Logger } from 'pino';
-import { Agent } from '../agent/agent';
+import { PolicyComponent } from '../agent/policy-component';
+import { Agent } from '../pipeline/agent';
 import { ManifestSource } from '../k8s/manifest-source';
 import type { PodInfo } from '../k8s/model';
 import { NetlinkSocket } from '../netlink/socket';
@@ -91,7 +92,7 @@ export async function runDemo(o: DemoOptions): Promise<void> {
 
     step();
     socket = NetlinkSocket.open({ netns: sandbox.node });
-    agent = new Agent({ socket, nodeName: o.nodeName, table: o.table, denyAction: o.denyAction, logger: o.logger });
+    agent = new Agent({ socket, logger: o.logger, components: [new PolicyComponent({ nodeName: o.nodeName, table: o.table, denyAction: o.denyAction, logger: o.logger })] });
     const report = await agent.start(snapshot);
     o.write(`\nThe agent committed table inet ${o.table} in the node's namespace: ${report.messages} netlink messages, one transaction, ${report.durationMs.toFixed(1)} ms\n`);
 

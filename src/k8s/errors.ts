@@ -18,6 +18,22 @@ export class K8sObjectError extends Error {
   }
 }
 
+/** An object too malformed to enforce as written, that must not be dropped either (dropping a
+ * NetworkPolicy would let through what it denied). `replacement` is what to enforce instead:
+ * the same object reduced to what could be read, failing closed. Sources report the error and
+ * deliver the replacement. */
+export class FailClosedError<T = unknown> extends K8sObjectError {
+  constructor(
+    object: string,
+    field: string,
+    problem: string,
+    readonly replacement: T,
+  ) {
+    super(object, field, problem);
+    this.name = 'FailClosedError';
+  }
+}
+
 /** What a source reports instead of throwing: a bad object, a bad file, a lost connection. */
 export interface SourceError {
   message: string;
@@ -27,6 +43,8 @@ export interface SourceError {
   /** Manifest source: the file and the 0-based document index within it. */
   file?: string;
   document?: number;
+  /** `warning`: nothing enforced is affected (e.g. a kind nfkube does not read); absent: an error. */
+  severity?: 'warning';
   cause?: unknown;
 }
 

@@ -4,16 +4,20 @@
  * `kind: List` documents.
  *
  * The directory is watched; a changed file is re-read at once (no debounce) and only the
- * differences its objects make are delivered. A file that does not parse keeps its previous
- * objects (a half-written save must not drop policies); a document that parses but is malformed
- * is reported with file, document index and field, and the last good version of its object
- * stays. When two files define the same object the first file by name wins. */
+ * differences its objects make are delivered. A file that does not parse (a syntax error, a YAML
+ * alias bomb, nesting too deep, more than MAX_MANIFEST_BYTES) is reported and keeps its previous
+ * objects (a half-written save must not drop policies); read for the first time, its intact
+ * documents are served and each broken one that names a NetworkPolicy fails closed. A document
+ * that parses but is malformed is reported with file, document index and field, and the last
+ * good version of its object stays (a NetworkPolicy that cannot be understood fails closed
+ * instead, see normalize.ts). A kind nfkube does not read is a warning naming file and kind.
+ * When two files define the same object the first file by name wins. */
 import { existsSync, readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { extname, join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { K8sObjectError, sourceErrorFrom } from './errors';
+import { parseAllDocuments, type Document } from 'yaml';
+import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
-import { describeObject, normalizers, objectId, type ObjectKind } from './normalize';
+import { describeObject, failClosedPolicy, normalizers, objectId, type ObjectKind } from './normalize';
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 export interface ManifestSourceOptions extends SourceHandlers {
@@ -32,6 +36,11 @@ const API_VERSIONS: Record<ObjectKind, string> = {
   Node: 'v1',
 };
 const DEFAULT_NAMESPACE = 'default';
+/** Larger files are refused unread: manifests this big are a mistake, and parsing them would
+ * stall every other file's updates. */
+export const MAX_MANIFEST_BYTES = 32 * 1024 * 1024;
+/** Aliases a YAML document may expand (billion-laughs documents expand exponentially). */
+const MAX_ALIAS_COUNT = 100;
 
 interface Defined {
   kind: ObjectKind;
@@ -93,7 +102,12 @@ export class ManifestSource implements ClusterSource {
     const path = join(this.opts.dir, name);
     let text: string | undefined;
     try {
-      text = existsSync(path) && statSync(path).isFile() ? readFileSync(path, 'utf8') : undefined;
+      const stat = existsSync(path) ? statSync(path) : undefined;
+      if (stat?.isFile() && stat.size > MAX_MANIFEST_BYTES) {
+        this.opts.onError({ message: `${name}: ${stat.size} bytes, more than ${MAX_MANIFEST_BYTES}; not read (its previous objects stay)`, file: name });
+        return;
+      }
+      text = stat?.isFile() ? readFileSync(path, 'utf8') : undefined;
     } catch (err) {
       // Gone between the check and the read: the next event says so; keep what we have.
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.onError(sourceErrorFrom(err, { file: name }));
@@ -103,40 +117,75 @@ export class ManifestSource implements ClusterSource {
     if (defs) this.replaceFile(name, defs);
   }
 
-  /** The file's objects, or undefined when it does not parse (its previous objects stay). */
+  /** The file's objects, or undefined when it does not parse and its previous objects stay. */
   private parseFile(file: string, text: string): Map<Ident, Defined> | undefined {
-    const documents: unknown[] = [];
-    if (extname(file).toLowerCase() === '.json') {
-      try {
-        documents.push(JSON.parse(text));
-      } catch (err) {
-        this.opts.onError(sourceErrorFrom(err, { file, document: 0 }));
-        return undefined;
-      }
-    } else {
-      const parsed = parseAllDocuments(text, { prettyErrors: true });
-      const docs = Array.isArray(parsed) ? parsed : [];
-      let broken = false;
-      docs.forEach((doc, i) => {
-        for (const err of doc.errors) {
-          broken = true;
-          this.opts.onError(sourceErrorFrom(err, { file, document: i }));
-        }
-      });
-      if (broken) return undefined;
-      for (const doc of docs) documents.push(doc.toJS({ maxAliasCount: 100 }));
-    }
-
+    const { documents, broken } = this.parseDocuments(file, text);
+    // A file read before keeps its last good objects; one read for the first time serves what
+    // it can, and each broken document that names a NetworkPolicy fails closed.
+    if (broken.length > 0 && this.files.has(file)) return undefined;
     const defs = new Map<Ident, Defined>();
     documents.forEach((doc, i) => {
       if (doc === null || doc === undefined) return;
-      if (isList(doc)) {
-        doc.items.forEach((item, j) => this.define(defs, file, i, item, `items[${j}].`));
+      const kind = (doc as { kind?: unknown }).kind;
+      if (typeof kind === 'string' && kind.endsWith('List')) {
+        const items = (doc as { items?: unknown }).items;
+        if (Array.isArray(items)) items.forEach((item, j) => this.define(defs, file, i, item, `items[${j}].`));
+        else this.opts.onError(sourceErrorFrom(new K8sObjectError(kind, 'items', 'expected a list'), { file, document: i }));
       } else {
         this.define(defs, file, i, doc, '');
       }
     });
+    for (const { index, doc } of broken) {
+      const failed = brokenPolicy(doc);
+      if (!failed) continue;
+      const ident = `NetworkPolicy ${failed.key}`;
+      if (defs.has(ident)) continue;
+      const err = failClosedPolicy(failed, undefined, '(document)', 'cannot be parsed', false);
+      this.opts.onError(sourceErrorFrom(err, { file, document: index }));
+      defs.set(ident, { kind: 'NetworkPolicy', key: failed.key, object: err.replacement });
+    }
     return defs;
+  }
+
+  /** Every document of a file as plain data; those that cannot be converted are reported (file
+   * and document named) and listed as broken. Never throws, whatever the text. */
+  private parseDocuments(file: string, text: string): { documents: unknown[]; broken: { index: number; doc?: Document }[] } {
+    const documents: unknown[] = [];
+    const broken: { index: number; doc?: Document }[] = [];
+    const fail = (index: number, err: unknown, doc?: Document) => {
+      broken.push({ index, doc });
+      this.opts.onError(sourceErrorFrom(err, { file, document: index }));
+    };
+    if (extname(file).toLowerCase() === '.json') {
+      try {
+        documents.push(JSON.parse(text));
+      } catch (err) {
+        fail(0, err);
+      }
+      return { documents, broken };
+    }
+    let docs: Document[];
+    try {
+      const parsed = parseAllDocuments(text, { prettyErrors: true });
+      docs = Array.isArray(parsed) ? parsed : [];
+    } catch (err) {
+      // The parser itself gave up (nesting deeper than the stack): nothing is known.
+      fail(0, err);
+      return { documents, broken };
+    }
+    docs.forEach((doc, i) => {
+      if (doc.errors.length > 0) {
+        broken.push({ index: i, doc });
+        for (const err of doc.errors) this.opts.onError(sourceErrorFrom(err, { file, document: i }));
+        return;
+      }
+      try {
+        documents[i] = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+      } catch (err) {
+        fail(i, err, doc);
+      }
+    });
+    return { documents, broken };
   }
 
   /** Normalizes one object of a document into defs; a malformed one is reported and keeps its
@@ -155,7 +204,15 @@ export class ManifestSource implements ClusterSource {
       report(new K8sObjectError('(document)', 'kind', 'missing'));
       return;
     }
-    // Other kinds (Services, Deployments...) may share the directory: they are not ours.
+    // Other kinds (Services, Deployments...) may share the directory: not ours, but a typo in a
+    // kind must not pass in silence.
+    if (!Object.hasOwn(API_VERSIONS, kind)) {
+      const near = nearKind(kind);
+      if (near) report(new K8sObjectError(`${kind} (document)`, 'kind', `unknown kind ${JSON.stringify(kind)}; did you mean ${near}? ignored`));
+      else this.opts.onWarning?.({ ...sourceErrorFrom(new Error(`kind ${JSON.stringify(kind)} is not one nfkube reads (${Object.keys(API_VERSIONS).join(', ')}); ignored`), { file, document }), severity: 'warning' });
+      return;
+    }
+    // A kind nfkube reads, but not this agent (Services without --proxy).
     if (!this.kinds.has(kind)) return;
     const k = kind as ObjectKind;
     let id: ReturnType<typeof objectId>;
@@ -173,7 +230,10 @@ export class ManifestSource implements ClusterSource {
     }
     try {
       if (apiVersion !== undefined && apiVersion !== API_VERSIONS[k]) {
-        throw new K8sObjectError(object, 'apiVersion', `expected ${API_VERSIONS[k]}, got ${JSON.stringify(apiVersion)}`);
+        const problem = `expected ${API_VERSIONS[k]}, got ${describeValue(apiVersion)}`;
+        // A policy of another version cannot be understood, and must not be dropped either.
+        if (k === 'NetworkPolicy') throw failClosedPolicy(id, raw, 'apiVersion', problem, false);
+        throw new K8sObjectError(object, 'apiVersion', problem);
       }
       let normalized = normalizers[k](raw, { defaultNamespace: DEFAULT_NAMESPACE, onProblem: report });
       if (k === 'Namespace') normalized = withNameLabel(normalized as NamespaceInfo);
@@ -181,7 +241,8 @@ export class ManifestSource implements ClusterSource {
     } catch (err) {
       report(err);
       const previous = this.files.get(file)?.get(ident);
-      if (previous) defs.set(ident, previous);
+      if (err instanceof FailClosedError) defs.set(ident, { kind: k, key: id.key, object: err.replacement });
+      else if (previous) defs.set(ident, previous);
     }
   }
 
@@ -215,9 +276,40 @@ function isManifestName(name: string): boolean {
   return !name.startsWith('.') && MANIFEST_EXTENSIONS.has(extname(name).toLowerCase());
 }
 
-function isList(doc: unknown): doc is { items: unknown[] } {
-  const d = doc as { kind?: unknown; items?: unknown };
-  return typeof d === 'object' && typeof d.kind === 'string' && d.kind.endsWith('List') && Array.isArray(d.items);
+/** The identity of a NetworkPolicy in a document that could not be converted, read from its
+ * syntax tree without expanding anything: enough to fail it closed. */
+function brokenPolicy(doc: Document | undefined): { kind: 'NetworkPolicy'; namespace: string; name: string; key: string } | undefined {
+  if (!doc) return undefined;
+  try {
+    const at = (path: string[]): unknown => doc.getIn(path);
+    const name = at(['metadata', 'name']);
+    const ns = at(['metadata', 'namespace']) ?? DEFAULT_NAMESPACE;
+    if (at(['kind']) !== 'NetworkPolicy' || typeof name !== 'string' || name === '' || typeof ns !== 'string' || ns === '') return undefined;
+    return { kind: 'NetworkPolicy', namespace: ns, name, key: `${ns}/${name}` };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The kind nfkube reads that `kind` is a likely typo of (case, or at most two edits). */
+function nearKind(kind: string): string | undefined {
+  return Object.keys(API_VERSIONS).find((k) => k.toLowerCase() === kind.toLowerCase() || editDistance(k, kind) <= 2);
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+function describeValue(v: unknown): string {
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }
 
 /** The API server labels every namespace with its own name; policies select on it. */

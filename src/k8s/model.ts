@@ -67,4 +67,7 @@ export interface NetworkPolicyInfo {
   policyTypes?: string[];
   ingress?: PolicyRuleInfo[];
   egress?: PolicyRuleInfo[];
+  /** Input problems survived by failing closed (a part that could not be read was left out and
+   * allows nothing); absent when the object was read whole. */
+  problems?: Array<{ field: string; message: string }>;
 }

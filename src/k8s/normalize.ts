@@ -4,10 +4,16 @@
  * timestamps, absent fields present as `undefined`), raw JSON from WATCH events, and parsed
  * manifest documents. Only the fields below are read, so the forms converge, and the output is
  * built in a fixed shape (absent optional fields are omitted, never `undefined`) so two
- * normalizations of the same object are deep-equal. Values are checked for type only; what they
- * mean (a CIDR, a protocol, an operator) is judged by the compiler. */
+ * normalizations of the same object are deep-equal. Values are checked for type, and numbers for
+ * range (a port is 1-65535, as the API validates it), so nothing out of range reaches an
+ * encoder; what strings mean (a CIDR, a protocol, an operator) is judged by the compiler.
+ *
+ * A NetworkPolicy is never simply dropped (that would let through what it denied): a part that
+ * cannot be read is left out failing closed, and a policy whose podSelector or spec cannot be
+ * read is replaced by one that isolates every pod it could select and allows nothing
+ * (FailClosedError). */
 import { isIP } from 'node:net';
-import { K8sObjectError } from './errors';
+import { FailClosedError, K8sObjectError } from './errors';
 import type {
   ContainerPortInfo,
   IPBlockInfo,
@@ -76,6 +82,13 @@ export class FieldReader {
     return v;
   }
 
+  /** A port number as the API validates one: an integer 1-65535. */
+  optPort(v: unknown, field: string): number | undefined {
+    const n = this.optInteger(v, field);
+    if (n !== undefined && (n < 1 || n > 65535)) this.fail(field, `${n} is out of range (expected a port number 1-65535)`);
+    return n;
+  }
+
   optBoolean(v: unknown, field: string): boolean | undefined {
     if (v === undefined || v === null) return undefined;
     if (typeof v !== 'boolean') this.fail(field, `expected true or false, got ${describe(v)}`);
@@ -103,7 +116,7 @@ export class FieldReader {
 function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'string') return `"${v.length > 40 ? v.slice(0, 40) + '…' : v}"`;
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v);
   if (typeof v === 'object') return 'an object';
   return `${typeof v} ${String(v)}`;
 }
@@ -153,6 +166,7 @@ export function normalizePod(raw: unknown, opts: NormalizeOptions = {}): PodInfo
   const meta = obj.metadata as Obj;
   const spec = r.optRecord(obj.spec, 'spec') ?? {};
   const status = r.optRecord(obj.status, 'status') ?? {};
+  const onProblem = problemSink(opts);
 
   const pod: PodInfo = {
     namespace: id.namespace!,
@@ -160,7 +174,7 @@ export function normalizePod(raw: unknown, opts: NormalizeOptions = {}): PodInfo
     labels: r.stringMap(meta.labels, 'metadata.labels'),
     ips: podIPs(r, status),
     hostNetwork: r.optBoolean(spec.hostNetwork, 'spec.hostNetwork') ?? false,
-    ports: containerPorts(r, spec),
+    ports: containerPorts(r, spec, onProblem),
   };
   const nodeName = r.optString(spec.nodeName, 'spec.nodeName');
   if (nodeName) pod.nodeName = nodeName;
@@ -190,7 +204,11 @@ function checkIP(r: FieldReader, ip: string, field: string): string {
   return ip;
 }
 
-function containerPorts(r: FieldReader, spec: Obj): ContainerPortInfo[] {
+const CONTAINER_PORT_PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP']);
+
+/** A container port that cannot be read is left out (with onProblem): a named port it would
+ * have given matches nothing, which allows less, never more. */
+function containerPorts(r: FieldReader, spec: Obj, onProblem: (err: K8sObjectError) => void): ContainerPortInfo[] {
   const ports: ContainerPortInfo[] = [];
   const containers = r.optArray(spec.containers, 'spec.containers') ?? [];
   containers.forEach((c, ci) => {
@@ -198,48 +216,70 @@ function containerPorts(r: FieldReader, spec: Obj): ContainerPortInfo[] {
     const list = r.optArray(container.ports, `spec.containers[${ci}].ports`) ?? [];
     list.forEach((p, pi) => {
       const field = `spec.containers[${ci}].ports[${pi}]`;
-      const port = r.record(p, field);
-      const containerPort = r.optInteger(port.containerPort, `${field}.containerPort`);
-      if (containerPort === undefined) r.fail(`${field}.containerPort`, 'missing');
-      const info: ContainerPortInfo = {
-        containerPort,
-        protocol: r.optString(port.protocol, `${field}.protocol`) || 'TCP',
-      };
-      const name = r.optString(port.name, `${field}.name`);
-      if (name) info.name = name;
-      ports.push(info);
+      try {
+        ports.push(containerPort(r, p, field));
+      } catch (err) {
+        if (!(err instanceof K8sObjectError)) throw err;
+        onProblem(err);
+      }
     });
   });
   return ports;
 }
 
-/** A policy whose identity or podSelector is malformed throws: its targets are unknown. Problems
- * inside its rules are survived by failing closed (see NormalizeOptions.onProblem): a malformed
- * rule is dropped (it allows nothing), a malformed rule list or policyTypes isolates. */
-export function normalizeNetworkPolicy(raw: unknown, opts: NormalizeOptions = {}): NetworkPolicyInfo {
-  const id = objectId('NetworkPolicy', raw, opts);
-  const r = new FieldReader(describeObject('NetworkPolicy', id.key));
-  const onProblem =
+function containerPort(r: FieldReader, p: unknown, field: string): ContainerPortInfo {
+  const port = r.record(p, field);
+  const containerPort = r.optPort(port.containerPort, `${field}.containerPort`);
+  if (containerPort === undefined) r.fail(`${field}.containerPort`, 'missing');
+  const protocol = r.optString(port.protocol, `${field}.protocol`) || 'TCP';
+  if (!CONTAINER_PORT_PROTOCOLS.has(protocol)) r.fail(`${field}.protocol`, `unknown protocol ${JSON.stringify(protocol)} (expected TCP, UDP or SCTP)`);
+  const info: ContainerPortInfo = { containerPort, protocol };
+  const name = r.optString(port.name, `${field}.name`);
+  if (name) info.name = name;
+  return info;
+}
+
+/** Where survived problems go: opts.onProblem, or thrown when there is none. */
+function problemSink(opts: NormalizeOptions): (err: K8sObjectError) => void {
+  return (
     opts.onProblem ??
     ((err: K8sObjectError) => {
       throw err;
-    });
+    })
+  );
+}
+
+/** A policy whose identity is malformed throws: it cannot even be named. One whose spec or
+ * podSelector is malformed throws a FailClosedError carrying its fail-closed replacement.
+ * Problems inside its rules are survived by failing closed (see NormalizeOptions.onProblem): a
+ * malformed rule is dropped (it allows nothing), a malformed rule list or policyTypes isolates;
+ * they are also listed in the result's `problems`. */
+export function normalizeNetworkPolicy(raw: unknown, opts: NormalizeOptions = {}): NetworkPolicyInfo {
+  const id = objectId('NetworkPolicy', raw, opts);
+  const r = new FieldReader(describeObject('NetworkPolicy', id.key));
+  const onProblem = problemSink(opts);
+  const problems: NonNullable<NetworkPolicyInfo['problems']> = [];
   const survive = <T>(fn: () => T, fallback: T): T => {
     try {
       return fn();
     } catch (err) {
       if (!(err instanceof K8sObjectError)) throw err;
       onProblem(err);
+      problems.push({ field: err.field, message: err.problem });
       return fallback;
     }
   };
 
-  const spec = r.optRecord((raw as Obj).spec, 'spec') ?? {};
-  const policy: NetworkPolicyInfo = {
-    namespace: id.namespace!,
-    name: id.name,
-    podSelector: labelSelector(r, spec.podSelector, 'spec.podSelector') ?? {},
-  };
+  let spec: Obj;
+  let podSelector: LabelSelector;
+  try {
+    spec = r.optRecord((raw as Obj).spec, 'spec') ?? {};
+    podSelector = labelSelector(r, spec.podSelector, 'spec.podSelector') ?? {};
+  } catch (err) {
+    if (!(err instanceof K8sObjectError)) throw err;
+    throw failClosedPolicy(id, raw, err.field, err.problem, true);
+  }
+  const policy: NetworkPolicyInfo = { namespace: id.namespace!, name: id.name, podSelector };
   // MALFORMED marks a rule list that is not a list: it allows nothing and, for egress, isolates.
   const policyTypes = survive(() => r.stringList(spec.policyTypes, 'spec.policyTypes'), ['Ingress', 'Egress']);
   const ingress = survive<RuleList>(() => rules(r, spec.ingress, 'spec.ingress', 'from', survive), MALFORMED);
@@ -249,7 +289,58 @@ export function normalizeNetworkPolicy(raw: unknown, opts: NormalizeOptions = {}
   else if (egress === MALFORMED) policy.policyTypes = ['Ingress', 'Egress'];
   if (ingress) policy.ingress = ingress === MALFORMED ? [] : ingress;
   if (egress) policy.egress = egress === MALFORMED ? [] : egress;
+  if (problems.length > 0) policy.problems = problems;
   return policy;
+}
+
+/** The error for a NetworkPolicy that cannot be understood, carrying what to enforce instead:
+ * the pods it could select (its podSelector without the parts that cannot be read, which selects
+ * more, never less; every pod of its namespace when none can be read) isolated in the
+ * directions it could name (its policyTypes when they can be read and `trustTypes`, else both),
+ * allowing nothing. */
+export function failClosedPolicy(id: ObjectId, raw: unknown, field: string, problem: string, trustTypes: boolean): FailClosedError<NetworkPolicyInfo> {
+  const rawSpec = isRecord(raw) ? raw.spec : undefined;
+  const spec = isRecord(rawSpec) ? rawSpec : {};
+  const types = trustTypes && Array.isArray(spec.policyTypes) ? spec.policyTypes : [];
+  const named = types.length > 0 && types.every((t) => t === 'Ingress' || t === 'Egress') ? [...new Set(types as string[])].sort() : ['Egress', 'Ingress'];
+  const replacement: NetworkPolicyInfo = {
+    namespace: id.namespace!,
+    name: id.name,
+    podSelector: readableSelector(spec.podSelector),
+    policyTypes: named.reverse(),
+    problems: [{ field, message: problem }],
+  };
+  const what = Object.keys(replacement.podSelector).length === 0 ? 'every pod of its namespace' : 'the pods it could select';
+  const message = `${problem}; failing closed: ${what} isolated (${replacement.policyTypes!.join(', ')}), allowing nothing`;
+  return new FailClosedError(describeObject('NetworkPolicy', id.key), field, message, replacement);
+}
+
+/** The parts of a label selector that can be read: requirements that cannot are left out, so the
+ * selector selects at least what was meant. */
+function readableSelector(v: unknown): LabelSelector {
+  const out: LabelSelector = {};
+  if (!isRecord(v)) return out;
+  if (isRecord(v.matchLabels)) {
+    const labels: Record<string, string> = {};
+    for (const key of Object.keys(v.matchLabels).sort()) if (typeof v.matchLabels[key] === 'string') labels[key] = v.matchLabels[key] as string;
+    if (Object.keys(labels).length > 0) out.matchLabels = labels;
+  }
+  if (Array.isArray(v.matchExpressions)) {
+    const exprs: LabelSelectorRequirement[] = [];
+    for (const e of v.matchExpressions) {
+      if (!isRecord(e) || typeof e.key !== 'string' || typeof e.operator !== 'string') continue;
+      if (e.values !== undefined && e.values !== null && !(Array.isArray(e.values) && e.values.every((x) => typeof x === 'string'))) continue;
+      const req: LabelSelectorRequirement = { key: e.key, operator: e.operator };
+      if (Array.isArray(e.values)) req.values = e.values as string[];
+      exprs.push(req);
+    }
+    if (exprs.length > 0) out.matchExpressions = exprs;
+  }
+  return out;
+}
+
+function isRecord(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const MALFORMED = 'malformed';
@@ -290,9 +381,9 @@ function policyPort(r: FieldReader, v: unknown, field: string): PolicyPortInfo {
   const out: PolicyPortInfo = { protocol: r.optString(p.protocol, `${field}.protocol`) || 'TCP' };
   if (p.port !== undefined && p.port !== null) {
     if (typeof p.port === 'string') out.port = p.port;
-    else out.port = r.optInteger(p.port, `${field}.port`);
+    else out.port = r.optPort(p.port, `${field}.port`);
   }
-  const endPort = r.optInteger(p.endPort, `${field}.endPort`);
+  const endPort = r.optPort(p.endPort, `${field}.endPort`);
   if (endPort !== undefined) out.endPort = endPort;
   return out;
 }
@@ -346,13 +437,27 @@ function labelSelector(r: FieldReader, v: unknown, field: string): LabelSelector
   return out;
 }
 
+/** With a problem sink, an object that must fail closed is reported there and its replacement
+ * returned: what sources deliver (API and manifests alike). */
+function orReplacement<T>(normalize: (raw: unknown, opts?: NormalizeOptions) => T): (raw: unknown, opts?: NormalizeOptions) => T {
+  return (raw, opts = {}) => {
+    try {
+      return normalize(raw, opts);
+    } catch (err) {
+      if (!(err instanceof FailClosedError) || !opts.onProblem) throw err;
+      opts.onProblem(err);
+      return err.replacement as T;
+    }
+  };
+}
+
 export const normalizers: Record<
   ObjectKind,
   (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo | ServiceInfo | EndpointSliceInfo | NodeInfo
 > = {
   Pod: normalizePod,
   Namespace: normalizeNamespace,
-  NetworkPolicy: normalizeNetworkPolicy,
+  NetworkPolicy: orReplacement(normalizeNetworkPolicy),
   // Called through, as normalize-service.ts imports this module.
   Service: (raw, opts) => normalizeService(raw, opts),
   EndpointSlice: (raw, opts) => normalizeEndpointSlice(raw, opts),

@@ -63,6 +63,8 @@ export interface SourceHandlers {
   onChange(change: ClusterChange): void;
   /** Bad objects, bad files, lost connections. The source keeps running. */
   onError(err: SourceError): void;
+  /** What does not affect enforcement but may be a mistake (a kind nfkube does not read). */
+  onWarning?(warning: SourceError): void;
 }
 
 export interface ClusterSource {

@@ -36,7 +36,7 @@ export class AgentMetrics {
   private readonly kernelBatches: Counter<'kind'>;
   private readonly transactionFailures: Counter<'errno'>;
   private readonly driftRepairs: Counter<'kind'>;
-  private readonly objects: Record<'pods' | 'policies' | 'sets' | 'elements' | 'queueDepth', Gauge>;
+  private readonly objects: Record<'pods' | 'policies' | 'sets' | 'elements' | 'queueDepth' | 'failedClosed', Gauge>;
   private readonly lastSuccessfulSync: Gauge;
   private readonly policyCounterReadFailures: Counter;
   private policyCounterReader?: PolicyCounterReader;
@@ -85,6 +85,7 @@ export class AgentMetrics {
       sets: gauge('nfkube_sets', 'nftables sets in the agent\'s table.'),
       elements: gauge('nfkube_set_elements', 'Elements across all sets in the agent\'s table.'),
       queueDepth: gauge('nfkube_event_queue_depth', 'Kubernetes events waiting to be applied.'),
+      failedClosed: gauge('nfkube_objects_failed_closed', 'Objects enforced failing closed because they cannot be read or rendered: each isolates what it could select and allows nothing where it is broken.'),
     };
     this.lastSuccessfulSync = gauge(
       'nfkube_last_successful_sync_timestamp_seconds',
@@ -140,7 +141,7 @@ export class AgentMetrics {
     this.driftRepairs.inc({ kind }, count);
   }
 
-  setObjectCounts(counts: Partial<Record<'pods' | 'policies' | 'sets' | 'elements', number>>): void {
+  setObjectCounts(counts: Partial<Record<'pods' | 'policies' | 'sets' | 'elements' | 'failedClosed', number>>): void {
     for (const [key, value] of Object.entries(counts) as [keyof typeof counts, number | undefined][]) {
       if (value !== undefined) this.objects[key].set(value);
     }

@@ -154,6 +154,9 @@ export class PolicyEngine {
   private podsByPortName: Map<string, Set<PodFacts>> | undefined;
 
   private readonly plans = new Map<string, PolicyPlan>();
+  /** Policies compiled with input errors: each isolates what it selects and its broken parts
+   * allow nothing (fail closed). */
+  private failedClosed = 0;
   /** Each policy as last applied. Inputs are not modified once passed in (pods' labels are kept
    * the same way), so a policy is serialized for comparison only when it comes again. */
   private readonly policyInputs = new Map<string, NetworkPolicyInfo>();
@@ -231,6 +234,7 @@ export class PolicyEngine {
     return {
       pods: this.pods.size,
       policies: this.plans.size,
+      policiesFailedClosed: this.failedClosed,
       targets: this.targets.size,
       peerSets: this.peerSets.size,
       ipBlockSets: this.ipBlocks.size,
@@ -675,6 +679,7 @@ export class PolicyEngine {
 
   private linkPolicy(plan: PolicyPlan): void {
     this.plans.set(plan.key, plan);
+    if (plan.compiled.errors.length > 0) this.failedClosed++;
     this.touchPolicy(plan.compiled.id);
     this.policies.set(plan.compiled.id, plan.compiled);
     for (const spec of plan.peerSets) this.refPeerSet(spec);
@@ -699,6 +704,7 @@ export class PolicyEngine {
 
   private unlinkPolicy(key: string): void {
     const plan = this.plans.get(key)!;
+    if (plan.compiled.errors.length > 0) this.failedClosed--;
     for (const pod of this.localPodsByNamespace.get(plan.namespace) ?? []) {
       if (!this.podPolicies.get(pod.key)?.has(key)) continue;
       this.changePodPolicies(pod, () => removeFrom(this.podPolicies, pod.key, key));

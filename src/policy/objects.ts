@@ -96,7 +96,7 @@ function namedPortsOf(ports: ContainerPortInfo[]): NamedContainerPort[] {
 }
 
 function isNamedPort(p: ContainerPortInfo): boolean {
-  return Boolean(p.name) && PROTOCOLS.has(p.protocol || 'TCP') && Number.isInteger(p.containerPort);
+  return Boolean(p.name) && PROTOCOLS.has(p.protocol || 'TCP') && Number.isInteger(p.containerPort) && p.containerPort >= 1 && p.containerPort <= 65535;
 }
 
 /** Whether `named` equals what namedPortsOf(ports) would build (ports by Object.is, which tells

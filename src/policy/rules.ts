@@ -45,6 +45,8 @@ export function compilePolicy(np: NetworkPolicyInfo): PolicyPlan {
   const report = (e: FieldError): void => {
     errors.push({ policy: key, field: e.field, message: e.message });
   };
+  // What normalization survived by failing closed (a part left out, or a whole policy replaced).
+  np.problems?.forEach(report);
   const target = compileSelector(np.podSelector, 'spec.podSelector');
   target.errors.forEach(report);
   const plan: PolicyPlan = {

@@ -5,10 +5,11 @@
  * nothing and costs nothing. Node events change the node-port and cluster-CIDR sets element by
  * element, and re-render every service only when what services depend on (zone, node addresses,
  * whether pod CIDRs are known) changes. */
-import { ChangeScope } from '../agent/desired';
+import { ChangeScope } from '../pipeline/scope';
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
-import type { Family, SetElement } from '../nft/types';
+import type { SetElement } from '../nft/types';
+import type { Component, SyncKind, TableRef } from '../pipeline/component';
 import { parseCidr } from '../policy/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
 import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
@@ -31,11 +32,6 @@ export interface ProxyOptions {
   masqueradeBit?: number;
 }
 
-export interface TableRef {
-  family: Family;
-  name: string;
-}
-
 interface Rendered {
   chains: Map<string, ChainModel>;
   sets: Map<string, SetModel>;
@@ -46,7 +42,7 @@ interface Rendered {
 
 const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0 };
 
-export class ProxyComponent {
+export class ProxyComponent implements Component {
   readonly name = 'proxy';
   readonly table: TableRef;
   desired: RulesetModel;
@@ -128,7 +124,7 @@ export class ProxyComponent {
     return scopeSize(scope) !== before;
   }
 
-  async afterCommit(_diff: RuleSetDiff): Promise<void> {
+  async afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
     this.pendingTriggerTimes.length = 0;
   }
 

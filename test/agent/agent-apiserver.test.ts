@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { Agent } from '../../src/agent/agent';
+import { PolicyComponent } from '../../src/agent/policy-component';
+import { Agent } from '../../src/pipeline/agent';
 import { InformerSource, loadKubeConfig } from '../../src/k8s/informer-source';
 import { listTable } from '../../src/nft/readback';
 import { TestApiServer } from '../helpers/apiserver';
@@ -25,7 +26,7 @@ test('the agent enforces through client-node informers: initial list, watch, and
       api.create(pod('x', 'b', '198.18.0.3', { app: 'client' }));
       api.create(policy('x', 'web', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }] }] }));
 
-      const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+      const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })] });
       const errors: string[] = [];
       const source = new InformerSource({ kubeConfig: loadKubeConfig(api.writeKubeconfig()), onChange: (c) => agent.onChange(c), onError: (e) => errors.push(e.message), retry: { initialMs: 20, maxMs: 200 } });
       try {

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { Agent } from '../../src/agent/agent';
+import { PolicyComponent } from '../../src/agent/policy-component';
+import { Agent } from '../../src/pipeline/agent';
 import { metricsObserver, policyCounterReader } from '../../src/agent/metrics-bridge';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { AgentMetrics } from '../../src/observe/metrics';
@@ -13,7 +14,7 @@ test('metrics: syncs, kernel messages, drift repairs and per-policy kernel count
   await withSandbox(async (sb) => {
     const metrics = new AgentMetrics({ processMetrics: false });
     metrics.setPolicyCounterReader(policyCounterReader(sb.socket, 'nfkube'));
-    const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }), observer: metricsObserver(metrics) });
+    const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })], observer: metricsObserver(metrics) });
     const server = await startObserveServer({ address: { host: '127.0.0.1', port: 0 }, metrics: () => metrics.expose(), lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(), resyncPeriodMs: 60_000, ready: () => true });
     try {
       const objects = [namespace('x'), pod('x', 'a', '198.18.0.2', { app: 'web' }), pod('x', 'b', '198.18.0.3', { app: 'client' })];

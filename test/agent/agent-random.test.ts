@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { Agent } from '../../src/agent/agent';
+import { PolicyComponent } from '../../src/agent/policy-component';
+import { Agent } from '../../src/pipeline/agent';
 import { Renderer } from '../../src/agent/render';
 import { listTable } from '../../src/nft/readback';
 import { compileFull } from '../../src/policy/compile';
@@ -18,7 +19,7 @@ test('random cluster changes: the kernel holds a full render of the cluster afte
   await withSandbox(async (sb) => {
     const w = new World(rng(11));
     const renderer = new Renderer({ table: 'nfkube', denyAction: 'drop' });
-    const newAgent = () => new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+    const newAgent = () => new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })] });
     let agent = newAgent();
     await agent.start({ pods: new Map(), namespaces: new Map(), policies: new Map() });
     for (let i = 0; i < 150; i++) {

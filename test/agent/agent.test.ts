@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { Agent } from '../../src/agent/agent';
+import { PolicyComponent } from '../../src/agent/policy-component';
+import { Agent } from '../../src/pipeline/agent';
 import { Renderer } from '../../src/agent/render';
 import { listTable } from '../../src/nft/readback';
 import { compileFull } from '../../src/policy/compile';
@@ -13,7 +14,7 @@ import { baseCluster, Cluster, NODE, pod, policy } from './fixtures';
 const silent = pino({ level: 'silent' });
 
 async function startAgent(sb: Sandbox, cluster: Cluster, extra: Partial<ConstructorParameters<typeof Agent>[0]> = {}): Promise<Agent> {
-  const agent = new Agent({ socket: sb.socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent, ...extra });
+  const agent = new Agent({ socket: sb.socket, logger: silent, components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent })], ...extra });
   await agent.start(cluster.snapshot());
   cluster.agent = agent;
   return agent;

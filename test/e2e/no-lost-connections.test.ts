@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { Agent } from '../../src/agent/agent';
+import { PolicyComponent } from '../../src/agent/policy-component';
+import { Agent } from '../../src/pipeline/agent';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { ClusterChange } from '../../src/k8s/source';
 import { NetlinkSocket } from '../../src/netlink/socket';
@@ -21,7 +22,7 @@ test('1,000 pod events while two allowed pods keep connecting: zero failed conne
     { namespace: 'x', name: 'b' },
   ]);
   const socket = NetlinkSocket.open({ netns: topo.nodeNetnsPath });
-  const agent = new Agent({ socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+  const agent = new Agent({ socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })] });
   let prober: Prober | undefined;
   try {
     const [a, b] = topo.pods;

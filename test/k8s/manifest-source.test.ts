@@ -195,8 +195,10 @@ describe('ManifestSource', () => {
       ['list.yml', 4, '(document)', 'kind'],
     ]);
     await settle();
-    // Pod c keeps its last good version; f never had one.
-    assert.deepEqual(rec.summary(from), ['upsert Pod y/g']);
+    // Pod c keeps its last good version; f never had one. The policy of another apiVersion
+    // cannot be understood and must not be dropped: it fails closed (issue 11, defect 4).
+    assert.deepEqual(rec.summary(from), ['upsert Pod y/g', 'upsert NetworkPolicy y/old']);
+    assert.deepEqual(source.snapshot().policies.get('y/old')?.policyTypes, ['Ingress', 'Egress']);
     assert.deepEqual(source.snapshot().pods.get('default/c')?.ips, ['198.18.0.12']);
     assert.equal(source.snapshot().pods.has('y/f'), false);
   });

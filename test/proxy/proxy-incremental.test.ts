@@ -4,7 +4,7 @@
  * change is a handful of element messages; headless, ExternalName and irrelevant updates are 0. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ChangeScope } from '../../src/agent/desired';
+import { ChangeScope } from '../../src/pipeline/scope';
 import { ProxyComponent } from '../../src/proxy/component';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import type { RulesetModel } from '../../src/ruleset/model';

@@ -3,7 +3,7 @@
  * full render, and a restart over the read-back table writes only the difference. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ChangeScope } from '../../src/agent/desired';
+import { ChangeScope } from '../../src/pipeline/scope';
 import { commit, Transaction } from '../../src/nft/transaction';
 import { listTable } from '../../src/nft/readback';
 import { ProxyComponent } from '../../src/proxy/component';

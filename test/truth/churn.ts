@@ -1,7 +1,7 @@
 /** Pod churn for the long-running tests: every event changes nfkube's table (a local pod joining
  * or leaving the egress-isolated namespace y, or a peer pod of x/web coming and going). */
 import assert from 'node:assert/strict';
-import { Agent } from '../../src/agent/agent';
+import { Agent } from '../../src/pipeline/agent';
 import { Cluster, pod } from './harness';
 
 const SLOTS = 40;

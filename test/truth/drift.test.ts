@@ -2,7 +2,7 @@
  * exactly, one `agent.resync()` repairs it in one transaction, and verify then passes. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Agent } from '../../src/agent/agent';
+import { Agent } from '../../src/pipeline/agent';
 import { Sandbox, withSandbox } from '../helpers/netns';
 import { baseCluster, Cluster, startAgent, verify } from './harness';
 

@@ -6,7 +6,8 @@ import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { Logger } from 'pino';
-import { Agent } from '../../src/agent/agent';
+import { PolicyComponent } from '../../src/agent/policy-component';
+import { Agent } from '../../src/pipeline/agent';
 import { Sandbox } from '../helpers/netns';
 import { baseCluster, Cluster, namespace, NODE, pod, policy } from '../agent/fixtures';
 
@@ -18,7 +19,7 @@ const NFKUBE = resolve(__dirname, '../../../bin/nfkube');
 type Raw = Record<string, any>;
 
 export async function startAgent(sb: Sandbox, cluster: Cluster, logger: Logger = silent, socket = sb.socket): Promise<Agent> {
-  const agent = new Agent({ socket, nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger });
+  const agent = new Agent({ socket, logger, components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger })] });
   await agent.start(cluster.snapshot());
   cluster.agent = agent;
   return agent;

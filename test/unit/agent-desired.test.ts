@@ -3,7 +3,8 @@
  * change to the committed model: what the agent writes per event is exactly what changed. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChangeScope, DesiredTable } from '../../src/agent/desired';
+import { DesiredTable } from '../../src/agent/desired';
+import { ChangeScope } from '../../src/pipeline/scope';
 import { Renderer } from '../../src/agent/render';
 import * as C from '../../src/nft/constants';
 import { Expr } from '../../src/nft/types';

@@ -1,4 +1,6 @@
-/** `nfkube render`: print the ruleset the agent would enforce, without touching the kernel. */
+/** `nfkube render`: print the ruleset the agent would enforce, without touching the kernel.
+ * Exits 1 when any input could not be read or rendered as written: what is printed then is what
+ * the agent would enforce, with those objects failing closed. Warnings do not change the exit. */
 import { Renderer } from '../../agent/render';
 import { ManifestSource } from '../../k8s/manifest-source';
 import { formatTable } from '../../nft/format';
@@ -12,28 +14,39 @@ const usage = 'usage: nfkube render --manifests DIR [--node-name N] [--table T] 
 const command: Command = {
   summary: 'print the nftables ruleset for a manifests directory (no root needed)',
   usage,
-  async run(args) {
+  async run(args, ctx) {
     const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' } }, usage);
     if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
     let errors = 0;
+    // `object field` of problems already reported by the source, so the compiler's copy of a
+    // problem normalization survived is not printed twice.
+    const reported = new Set<string>();
     const source = new ManifestSource({
       dir: v.manifests as string,
       onChange: () => undefined,
+      onWarning: (w) => process.stderr.write(`nfkube: warning: ${w.message}\n`),
       onError: (e) => {
         errors++;
+        if (e.object !== undefined && e.field !== undefined) reported.add(`${e.object} ${e.field}`);
         process.stderr.write(`nfkube: ${e.message}\n`);
       },
     });
+    ctx.defer(() => source.stop());
     const snap = await source.start();
     await source.stop();
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
     for (const p of ir.policies.values()) {
       for (const e of p.errors) {
         errors++;
+        if (reported.has(`NetworkPolicy ${e.policy} ${e.field}`)) continue;
         process.stderr.write(`nfkube: NetworkPolicy ${e.policy}: ${e.field}: ${e.message}\n`);
       }
     }
-    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) }).full(ir);
+    const onFailClosed = (err: Error) => {
+      errors++;
+      process.stderr.write(`nfkube: ${err.message}\n`);
+    };
+    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), onFailClosed }).full(ir);
     process.stdout.write(formatTable(modelToContents(model)));
     return errors ? 1 : 0;
   },

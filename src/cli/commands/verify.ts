@@ -1,10 +1,12 @@
 /** `nfkube verify`: read nfkube's table back and compare it, canonically, with what the cluster
- * state says it must be. Exit 0 only when they are equal. */
+ * state says it must be. Exit 0 only when they are equal. The agent's planner decides. */
 import { Renderer } from '../../agent/render';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTable } from '../../nft/readback';
+import { tableText } from '../../pipeline/component';
+import { plan } from '../../pipeline/plan';
 import { compileFull } from '../../policy/compile';
-import { diffRulesets, formatDiff, isEmptyDiff } from '../../ruleset/diff';
+import { formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, modelFromKernel, tableFlagsProblem } from '../../ruleset/model';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, tableName } from '../options';
@@ -15,31 +17,30 @@ const usage = 'usage: nfkube verify [--manifests DIR | --kubeconfig P] [--node-n
 const command: Command = {
   summary: 'compare the kernel with the desired ruleset; print the difference (exit 1 if any)',
   usage,
-  async run(args) {
+  async run(args, ctx) {
     const v = parse(args, SOURCE_OPTIONS, usage);
-    const table = tableName(v.table);
+    const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']) });
     const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
+    ctx.defer(() => source.stop());
     const snap = await source.start();
     await source.stop();
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
-    const desired = new Renderer({ table, denyAction: denyAction(v['deny-action']) }).full(ir);
+    const desired = renderer.full(ir);
+    const table = desired.table;
     const socket = NetlinkSocket.open();
-    try {
-      const back = await listTable(socket, 'inet', table);
-      const kernel = back ? modelFromKernel(back) : emptyModel({ family: 'inet', name: table });
-      const d = diffRulesets(kernel, desired);
-      const flags = back ? tableFlagsProblem(back.table) : undefined;
-      if (!back) process.stdout.write(`table inet ${table} does not exist\n`);
-      if (flags) process.stdout.write(`${flags}\n`);
-      if (isEmptyDiff(d) && back && !flags) {
-        process.stdout.write(`table inet ${table} matches the desired state (${desired.chains.size} chains, ${desired.sets.size} sets)\n`);
-        return 0;
-      }
-      if (!isEmptyDiff(d)) process.stdout.write(`${formatDiff(kernel, desired, d)}\n`);
-      return 1;
-    } finally {
-      await socket.close();
+    ctx.defer(() => socket.close());
+    const back = await listTable(socket, table.family, table.name);
+    const kernel = back ? modelFromKernel(back) : undefined;
+    const flags = back ? tableFlagsProblem(back.table) : undefined;
+    const p = plan(kernel, flags, desired, false);
+    if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
+    if (flags) process.stdout.write(`${flags}\n`);
+    if (p.action === 'noop') {
+      process.stdout.write(`table ${tableText(table)} matches the desired state (${desired.chains.size} chains, ${desired.sets.size} sets)\n`);
+      return 0;
     }
+    if (!isEmptyDiff(p.diff)) process.stdout.write(`${formatDiff(kernel ?? emptyModel(table), desired, p.diff)}\n`);
+    return 1;
   },
 };
 

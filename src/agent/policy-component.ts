@@ -1,0 +1,103 @@
+/** NetworkPolicy as a pipeline component: the incremental PolicyEngine decides what each change
+ * means, the DesiredTable re-renders only that into the policy table's model. */
+import type { Logger } from 'pino';
+import { ClusterChange, ClusterSnapshot } from '../k8s/source';
+import { PolicyEngine } from '../policy/engine';
+import { isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
+import { Component, TableRef } from '../pipeline/component';
+import { ChangeScope } from '../pipeline/scope';
+import { RulesetModel } from '../ruleset/model';
+import { DesiredTable } from './desired';
+import { Renderer } from './render';
+
+export interface PolicyComponentOptions {
+  nodeName: string;
+  /** The table's name (see policyTable). */
+  table: string;
+  denyAction: 'drop' | 'reject';
+  logger: Logger;
+}
+
+/** The policy's table: always `inet`, one table for IPv4 and IPv6. */
+export function policyTable(name: string): TableRef {
+  return { family: 'inet', name };
+}
+
+export class PolicyComponent implements Component {
+  readonly name = 'policy';
+  readonly table: TableRef;
+  private readonly engine: PolicyEngine;
+  private readonly renderer: Renderer;
+  private desiredTable?: DesiredTable;
+  private readonly reportedErrors = new Set<string>();
+
+  constructor(private readonly opts: PolicyComponentOptions) {
+    this.table = policyTable(opts.table);
+    this.engine = new PolicyEngine(opts.nodeName);
+    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, onFailClosed: (err) => opts.logger.error({ object: err.object, err: err.cause }, err.message) });
+  }
+
+  start(snapshot: ClusterSnapshot): void {
+    this.engine.batch(() => {
+      for (const ns of snapshot.namespaces.values()) this.engine.upsertNamespace(ns);
+      for (const pod of snapshot.pods.values()) this.engine.upsertPod(pod);
+      for (const np of snapshot.policies.values()) this.engine.upsertPolicy(np);
+    });
+    const ir = this.engine.state();
+    this.desiredTable = new DesiredTable(this.renderer, ir);
+    this.reportPolicyErrors([...ir.policies.values()].flatMap((p) => p.errors));
+  }
+
+  get desired(): RulesetModel {
+    if (!this.desiredTable) throw new Error('policy component: desired state read before start()');
+    return this.desiredTable.model;
+  }
+
+  /** Whether start() has built the desired model. */
+  get started(): boolean {
+    return this.desiredTable !== undefined;
+  }
+
+  apply(change: ClusterChange, scope: ChangeScope): boolean {
+    if (!this.desiredTable) return false;
+    let delta: PolicyDelta | undefined;
+    try {
+      delta = this.applyToEngine(change);
+    } catch (err) {
+      this.opts.logger.error({ err, object: `${change.kind} ${change.key}` }, 'policy engine rejected a change');
+      return false;
+    }
+    if (!delta || isEmptyDelta(delta)) return false;
+    this.reportPolicyErrors(delta.policies.upsert.flatMap((p) => p.errors));
+    this.desiredTable.apply(delta, scope);
+    return true;
+  }
+
+  stats(): Record<string, number> {
+    const s = this.engine.stats();
+    return { pods: s.targets ?? 0, policies: s.policies ?? 0, failedClosed: (s.policiesFailedClosed ?? 0) + this.renderer.failedClosed.size };
+  }
+
+  /** The change's effect on the engine; undefined for kinds NetworkPolicy does not read. */
+  private applyToEngine(c: ClusterChange): PolicyDelta | undefined {
+    switch (c.kind) {
+      case 'Pod':
+        return c.type === 'upsert' ? this.engine.upsertPod(c.object) : this.engine.deletePod(c.object);
+      case 'Namespace':
+        return c.type === 'upsert' ? this.engine.upsertNamespace(c.object) : this.engine.deleteNamespace(c.object);
+      case 'NetworkPolicy':
+        return c.type === 'upsert' ? this.engine.upsertPolicy(c.object) : this.engine.deletePolicy(c.object);
+      default:
+        return undefined;
+    }
+  }
+
+  private reportPolicyErrors(errors: PolicyError[]): void {
+    for (const e of errors) {
+      const key = `${e.policy} ${e.field} ${e.message}`;
+      if (this.reportedErrors.has(key)) continue;
+      this.reportedErrors.add(key);
+      this.opts.logger.error({ object: `NetworkPolicy ${e.policy}`, field: e.field }, `${e.message}: this rule entry allows nothing; the policy still isolates its pods`);
+    }
+  }
+}

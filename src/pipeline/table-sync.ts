@@ -1,0 +1,381 @@
+/** One component's table, kept equal to the component's desired model.
+ *
+ * - Nothing is written before the source's initial state is complete; then the previous run's
+ *   table is read back and brought to the desired state in one transaction (never a moment with
+ *   no rules or empty sets; nothing written when nothing changed), or created whole.
+ * - Each change is applied to the component at once; an empty change costs nothing more. Changes
+ *   that arrive while a commit is in flight are merged and committed together right after it: no
+ *   fixed delay, no full recompute.
+ * - A failed commit leaves the previous state in force (the kernel applies all or nothing); it is
+ *   retried with backoff and, after repeated failures, replaced by a full reconcile.
+ * - Chains a commit rewrote are read back at once and compared; a resync reads the whole table
+ *   back and repairs any drift in one transaction, guarded by the generation it was read at. */
+import type { Logger } from 'pino';
+import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
+import { NetlinkSocket } from '../netlink/socket';
+import { listChainRules, listTables, readTable } from '../nft/readback';
+import { commit, CommitResult, Transaction } from '../nft/transaction';
+import { ClusterChange } from '../k8s/source';
+import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
+import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
+import { Component, SyncKind } from './component';
+import { plan } from './plan';
+import { ChangeScope } from './scope';
+
+export interface SyncReport {
+  kind: SyncKind;
+  /** The component whose table this sync wrote (absent when a report sums several tables). */
+  component?: string;
+  messages: number;
+  byType: Map<string, number>;
+  durationMs: number;
+  /** Resyncs: the difference found, in formatDiff's notation ('' when none). */
+  drift?: string;
+  /** Resyncs: objects repaired, by kind (table, chain, set, element). */
+  repaired?: Record<string, number>;
+}
+
+export interface SyncSizes {
+  sets: number;
+  elements: number;
+  rules: number;
+  /** And whatever the component's stats() adds (the policy component: pods, policies). */
+  [stat: string]: number;
+}
+
+export interface AgentObserver {
+  synced?(r: SyncReport): void;
+  failed?(kind: SyncKind, err: unknown): void;
+  queueDepth?(n: number): void;
+  sizes?(s: SyncSizes, component: string): void;
+}
+
+/** Totals, for tests and logs: kernel messages by kind since start. */
+export interface SyncTotals {
+  commits: number;
+  messages: number;
+  events: number;
+  emptyEvents: number;
+  byType: Map<string, number>;
+}
+
+/** Runs one piece of kernel work at a time for every table: a resync's read-back generation
+ * must not be bumped by another table's commit in between. */
+export class Lane {
+  private last: Promise<void> = Promise.resolve();
+
+  get busy(): Promise<void> {
+    return this.last;
+  }
+
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.last.then(fn);
+    this.last = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+}
+
+export interface TableSyncOptions {
+  socket: NetlinkSocket;
+  logger: Logger;
+  component: Component;
+  lane: Lane;
+  totals: SyncTotals;
+  observer?: AgentObserver;
+  /** Told whenever the number of events waiting for this table changes. */
+  onQueue?(): void;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+export class TableSync {
+  private readonly component: Component;
+  private readonly logger: Logger;
+  private committed: RulesetModel;
+  private pending = new ChangeScope();
+  /** Events merged into `pending`. */
+  pendingEvents = 0;
+  private flushing = false;
+  private failures = 0;
+  private retryTimer?: NodeJS.Timeout;
+  private started = false;
+  private stopped = false;
+  private lastSizes?: SyncSizes;
+  private sizesAt = 0;
+  /** Set by the first failed sync after a success (or the start), cleared by the next success. */
+  failing?: { since: number; error: unknown };
+
+  constructor(private readonly opts: TableSyncOptions) {
+    this.component = opts.component;
+    this.logger = opts.logger;
+    this.committed = emptyModel(opts.component.table);
+  }
+
+  private get table() {
+    return this.component.table;
+  }
+
+  /** Builds the component's desired model from the snapshot; changes are accepted from now on. */
+  load(snapshot: Parameters<Component['start']>[0]): void {
+    this.component.start(snapshot);
+    this.started = true;
+  }
+
+  /** Brings the table to the desired state at start (see reconcile). */
+  start(): Promise<SyncReport> {
+    return this.opts.lane.run(() => this.reconcile('full'));
+  }
+
+  /** Offers one change to the component; true when it changed the desired model. */
+  offer(change: ClusterChange): boolean {
+    if (!this.started || this.stopped) return false;
+    if (!this.component.apply(change, this.pending)) return false;
+    this.pendingEvents++;
+    this.opts.onQueue?.();
+    this.kick();
+    return true;
+  }
+
+  /** Starts committing pending changes unless a commit is already running. */
+  private kick(): void {
+    if (this.flushing || this.retryTimer || this.stopped) return;
+    this.flushing = true;
+    void this.opts.lane.run(() => this.flush()).finally(() => {
+      this.flushing = false;
+    });
+  }
+
+  /** Resolves once everything pending at call time is committed (or has failed). */
+  async idle(): Promise<void> {
+    while (this.flushing || !this.pending.empty) {
+      if (!this.flushing && this.retryTimer) return;
+      if (!this.flushing) this.kick();
+      await this.opts.lane.busy;
+    }
+  }
+
+  /** Takes every pending change for one commit; when the commit fails they are pending again,
+   * to be committed with whatever arrives meanwhile. */
+  private async handOff<T>(work: (scope: ChangeScope, events: number) => Promise<T>): Promise<T> {
+    const scope = this.pending;
+    const events = this.pendingEvents;
+    this.pending = new ChangeScope();
+    this.pendingEvents = 0;
+    this.opts.onQueue?.();
+    try {
+      return await work(scope, events);
+    } catch (err) {
+      this.pending.merge(scope);
+      this.pendingEvents += events;
+      this.opts.onQueue?.();
+      throw err;
+    }
+  }
+
+  private async flush(): Promise<void> {
+    while (!this.pending.empty && !this.stopped) {
+      try {
+        await this.handOff(async (scope, events) => {
+          const t0 = performance.now();
+          const desired = this.component.desired;
+          const d = diffRulesets(this.committed, desired, scope);
+          if (isEmptyDiff(d)) return;
+          const res = await commit(this.opts.socket, diffTransaction(this.committed, desired, d), { echo: false });
+          applyDiff(this.committed, desired, d);
+          this.succeeded();
+          this.recordCommit('incremental', res, t0, d, { events });
+          await this.verifyChains([...d.addChains, ...d.rewriteChains]);
+        });
+      } catch (err) {
+        this.syncFailed('incremental', err);
+        return;
+      }
+    }
+  }
+
+  private succeeded(): void {
+    this.failures = 0;
+    this.failing = undefined;
+  }
+
+  /** Logs a failed sync and schedules its retry with backoff. */
+  private syncFailed(kind: SyncKind, err: unknown): void {
+    this.failures++;
+    this.opts.observer?.failed?.(kind, err);
+    this.failing = { since: this.failing?.since ?? Date.now(), error: err };
+    const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures - 1, 10));
+    const fields = err instanceof NetlinkError ? { code: err.code, op: err.op, object: err.object, extAck: err.extAck } : {};
+    this.logger.error({ err, ...fields, retryInMs: backoff }, `${kind} sync failed; the previous state stays in force`);
+    if (this.stopped) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      // Repeated failures mean the committed model may be wrong: rebuild from the kernel.
+      if (this.failures >= 3) void this.resync().catch(() => undefined);
+      else this.kick();
+    }, backoff);
+    this.retryTimer.unref();
+  }
+
+  private recordCommit(kind: SyncKind, res: CommitResult, t0: number, d: RuleSetDiff, extra: { events?: number; drift?: string; repaired?: Record<string, number> } = {}): SyncReport {
+    const totals = this.opts.totals;
+    totals.commits++;
+    totals.messages += res.messages;
+    for (const [k, v] of res.byType) totals.byType.set(k, (totals.byType.get(k) ?? 0) + v);
+    const report: SyncReport = { kind, component: this.component.name, messages: res.messages, byType: res.byType, durationMs: performance.now() - t0, drift: extra.drift, repaired: extra.repaired };
+    this.opts.observer?.synced?.(report);
+    this.opts.observer?.sizes?.(this.sizes(kind), this.component.name);
+    this.logger.info({ kind, events: extra.events, messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...this.lastSizes }, 'sync committed');
+    this.afterCommit(d, kind);
+    return report;
+  }
+
+  private afterCommit(d: RuleSetDiff, kind: SyncKind): void {
+    if (!this.component.afterCommit) return;
+    this.component.afterCommit(d, kind).catch((err: unknown) => this.logger.error({ err }, `${this.component.name}: after-commit work failed`));
+  }
+
+  /** Reads back the chains a commit wrote and compares them with what was meant; a difference
+   * (another writer, or a kernel that stored something else) triggers a full resync. */
+  private async verifyChains(names: string[]): Promise<void> {
+    const meant = names.filter((name) => this.committed.chains.has(name));
+    if (meant.length === 0) return;
+    const back = await listChainRules(this.opts.socket, this.table.family, this.table.name, meant);
+    for (const name of meant) {
+      if (sameRules(back.get(name) ?? [], this.committed.chains.get(name)!.rules)) continue;
+      this.logger.warn({ chain: name }, 'a chain read back differs from what was committed; scheduling a full resync');
+      this.opts.observer?.failed?.('incremental', new Error(`chain ${name} read back differs`));
+      setImmediate(() => void this.resync().catch(() => undefined));
+      return;
+    }
+  }
+
+  /** Object counts for logs and gauges. Counting walks the whole model, so incremental syncs
+   * recount at most once a second: their cost must follow the change, not the cluster. */
+  private sizes(kind: SyncKind): SyncSizes {
+    const now = Date.now();
+    if (!this.lastSizes || kind !== 'incremental' || now - this.sizesAt >= 1000) {
+      const m = this.component.desired;
+      this.lastSizes = { ...this.component.stats?.(), sets: m.sets.size, elements: countElements(m), rules: countRules(m) };
+      this.sizesAt = now;
+    }
+    return this.lastSizes;
+  }
+
+  /** Replaces the whole table in one transaction: add, delete, add again, then every object.
+   * The add before the delete makes the delete valid whether or not the table existed.
+   * `fromEmpty`, when given, is the diff from an empty table to `target`. */
+  private replaceTable(kind: SyncKind, genId?: number, target = cloneModel(this.component.desired), fromEmpty?: RuleSetDiff): Promise<SyncReport> {
+    const t0 = performance.now();
+    // Changes arriving while the commit is in flight stay pending against this exact state.
+    const tx = new Transaction().addTable(target.table).deleteTable(target.table).addTable(target.table);
+    const empty = emptyModel(target.table);
+    const d = fromEmpty ?? diffRulesets(empty, target);
+    diffTransaction(empty, target, d, tx);
+    return this.handOff(async () => {
+      const res = await commit(this.opts.socket, tx, { echo: false, genId });
+      this.committed = target;
+      this.succeeded();
+      return this.recordCommit(kind, res, t0, d);
+    });
+  }
+
+  /** A cheap look at the table alone: present and not dormant. A foreign `flush ruleset` (an
+   * nftables.service restart, say) or `delete table` ends all enforcement at once, so the agent
+   * checks often rather than wait for the next full resync; when the table is gone or switched
+   * off, this runs that resync now and returns its report. */
+  async checkTable(): Promise<SyncReport | undefined> {
+    if (!this.started || this.stopped) return undefined;
+    const tables = await listTables(this.opts.socket, this.table.family);
+    const own = tables.find((t) => t.name === this.table.name);
+    const problem = own ? tableFlagsProblem(own) : 'missing';
+    if (!problem) return undefined;
+    this.logger.warn({ table: this.table.name, problem }, 'own table missing or switched off; resyncing now');
+    return this.resync();
+  }
+
+  /** Reads the table back and repairs any difference from the desired state atomically. */
+  resync(): Promise<SyncReport> {
+    return this.opts.lane.run(() => this.reconcile('resync'));
+  }
+
+  /** Reads the table back, plans, and commits the plan in one transaction guarded by the
+   * generation it was read at. At start a restart over an unchanged cluster writes nothing and
+   * keeps the rules' handles and counters; a table that is missing, unreadable or refuses the
+   * difference is replaced whole. */
+  private async reconcile(kind: 'full' | 'resync'): Promise<SyncReport> {
+    const atStart = kind === 'full';
+    for (let attempt = 0; ; attempt++) {
+      const t0 = performance.now();
+      let kernel: RulesetModel | undefined;
+      let genId: number;
+      let flags: string | undefined;
+      try {
+        const read = await readTable(this.opts.socket, this.table.family, this.table.name);
+        genId = read.genId;
+        kernel = read.value ? modelFromKernel(read.value) : undefined;
+        flags = read.value ? tableFlagsProblem(read.value.table) : undefined;
+      } catch (err) {
+        if (!(err instanceof DecodeError)) {
+          if (!atStart) this.syncFailed(kind, err);
+          throw err;
+        }
+        // Bytes nfkube cannot even parse in its own table: replace all of it.
+        this.logger.warn({ err }, 'own table unreadable; replacing it');
+        return this.replaceTable(kind);
+      }
+      try {
+        // Pending changes are part of the desired model now; they are committed by this sync.
+        const target = cloneModel(this.component.desired);
+        const p = plan(kernel, flags, target, atStart);
+        if (p.action === 'replace') {
+          if (p.problem) this.logger.warn({ table: this.table.name, drift: p.problem }, 'own table missing or switched off; replacing it');
+          const r = await this.replaceTable(kind, genId, target, kernel ? undefined : p.diff);
+          if (p.drift !== undefined) {
+            r.drift = p.drift;
+            r.repaired = p.repaired;
+          }
+          return r;
+        }
+        if (p.action === 'noop') {
+          return await this.handOff(async () => {
+            this.committed = target;
+            this.succeeded();
+            const report: SyncReport = { kind, component: this.component.name, messages: 0, byType: new Map(), durationMs: performance.now() - t0 };
+            if (p.drift !== undefined) report.drift = p.drift;
+            this.opts.observer?.synced?.(report);
+            this.opts.observer?.sizes?.(this.sizes(kind), this.component.name);
+            this.logger.info({ kind, messages: 0, ...this.lastSizes }, atStart ? "the previous run's table already matches: nothing written" : 'no drift');
+            return report;
+          });
+        }
+        if (atStart) this.logger.info({ changes: p.changes }, "updating the previous run's table");
+        else this.logger.warn({ drift: p.drift }, 'kernel state differs from the desired state; repairing');
+        return await this.handOff(async () => {
+          const res = await commit(this.opts.socket, diffTransaction(kernel!, target, p.diff), { echo: false, genId });
+          this.committed = target;
+          this.succeeded();
+          return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired });
+        });
+      } catch (err) {
+        if (isGenerationMismatch(err) && attempt < 5) continue; // someone committed meanwhile: read again
+        if (atStart && err instanceof NetlinkError) {
+          // The previous run's objects cannot be brought over (a definition the kernel will not
+          // change in place): start from a clean replacement instead.
+          this.logger.warn({ err }, "the previous run's table could not be updated in place; replacing it");
+          return this.replaceTable(kind);
+        }
+        if (!atStart) this.syncFailed(kind, err);
+        throw err;
+      }
+    }
+  }
+
+  /** Stops retries and scheduled work; what is running finishes. */
+  stop(): void {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+  }
+}
