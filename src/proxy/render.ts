@@ -257,7 +257,12 @@ export class ProxyRenderer {
       { chain: this.chain(N.markMasq), rules: [r(N.markMasq, this.markOp(inverse, markMask))] },
       {
         chain: this.chain(N.reject),
-        rules: [r(N.reject, [{ type: 'reject', rejectType: C.NFT_REJECT_ICMPX_UNREACH, icmpCode: C.NFT_REJECT_ICMPX_PORT_UNREACH }])],
+        // A TCP client learns of a reset at once; an IPv6 one may sit out a SYN retransmission
+        // before it acts on an ICMPv6 error. Everything else: port unreachable, as kube-proxy.
+        rules: [
+          r(N.reject, [...b.l4proto('tcp'), { type: 'reject', rejectType: C.NFT_REJECT_TCP_RST, icmpCode: 0 }]),
+          r(N.reject, [{ type: 'reject', rejectType: C.NFT_REJECT_ICMPX_UNREACH, icmpCode: C.NFT_REJECT_ICMPX_PORT_UNREACH }]),
+        ],
       },
     ];
     const sets: SetModel[] = [];
