@@ -5,7 +5,10 @@
  * nothing and costs nothing. Node events change the node-port and cluster-CIDR sets element by
  * element, and re-render every service only when what services depend on (zone, node addresses,
  * whether pod CIDRs are known) changes. */
+import type { Logger } from 'pino';
+import { ConntrackClient } from '../conntrack/client';
 import { ChangeScope } from '../pipeline/scope';
+import { cleanStaleFlows, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
 import type { SetElement } from '../nft/types';
@@ -30,6 +33,9 @@ export interface ProxyOptions {
   /** --masquerade-all */
   masqueradeAll?: boolean;
   masqueradeBit?: number;
+  /** Deletes conntrack entries of removed UDP endpoints after each commit; none when absent. */
+  conntrack?: ConntrackClient;
+  logger?: Logger;
 }
 
 interface Rendered {
@@ -38,9 +44,11 @@ interface Rendered {
   /** `set key` -> [set, element] in the shared maps. */
   entries: Map<string, [string, SetElement]>;
   endpoints: number;
+  /** UDP service ports by name and family, for conntrack cleanup. */
+  udp: Map<string, UdpServicePort>;
 }
 
-const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0 };
+const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
 
 export class ProxyComponent implements Component {
   readonly name = 'proxy';
@@ -60,6 +68,11 @@ export class ProxyComponent implements Component {
   private contents!: BaseContents;
   /** Trigger times (ms) of EndpointSlice changes applied since the last commit. */
   readonly pendingTriggerTimes: number[] = [];
+  /** Conntrack entries to delete once the change that made them stale is committed. */
+  readonly pendingStaleFlows: StaleFlows[] = [];
+  /** Conntrack entries deleted so far. */
+  conntrackDeleted = 0;
+  private cleaning: Promise<void> = Promise.resolve();
 
   constructor(readonly opts: ProxyOptions) {
     this.table = { family: 'inet', name: opts.table ?? DEFAULT_PROXY_TABLE };
@@ -124,8 +137,22 @@ export class ProxyComponent implements Component {
     return scopeSize(scope) !== before;
   }
 
-  async afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
+  afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
     this.pendingTriggerTimes.length = 0;
+    const flows = this.pendingStaleFlows.splice(0);
+    const conntrack = this.opts.conntrack;
+    if (!conntrack || flows.length === 0) return Promise.resolve();
+    // One cleanup at a time, in commit order.
+    const run = this.cleaning.then(async () => {
+      this.conntrackDeleted += await cleanStaleFlows(conntrack, flows, this.opts.logger);
+    });
+    this.cleaning = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once the conntrack cleanups of every commit so far are done. */
+  conntrackIdle(): Promise<void> {
+    return this.cleaning;
   }
 
   stats(): Record<string, number> {
@@ -227,13 +254,22 @@ export class ProxyComponent implements Component {
     const svc = this.services.get(key);
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0 };
+    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
     for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
       out.endpoints += view.endpoints.length;
       const c: Contribution = this.renderer.servicePort(view, this.env);
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
       for (const [set, e] of c.elements) out.entries.set(`${set} ${elementKey(e)}`, [set, e]);
+      if (view.port.protocol === 'UDP') {
+        const p = view.port.port;
+        out.udp.set(`${view.fam} ${view.name}`, {
+          fam: view.fam,
+          dsts: [view.clusterIP, ...view.externalIPs, ...view.loadBalancerIPs].map((ip) => `${ip} ${p}`),
+          nodePort: view.port.nodePort,
+          endpoints: c.reachable.map((ep) => `${ep.ip} ${ep.port}`),
+        });
+      }
     }
     return out;
   }
@@ -244,6 +280,7 @@ export class ProxyComponent implements Component {
     const now = this.render(key);
     if (now === EMPTY) this.rendered.delete(key);
     else this.rendered.set(key, now);
+    for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
     const m = this.desired;
     for (const [name, c] of now.chains) {
       const was = old.chains.get(name);

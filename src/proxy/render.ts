@@ -94,6 +94,8 @@ export interface Contribution {
   sets: SetModel[];
   /** Elements of the shared maps, by map name. */
   elements: [string, SetElement][];
+  /** Every endpoint this node may DNAT to for this port. */
+  reachable: ProxyEndpoint[];
 }
 
 const IPPROTO: Record<string, number> = { TCP: 6, UDP: 17, SCTP: 132 };
@@ -278,7 +280,7 @@ export class ProxyRenderer {
 
   /** One service port of one family: kube-proxy's syncProxyRules loop body. */
   servicePort(v: ServicePortView, env: ProxyEnv): Contribution {
-    const out: Contribution = { chains: [], sets: [], elements: [] };
+    const out: Contribution = { chains: [], sets: [], elements: [], reachable: [] };
     const svc = v.service;
     const names = servicePortNames(v);
     const externallyAccessible = v.port.nodePort !== undefined || v.externalIPs.length > 0 || v.loadBalancerIPs.length > 0;
@@ -288,6 +290,7 @@ export class ProxyRenderer {
       externallyAccessible,
     };
     const cat = categorizeEndpoints(v.endpoints, policies, env.nodeName, env.zone);
+    out.reachable = cat.reachable;
     const usesCluster = cat.cluster.length > 0 && (!policies.internalLocal || externallyAccessible);
     const usesLocal = cat.local.length > 0 && (policies.internalLocal || (policies.externalLocal && externallyAccessible));
     const hasEndpoints = cat.hasAny;
