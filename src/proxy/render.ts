@@ -356,7 +356,8 @@ export class ProxyRenderer {
     // Internal traffic: masquerade what comes from outside the cluster (or everything).
     if (hasInternal && (env.masqueradeAll || env.localDetector[f])) {
       const match = [...b.matchAddr(ADDR[f].daddr, v.clusterIP), ...b.matchPort(L4[proto], 'th dport', v.port.port)];
-      const source = env.masqueradeAll ? [] : b.matchAddrInSet(ADDR[f].saddr, N.clusterCIDRs(f), true);
+      // The family is pinned already: no second nfproto check (nft compiles none).
+      const source = env.masqueradeAll ? [] : [b.load(ADDR[f].saddr), b.lookup(N.clusterCIDRs(f), C.NFT_REG_1, true)];
       rules(internalChain).push(this.rule(internalChain, [...match, ...source, b.jump(N.markMasq)]));
     }
     // External traffic.

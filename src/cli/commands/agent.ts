@@ -11,19 +11,24 @@ import { Agent, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
 import { denyAction, nodeName, parse, parseDuration, tableName } from '../options';
 import { openSource, SOURCE_OPTIONS } from '../source';
+import { ConntrackClient } from '../../conntrack/client';
+import type { Component } from '../../pipeline/component';
+import { PROXY_CLI_OPTIONS, PROXY_USAGE, proxyChoice, proxyComponent } from '../proxy-options';
 
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once] [--timeout D]
-                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]`;
+                    [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]
+                    ${PROXY_USAGE}`;
 
 /** /healthz turns red once syncs have kept failing this long (or one resync period, if shorter):
  * retries back off up to 30 s, so by then at least two more attempts failed in a row. */
 const FAILING_LIMIT_MS = 60_000;
 
 const command: Command = {
-  summary: 'enforce NetworkPolicy for the pods on this node (--once: sync and exit)',
+  summary: 'enforce NetworkPolicy for the pods on this node, and with --proxy serve Services (--once: sync and exit)',
   usage,
   async run(args, ctx) {
-    const v = parse(args, { ...SOURCE_OPTIONS, once: { type: 'boolean' }, timeout: { type: 'string' }, 'resync-period': { type: 'string' }, 'metrics-addr': { type: 'string' } }, usage);
+    const v = parse(args, { ...SOURCE_OPTIONS, ...PROXY_CLI_OPTIONS, once: { type: 'boolean' }, timeout: { type: 'string' }, 'resync-period': { type: 'string' }, 'metrics-addr': { type: 'string' } }, usage);
+    const choice = proxyChoice(v);
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
     const metricsAddr = parseListenAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
@@ -35,12 +40,18 @@ const command: Command = {
     ctx.defer(() => socket.close());
     // One small dump first: without CAP_NET_ADMIN this fails at once, before anything else runs.
     await listTables(socket, policy.table.family);
-    await logCoexistence(socket, table, logger);
+    if (choice.policy) await logCoexistence(socket, table, logger);
+    const components: Component[] = choice.policy ? [policy] : [];
+    if (choice.proxy) {
+      const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']), { conntrack: new ConntrackClient(socket), logger: logger.child({ component: 'proxy' }) });
+      if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
+      components.push(proxy);
+    }
     const metrics = new AgentMetrics();
     const agent = new Agent({
       socket,
       logger,
-      components: [policy],
+      components,
       observer: metricsObserver(metrics),
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
@@ -56,7 +67,7 @@ const command: Command = {
         sourceErrors++;
         logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message);
       },
-    });
+    }, choice.kinds);
     ctx.defer(() => source.stop());
     ctx.defer(() => agent.stop());
     if (deadlineMs !== undefined) {
@@ -91,7 +102,7 @@ const command: Command = {
     // Counters are read on their own socket so a scrape never queues behind a sync.
     const counterSocket = NetlinkSocket.open();
     ctx.defer(() => counterSocket.close());
-    metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
+    if (choice.policy) metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
     logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     await agent.start(await source.start());
     ready = true;

@@ -7,15 +7,18 @@ import { formatTable } from '../../nft/format';
 import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
+import { PROXY_CLI_OPTIONS, PROXY_USAGE, proxyChoice, proxyComponent } from '../proxy-options';
 import { denyAction, nodeName, parse, tableName } from '../options';
 
-const usage = 'usage: nfkube render --manifests DIR [--node-name N] [--table T] [--deny-action drop|reject]';
+const usage = `usage: nfkube render --manifests DIR [--node-name N] [--table T] [--deny-action drop|reject]
+                     ${PROXY_USAGE}`;
 
 const command: Command = {
   summary: 'print the nftables ruleset for a manifests directory (no root needed)',
   usage,
   async run(args, ctx) {
-    const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' } }, usage);
+    const v = parse(args, { manifests: { type: 'string' }, 'node-name': { type: 'string' }, table: { type: 'string' }, 'deny-action': { type: 'string' }, ...PROXY_CLI_OPTIONS }, usage);
+    const choice = proxyChoice(v);
     if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
     let errors = 0;
     // `object field` of problems already reported by the source, so the compiler's copy of a
@@ -23,6 +26,7 @@ const command: Command = {
     const reported = new Set<string>();
     const source = new ManifestSource({
       dir: v.manifests as string,
+      kinds: choice.kinds,
       onChange: () => undefined,
       onWarning: (w) => process.stderr.write(`nfkube: warning: ${w.message}\n`),
       onError: (e) => {
@@ -46,8 +50,15 @@ const command: Command = {
       errors++;
       process.stderr.write(`nfkube: ${err.message}\n`);
     };
-    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), onFailClosed }).full(ir);
-    process.stdout.write(formatTable(modelToContents(model)));
+    if (choice.policy) {
+      const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), onFailClosed }).full(ir);
+      process.stdout.write(formatTable(modelToContents(model)));
+    }
+    if (choice.proxy) {
+      const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']));
+      proxy.start(snap);
+      process.stdout.write(formatTable(modelToContents(proxy.desired)));
+    }
     return errors ? 1 : 0;
   },
 };
