@@ -49,6 +49,10 @@ export function proxyChoice(v: Record<string, string | boolean | undefined>): { 
   };
 }
 
-export function proxyComponent(opts: Omit<ProxyOptions, 'nodeName'>, nodeName: string, extra: { conntrack?: ConntrackClient; logger?: ProxyOptions['logger'] } = {}): ProxyComponent {
+export function proxyComponent(
+  opts: Omit<ProxyOptions, 'nodeName'>,
+  nodeName: string,
+  extra: { conntrack?: ConntrackClient; logger?: ProxyOptions['logger']; metrics?: ProxyOptions['metrics'] } = {},
+): ProxyComponent {
   return new ProxyComponent({ ...opts, nodeName, ...extra });
 }

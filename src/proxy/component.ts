@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { ConntrackClient } from '../conntrack/client';
 import { ChangeScope } from '../pipeline/scope';
 import { cleanStaleFlows, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
+import type { ProxyMetrics } from './metrics';
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
 import type { SetElement } from '../nft/types';
@@ -36,6 +37,7 @@ export interface ProxyOptions {
   /** Deletes conntrack entries of removed UDP endpoints after each commit; none when absent. */
   conntrack?: ConntrackClient;
   logger?: Logger;
+  metrics?: ProxyMetrics;
 }
 
 interface Rendered {
@@ -134,17 +136,22 @@ export class ProxyComponent implements Component {
       default:
         return false;
     }
-    return scopeSize(scope) !== before;
+    const touched = scopeSize(scope) !== before;
+    if (touched) this.opts.metrics?.queued();
+    return touched;
   }
 
   afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
+    this.opts.metrics?.programmed(this.pendingTriggerTimes);
     this.pendingTriggerTimes.length = 0;
     const flows = this.pendingStaleFlows.splice(0);
     const conntrack = this.opts.conntrack;
     if (!conntrack || flows.length === 0) return Promise.resolve();
     // One cleanup at a time, in commit order.
     const run = this.cleaning.then(async () => {
-      this.conntrackDeleted += await cleanStaleFlows(conntrack, flows, this.opts.logger);
+      const n = await cleanStaleFlows(conntrack, flows, this.opts.logger);
+      this.conntrackDeleted += n;
+      this.opts.metrics?.conntrackDeleted.inc(n);
     });
     this.cleaning = run.catch(() => undefined);
     return run;

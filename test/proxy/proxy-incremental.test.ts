@@ -5,7 +5,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ChangeScope } from '../../src/pipeline/scope';
+import { Registry } from 'prom-client';
 import { ProxyComponent } from '../../src/proxy/component';
+import { ProxyMetrics } from '../../src/proxy/metrics';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import type { RulesetModel } from '../../src/ruleset/model';
 import { mulberry32 as rng } from '../helpers/prng';
@@ -105,4 +107,27 @@ test('headless and ExternalName services and their endpoint churn, and irrelevan
   assert.equal(proxy.apply({ kind: 'Node', type: 'upsert', key: 'node-9', object: node('node-9') }, scope2), false);
   total += messages(proxy, committed, scope2);
   assert.equal(total, 0);
+});
+
+test('metrics under kube-proxy names with the nfkube_proxy_ prefix: queued on a change, programming latency from the trigger time at commit', async () => {
+  const registry = new Registry();
+  const metrics = new ProxyMetrics(registry);
+  const proxy = new ProxyComponent({ ...opts, metrics });
+  proxy.start(snapshotOf([service('x', 'web', { clusterIPs: ['198.19.0.10'] })], [], [node(NODE)]));
+  const s = slice('x', 'web-a', 'web', { endpoints: [endpoint('198.18.1.10', NODE)], triggerTimeMs: Date.now() - 1500 });
+  assert.equal(proxy.apply({ kind: 'EndpointSlice', type: 'upsert', key: 'x/web-a', object: s }, new ChangeScope()), true);
+  await proxy.afterCommit(diffRulesets(proxy.desired, proxy.desired), 'incremental');
+  metrics.synced(2);
+  const text = await registry.metrics();
+  for (const name of [
+    'nfkube_proxy_sync_proxy_rules_duration_seconds_count 1',
+    'nfkube_proxy_network_programming_duration_seconds_count 1',
+    'nfkube_proxy_sync_proxy_rules_last_queued_timestamp_seconds',
+    'nfkube_proxy_sync_proxy_rules_last_timestamp_seconds',
+    'nfkube_proxy_sync_proxy_rules_nftables_sync_failures_total 0',
+  ]) {
+    assert.ok(text.includes(name), name);
+  }
+  assert.match(text, /nfkube_proxy_network_programming_duration_seconds_bucket\{le="1"\} 0/);
+  assert.match(text, /nfkube_proxy_network_programming_duration_seconds_bucket\{le="2"\} 1/);
 });

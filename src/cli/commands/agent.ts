@@ -14,6 +14,7 @@ import { openSource, SOURCE_OPTIONS } from '../source';
 import { ConntrackClient } from '../../conntrack/client';
 import type { Component } from '../../pipeline/component';
 import { PROXY_CLI_OPTIONS, PROXY_USAGE, proxyChoice, proxyComponent } from '../proxy-options';
+import { ProxyMetrics } from '../../proxy/metrics';
 
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once] [--timeout D]
                     [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]
@@ -42,17 +43,32 @@ const command: Command = {
     await listTables(socket, policy.table.family);
     if (choice.policy) await logCoexistence(socket, table, logger);
     const components: Component[] = choice.policy ? [policy] : [];
+    const metrics = new AgentMetrics();
+    const proxyMetrics = choice.proxy ? new ProxyMetrics(metrics.registry) : undefined;
     if (choice.proxy) {
-      const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']), { conntrack: new ConntrackClient(socket), logger: logger.child({ component: 'proxy' }) });
+      const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']), { conntrack: new ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics });
       if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
       components.push(proxy);
     }
-    const metrics = new AgentMetrics();
+    const observer = metricsObserver(metrics);
     const agent = new Agent({
       socket,
       logger,
       components,
-      observer: metricsObserver(metrics),
+      observer: proxyMetrics
+        ? {
+            ...observer,
+            synced: (r) => {
+              observer.synced?.(r);
+              if (r.component === 'proxy') proxyMetrics.synced(r.durationMs);
+            },
+            // The pipeline does not say which table failed: counted when the proxy runs alone.
+            failed: (kind, err) => {
+              observer.failed?.(kind, err);
+              if (!choice.policy) proxyMetrics.syncFailures.inc();
+            },
+          }
+        : observer,
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
     let lastSourceError: string | undefined;
