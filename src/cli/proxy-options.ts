@@ -1,7 +1,6 @@
 /** The service proxy's command-line options, with kube-proxy's names and meanings:
  * --proxy, --no-policy, --cluster-cidr CIDR[,CIDR], --nodeport-addresses CIDR,...|primary,
  * --masquerade-all, --proxy-table T. */
-import type { ConntrackClient } from '../conntrack/client';
 import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
 import { parseCidr } from '../policy/ip';
 import { ProxyComponent, ProxyOptions } from '../proxy/component';
@@ -52,7 +51,7 @@ export function proxyChoice(v: Record<string, string | boolean | undefined>): { 
 export function proxyComponent(
   opts: Omit<ProxyOptions, 'nodeName'>,
   nodeName: string,
-  extra: { conntrack?: ConntrackClient; logger?: ProxyOptions['logger']; metrics?: ProxyOptions['metrics'] } = {},
+  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health'> = {},
 ): ProxyComponent {
   return new ProxyComponent({ ...opts, nodeName, ...extra });
 }

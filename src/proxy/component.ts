@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { ConntrackClient } from '../conntrack/client';
 import { ChangeScope } from '../pipeline/scope';
 import { cleanStaleFlows, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
+import type { HealthCheckServer } from './health';
 import type { ProxyMetrics } from './metrics';
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
@@ -38,6 +39,8 @@ export interface ProxyOptions {
   conntrack?: ConntrackClient;
   logger?: Logger;
   metrics?: ProxyMetrics;
+  /** Serves the health-check node ports of ETP Local load balancers; none when absent. */
+  health?: HealthCheckServer;
 }
 
 interface Rendered {
@@ -143,6 +146,8 @@ export class ProxyComponent implements Component {
 
   afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
     this.opts.metrics?.programmed(this.pendingTriggerTimes);
+    // Health answers follow what is committed, not what is only desired.
+    this.opts.health?.sync(this.healthChecks()).catch((err: unknown) => this.opts.logger?.error({ err }, 'health-check node ports'));
     this.pendingTriggerTimes.length = 0;
     const flows = this.pendingStaleFlows.splice(0);
     const conntrack = this.opts.conntrack;

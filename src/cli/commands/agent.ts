@@ -15,6 +15,7 @@ import { ConntrackClient } from '../../conntrack/client';
 import type { Component } from '../../pipeline/component';
 import { PROXY_CLI_OPTIONS, PROXY_USAGE, proxyChoice, proxyComponent } from '../proxy-options';
 import { ProxyMetrics } from '../../proxy/metrics';
+import { HealthCheckServer } from '../../proxy/health';
 
 const usage = `usage: nfkube agent [--kubeconfig P | --manifests DIR] [--node-name N] [--table T] [--once] [--timeout D]
                     [--resync-period D] [--deny-action drop|reject] [--log-level L] [--metrics-addr A]
@@ -46,7 +47,9 @@ const command: Command = {
     const metrics = new AgentMetrics();
     const proxyMetrics = choice.proxy ? new ProxyMetrics(metrics.registry) : undefined;
     if (choice.proxy) {
-      const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']), { conntrack: new ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics });
+      const health = v.once ? undefined : new HealthCheckServer({ logger });
+      if (health) ctx.defer(() => health.close());
+      const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']), { conntrack: new ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health });
       if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
       components.push(proxy);
     }
