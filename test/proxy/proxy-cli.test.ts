@@ -4,13 +4,13 @@
  * into the same table (the oracle), `--no-policy` runs the proxy alone, and `cleanup` removes
  * both tables and nothing else. */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { withSandbox } from '../helpers/netns';
-import { node1, web, webSlice } from '../k8s/service-sources.test';
+import { node1, web, webSlice } from '../k8s/service-objects';
 
 const ROOT = resolve(__dirname, '../../..');
 const NFKUBE = join(ROOT, 'bin/nfkube');
@@ -56,5 +56,4 @@ test('agent --once --proxy, verify, render (loaded by nft), --no-policy, cleanup
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  void execFileSync;
 });

@@ -47,19 +47,19 @@ const command: Command = {
 
 /** Prints how the kernel's copy of one table differs from `desired`; 1 when it does. */
 async function verifyTable(socket: NetlinkSocket, desired: RulesetModel): Promise<number> {
-    const table = desired.table;
-    const back = await listTable(socket, table.family, table.name);
-    const kernel = back ? modelFromKernel(back) : undefined;
-    const flags = back ? tableFlagsProblem(back.table) : undefined;
-    const p = plan(kernel, flags, desired, false);
-    if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
-    if (flags) process.stdout.write(`${flags}\n`);
-    if (p.action === 'noop') {
-      process.stdout.write(`table ${tableText(table)} matches the desired state (${desired.chains.size} chains, ${desired.sets.size} sets)\n`);
-      return 0;
-    }
-    if (!isEmptyDiff(p.diff)) process.stdout.write(`${formatDiff(kernel ?? emptyModel(table), desired, p.diff)}\n`);
-    return 1;
+  const table = desired.table;
+  const back = await listTable(socket, table.family, table.name);
+  const kernel = back ? modelFromKernel(back) : undefined;
+  const flags = back ? tableFlagsProblem(back.table) : undefined;
+  const p = plan(kernel, flags, desired, false);
+  if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
+  if (flags) process.stdout.write(`${flags}\n`);
+  if (p.action === 'noop') {
+    process.stdout.write(`table ${tableText(table)} matches the desired state (${desired.chains.size} chains, ${desired.sets.size} sets)\n`);
+    return 0;
+  }
+  if (!isEmptyDiff(p.diff)) process.stdout.write(`${formatDiff(kernel ?? emptyModel(table), desired, p.diff)}\n`);
+  return 1;
 }
 
 export default command;
