@@ -337,9 +337,9 @@ const GOLDENS: Golden[] = [
       28000180
       08000100 66696200          # "fib"
       1c000280
-      08000100 00000001          # NFTA_FIB_DREG 1
+      08000300 00000001          # NFTA_FIB_FLAGS NFTA_FIB_F_SADDR (libnftnl's order)
       08000200 00000003          # NFTA_FIB_RESULT NFT_FIB_RESULT_ADDRTYPE
-      08000300 00000001          # NFTA_FIB_FLAGS NFTA_FIB_F_SADDR`,
+      08000100 00000001          # NFTA_FIB_DREG 1`,
   },
   {
     nft: 'update @aff { ip saddr } (the dynset)',
@@ -349,9 +349,9 @@ const GOLDENS: Golden[] = [
       2c000180
       0b000100 64796e7365740000  # "dynset"
       1c000280
-      08000100 61666600          # NFTA_DYNSET_SET_NAME "aff"
+      08000400 00000001          # NFTA_DYNSET_SREG_KEY 1 (libnftnl's order)
       08000300 00000001          # NFTA_DYNSET_OP NFT_DYNSET_OP_UPDATE
-      08000400 00000001          # NFTA_DYNSET_SREG_KEY 1`,
+      08000100 61666600          # NFTA_DYNSET_SET_NAME "aff"`,
   },
   {
     nft: 'synproxy mss 1460 (an expression nfkube does not model)',

@@ -9,12 +9,14 @@ export const dynset: ExprCodec<'dynset'> = {
   // NFTA_DYNSET_PAD only aligns the 64-bit timeout on some architectures; it carries nothing.
   attrs: [C.NFTA_DYNSET_SET_NAME, C.NFTA_DYNSET_SET_ID, C.NFTA_DYNSET_OP, C.NFTA_DYNSET_SREG_KEY, C.NFTA_DYNSET_SREG_DATA, C.NFTA_DYNSET_TIMEOUT, C.NFTA_DYNSET_FLAGS, C.NFTA_DYNSET_PAD],
 
+  // In libnftnl's order, so nft's own bytes re-encode exactly.
   encode(w, e) {
+    w.be32(C.NFTA_DYNSET_SREG_KEY, u32(e.sregKey, 'dynset.sregKey'));
+    if (e.sregData !== undefined) w.be32(C.NFTA_DYNSET_SREG_DATA, u32(e.sregData, 'dynset.sregData'));
+    w.be32(C.NFTA_DYNSET_OP, OPS.number(e.op));
+    if (e.timeoutMs !== undefined) w.be64(C.NFTA_DYNSET_TIMEOUT, u64(e.timeoutMs, 'dynset.timeoutMs'));
     w.str(C.NFTA_DYNSET_SET_NAME, text(e.set, 'dynset.set'));
     if (e.setId !== undefined) w.be32(C.NFTA_DYNSET_SET_ID, u32(e.setId, 'dynset.setId'));
-    w.be32(C.NFTA_DYNSET_OP, OPS.number(e.op)).be32(C.NFTA_DYNSET_SREG_KEY, u32(e.sregKey, 'dynset.sregKey'));
-    if (e.sregData !== undefined) w.be32(C.NFTA_DYNSET_SREG_DATA, u32(e.sregData, 'dynset.sregData'));
-    if (e.timeoutMs !== undefined) w.be64(C.NFTA_DYNSET_TIMEOUT, u64(e.timeoutMs, 'dynset.timeoutMs'));
     if (e.flags !== undefined) w.be32(C.NFTA_DYNSET_FLAGS, u32(e.flags, 'dynset.flags'));
   },
 
@@ -37,7 +39,7 @@ export const dynset: ExprCodec<'dynset'> = {
   describe(e) {
     let s = `${e.op} reg_key ${e.sregKey} set ${e.set} `;
     if (e.sregData !== undefined) s += `sreg_data ${e.sregData} `;
-    if (e.timeoutMs) s += `timeout ${e.timeoutMs}ms `;
+    if (e.timeoutMs !== undefined) s += `timeout ${e.timeoutMs}ms `;
     return s;
   },
 };

@@ -17,8 +17,9 @@ const FLAG_TEXT: [number, string][] = [
 export const fib: ExprCodec<'fib'> = {
   attrs: [C.NFTA_FIB_DREG, C.NFTA_FIB_RESULT, C.NFTA_FIB_FLAGS],
 
+  // In libnftnl's order, so nft's own bytes re-encode exactly.
   encode(w, e) {
-    w.be32(C.NFTA_FIB_DREG, u32(e.dreg, 'fib.dreg')).be32(C.NFTA_FIB_RESULT, u32(e.result, 'fib.result')).be32(C.NFTA_FIB_FLAGS, u32(e.flags, 'fib.flags'));
+    w.be32(C.NFTA_FIB_FLAGS, u32(e.flags, 'fib.flags')).be32(C.NFTA_FIB_RESULT, u32(e.result, 'fib.result')).be32(C.NFTA_FIB_DREG, u32(e.dreg, 'fib.dreg'));
   },
 
   decode(r) {
