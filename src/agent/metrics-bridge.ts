@@ -25,7 +25,10 @@ export function metricsObserver(metrics: AgentMetrics, latency?: ProgrammingLate
       if (n > 0) latency?.queued();
       metrics.setEventQueueDepth(n);
     },
-    sizes: (s) => metrics.setObjectCounts({ pods: s.pods, policies: s.policies, sets: s.sets, elements: s.elements, failedClosed: s.failedClosed }),
+    // The gauges describe the policy table; other components' sizes are their own metrics.
+    sizes: (s, component) => {
+      if (component === 'policy') metrics.setObjectCounts({ pods: s.pods, policies: s.policies, sets: s.sets, elements: s.elements, failedClosed: s.failedClosed });
+    },
   };
 }
 

@@ -1,11 +1,12 @@
 /** Picks the source of cluster state from --manifests / --kubeconfig (in-cluster by default, and
  * only inside a pod). */
 import { accessSync, constants } from 'node:fs';
-import { ClusterSource, SourceHandlers } from '../k8s/source';
+import { ClusterSource, ObjectKind, SourceHandlers } from '../k8s/source';
 import { COMMON_OPTIONS } from './options';
 import { DENY_OPTIONS } from './deny-options';
 
-export function openSource(values: Record<string, string | boolean | undefined>, handlers: SourceHandlers): ClusterSource {
+/** `kinds`: what to read (default: what NetworkPolicy enforcement reads). */
+export function openSource(values: Record<string, string | boolean | undefined>, handlers: SourceHandlers, kinds?: readonly ObjectKind[]): ClusterSource {
   // Commands that take no warnings still show them, marked as such.
   if (!handlers.onWarning) handlers = { ...handlers, onWarning: (w) => handlers.onError({ ...w, severity: 'warning' }) };
   const manifests = values.manifests as string | undefined;
@@ -13,7 +14,7 @@ export function openSource(values: Record<string, string | boolean | undefined>,
   if (manifests && kubeconfig) throw new Error('--manifests and --kubeconfig exclude each other');
   if (manifests) {
     const { ManifestSource } = require('../k8s/manifest-source') as typeof import('../k8s/manifest-source');
-    return new ManifestSource({ dir: manifests, ...handlers });
+    return new ManifestSource({ dir: manifests, kinds, ...handlers });
   }
   if (kubeconfig) {
     // Checked before client-node takes seconds to load.
@@ -26,7 +27,7 @@ export function openSource(values: Record<string, string | boolean | undefined>,
     throw new Error('no cluster to read: pass --kubeconfig PATH or --manifests DIR, or run in a pod (in-cluster configuration needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, which are not set)');
   }
   const { InformerSource, loadKubeConfig } = require('../k8s/informer-source') as typeof import('../k8s/informer-source');
-  return new InformerSource({ kubeConfig: loadKubeConfig(kubeconfig), ...handlers });
+  return new InformerSource({ kubeConfig: loadKubeConfig(kubeconfig), kinds, ...handlers });
 }
 
 /** Where cluster state comes from, in words, for the agent's first log line. */

@@ -1,5 +1,5 @@
 /** Cluster state from an API server: a list-then-watch loop per kind (Pods, Namespaces,
- * NetworkPolicies) through @kubernetes/client-node.
+ * NetworkPolicies; Services, EndpointSlices, Nodes when asked) through @kubernetes/client-node.
  *
  * client-node's own ListWatch keeps every full object it has seen and gives up on the first
  * non-410 error, so the loop is ours: it lists page by page as raw JSON through the kubeconfig
@@ -13,7 +13,7 @@ import { createLogger } from '../log';
 import { sourceErrorFrom } from './errors';
 import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
 import { rawLister, type ListPage } from './raw-list';
-import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 /** client-node takes seconds to load (its generated API is large): only load it when a cluster
  * is the source, so `--manifests` and `render` start at once. */
@@ -64,6 +64,8 @@ export interface InformerSourceOptions extends SourceHandlers {
   watchTimeoutSeconds?: number;
   /** Backoff between failed attempts, doubling from initialMs up to maxMs. */
   retry?: { initialMs: number; maxMs: number };
+  /** The kinds watched (default POLICY_KINDS; add PROXY_KINDS for the service proxy). */
+  kinds?: readonly ObjectKind[];
 }
 
 interface KindAccess {
@@ -85,7 +87,8 @@ export class InformerSource implements ClusterSource {
     const { Watch } = clientNode();
     const kc = opts.kubeConfig;
     const watch = new Watch(kc);
-    const kinds: KindAccess[] = [
+    const wanted = new Set(opts.kinds ?? POLICY_KINDS);
+    const all: KindAccess[] = [
       { kind: 'Namespace', watchPath: '/api/v1/namespaces', list: rawLister(kc, '/api/v1/namespaces') },
       { kind: 'Pod', watchPath: '/api/v1/pods', list: rawLister(kc, '/api/v1/pods') },
       {
@@ -93,8 +96,15 @@ export class InformerSource implements ClusterSource {
         watchPath: '/apis/networking.k8s.io/v1/networkpolicies',
         list: rawLister(kc, '/apis/networking.k8s.io/v1/networkpolicies'),
       },
+      { kind: 'Service', watchPath: '/api/v1/services', list: rawLister(kc, '/api/v1/services') },
+      {
+        kind: 'EndpointSlice',
+        watchPath: '/apis/discovery.k8s.io/v1/endpointslices',
+        list: rawLister(kc, '/apis/discovery.k8s.io/v1/endpointslices'),
+      },
+      { kind: 'Node', watchPath: '/api/v1/nodes', list: rawLister(kc, '/api/v1/nodes') },
     ];
-    this.reflectors = kinds.map((k) => new Reflector(k, watch, this.state, opts));
+    this.reflectors = all.filter((k) => wanted.has(k.kind)).map((k) => new Reflector(k, watch, this.state, opts));
   }
 
   async start(): Promise<ClusterSnapshot> {

@@ -1,6 +1,7 @@
 /** Cluster state from a directory of YAML/JSON manifests (`--manifests DIR`): Namespaces, Pods
  * (spec.nodeName, status.phase, status.podIP(s) stand in for what the kubelet would report) and
- * NetworkPolicies, in multi-document files or `kind: List` documents.
+ * NetworkPolicies, and when asked Services, EndpointSlices and Nodes, in multi-document files or
+ * `kind: List` documents.
  *
  * The directory is watched; a changed file is re-read at once (no debounce) and only the
  * differences its objects make are delivered. A file that does not parse (a syntax error, a YAML
@@ -17,15 +18,24 @@ import type { Document } from 'yaml';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
 import { describeObject, failClosedPolicy, normalizers, objectId, type ObjectKind } from './normalize';
-import { ClusterState, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 import { fastYamlDocuments } from './yaml-documents';
 
 export interface ManifestSourceOptions extends SourceHandlers {
   dir: string;
+  /** The kinds delivered (default POLICY_KINDS; add PROXY_KINDS for the service proxy). */
+  kinds?: readonly ObjectKind[];
 }
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
-const API_VERSIONS: Record<ObjectKind, string> = { Pod: 'v1', Namespace: 'v1', NetworkPolicy: 'networking.k8s.io/v1' };
+const API_VERSIONS: Record<ObjectKind, string> = {
+  Pod: 'v1',
+  Namespace: 'v1',
+  NetworkPolicy: 'networking.k8s.io/v1',
+  Service: 'v1',
+  EndpointSlice: 'discovery.k8s.io/v1',
+  Node: 'v1',
+};
 const DEFAULT_NAMESPACE = 'default';
 /** Larger files are refused unread: parsing blocks the event loop, so a file this big would stall
  * every other update. YAML parses about a hundred times slower than JSON (4 MiB of Pods take
@@ -54,9 +64,11 @@ export class ManifestSource implements ClusterSource {
   /** Files defining each object; the first by name is in force. */
   private readonly definers = new Map<Ident, Set<string>>();
   private watcher?: FSWatcher;
+  private readonly kinds: ReadonlySet<string>;
 
   constructor(private readonly opts: ManifestSourceOptions) {
     this.state = new ClusterState(opts);
+    this.kinds = new Set(opts.kinds ?? POLICY_KINDS);
   }
 
   async start(): Promise<ClusterSnapshot> {
@@ -222,6 +234,8 @@ export class ManifestSource implements ClusterSource {
       else this.opts.onWarning?.({ ...sourceErrorFrom(new Error(`kind ${JSON.stringify(kind)} is not one nfkube reads (${Object.keys(API_VERSIONS).join(', ')}); ignored`), { file, document }), severity: 'warning' });
       return;
     }
+    // A kind nfkube reads, but not this agent (Services without --proxy).
+    if (!this.kinds.has(kind)) return;
     const k = kind as ObjectKind;
     let id: ReturnType<typeof objectId>;
     try {

@@ -26,8 +26,13 @@ import type {
   PolicyPortInfo,
   PolicyRuleInfo,
 } from './model';
+import { normalizeEndpointSlice, normalizeNode, normalizeService } from './normalize-service';
+import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from './service-model';
 
-export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy';
+export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node';
+
+/** Kinds without a namespace: keyed by name alone. */
+const CLUSTER_SCOPED: ReadonlySet<ObjectKind> = new Set(['Namespace', 'Node']);
 
 export interface NormalizeOptions {
   /** Namespace for namespaced objects that carry none (manifests: `default`, like kubectl). */
@@ -40,7 +45,7 @@ export interface NormalizeOptions {
 type Obj = Record<string, unknown>;
 
 /** Reads fields of one object, failing with its name and the field's path. */
-class FieldReader {
+export class FieldReader {
   constructor(readonly object: string) {}
 
   fail(field: string, problem: string): never {
@@ -129,7 +134,7 @@ export interface ObjectId {
 }
 
 export function objectKey(kind: ObjectKind, namespace: string | undefined, name: string): string {
-  return kind === 'Namespace' ? name : `${namespace}/${name}`;
+  return CLUSTER_SCOPED.has(kind) ? name : `${namespace}/${name}`;
 }
 
 export function describeObject(kind: ObjectKind, key: string): string {
@@ -143,7 +148,7 @@ export function objectId(kind: ObjectKind, raw: unknown, opts: NormalizeOptions 
   const meta = r.record(obj.metadata, 'metadata');
   const name = r.string(meta.name, 'metadata.name');
   if (name === '') r.fail('metadata.name', 'must not be empty');
-  if (kind === 'Namespace') return { kind, name, key: name };
+  if (CLUSTER_SCOPED.has(kind)) return { kind, name, key: name };
   const named = new FieldReader(`${kind} ${name}`);
   const namespace = named.optString(meta.namespace, 'metadata.namespace') || opts.defaultNamespace;
   if (!namespace) named.fail('metadata.namespace', 'missing');
@@ -455,10 +460,17 @@ function orReplacement<T>(normalize: (raw: unknown, opts?: NormalizeOptions) => 
   };
 }
 
-export const normalizers: Record<ObjectKind, (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo> = {
+export const normalizers: Record<
+  ObjectKind,
+  (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo | ServiceInfo | EndpointSliceInfo | NodeInfo
+> = {
   Pod: normalizePod,
   Namespace: normalizeNamespace,
   NetworkPolicy: orReplacement(normalizeNetworkPolicy),
+  // Called through, as normalize-service.ts imports this module.
+  Service: (raw, opts) => normalizeService(raw, opts),
+  EndpointSlice: (raw, opts) => normalizeEndpointSlice(raw, opts),
+  Node: (raw, opts) => normalizeNode(raw, opts),
 };
 
 /** Milliseconds since the epoch of an object's last change as the API server recorded it: the

@@ -4,6 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { SourceError } from './errors';
 import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from './model';
 import type { ObjectKind } from './normalize';
+import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from './service-model';
 
 export type { ObjectKind } from './normalize';
 export type { SourceError } from './errors';
@@ -12,6 +13,9 @@ interface ObjectOfKind {
   Pod: PodInfo;
   Namespace: NamespaceInfo;
   NetworkPolicy: NetworkPolicyInfo;
+  Service: ServiceInfo;
+  EndpointSlice: EndpointSliceInfo;
+  Node: NodeInfo;
 }
 
 type ChangeOf<K extends ObjectKind> = {
@@ -27,13 +31,35 @@ type ChangeOf<K extends ObjectKind> = {
   changedAt?: number;
 };
 
-export type ClusterChange = ChangeOf<'Pod'> | ChangeOf<'Namespace'> | ChangeOf<'NetworkPolicy'>;
+export type ClusterChange =
+  | ChangeOf<'Pod'>
+  | ChangeOf<'Namespace'>
+  | ChangeOf<'NetworkPolicy'>
+  | ChangeOf<'Service'>
+  | ChangeOf<'EndpointSlice'>
+  | ChangeOf<'Node'>;
+
+/** The kinds NetworkPolicy enforcement reads: what a source watches unless asked for more. */
+export const POLICY_KINDS: readonly ObjectKind[] = ['Namespace', 'Pod', 'NetworkPolicy'];
+/** A change of a kind NetworkPolicy enforcement reads. */
+export type PolicyChange = ChangeOf<'Pod'> | ChangeOf<'Namespace'> | ChangeOf<'NetworkPolicy'>;
+
+export function isPolicyChange(c: ClusterChange): c is PolicyChange {
+  return c.kind === 'Pod' || c.kind === 'Namespace' || c.kind === 'NetworkPolicy';
+}
+
+/** The kinds the service proxy reads. */
+export const PROXY_KINDS: readonly ObjectKind[] = ['Service', 'EndpointSlice', 'Node'];
 
 /** Normalized objects by key. Treat them as immutable: sources share them with every consumer. */
 export interface ClusterSnapshot {
   pods: ReadonlyMap<string, Readonly<PodInfo>>;
   namespaces: ReadonlyMap<string, Readonly<NamespaceInfo>>;
   policies: ReadonlyMap<string, Readonly<NetworkPolicyInfo>>;
+  /** Present when the source watches the proxy's kinds (PROXY_KINDS). */
+  services?: ReadonlyMap<string, Readonly<ServiceInfo>>;
+  endpointSlices?: ReadonlyMap<string, Readonly<EndpointSliceInfo>>;
+  nodes?: ReadonlyMap<string, Readonly<NodeInfo>>;
 }
 
 export interface SourceHandlers {
@@ -61,6 +87,9 @@ export class ClusterState {
     Pod: new Map(),
     Namespace: new Map(),
     NetworkPolicy: new Map(),
+    Service: new Map(),
+    EndpointSlice: new Map(),
+    Node: new Map(),
   };
   /** Before the initial state is complete changes are only cached. */
   private live = false;
@@ -77,6 +106,9 @@ export class ClusterState {
       pods: new Map(this.maps.Pod),
       namespaces: new Map(this.maps.Namespace),
       policies: new Map(this.maps.NetworkPolicy),
+      services: new Map(this.maps.Service),
+      endpointSlices: new Map(this.maps.EndpointSlice),
+      nodes: new Map(this.maps.Node),
     };
   }
 

@@ -3,7 +3,7 @@
 import * as C from './constants';
 import { Expr, Rule } from './types';
 
-const REGISTER_FIELDS = new Set(['sreg', 'dreg', 'regAddrMin', 'regAddrMax', 'regProtoMin', 'regProtoMax', 'setSreg']);
+const REGISTER_FIELDS = new Set(['sreg', 'dreg', 'regAddrMin', 'regAddrMax', 'regProtoMin', 'regProtoMax', 'setSreg', 'sregKey', 'sregData']);
 
 /** The kernel addresses registers in 32-bit words and dumps a word that starts a 16-byte register
  * as NFT_REG_n (net/netfilter/nf_tables_api.c nft_dump_register): NFT_REG32_00 reads back as

@@ -5,10 +5,11 @@ import * as C from './constants';
 import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, Table, Verdict } from './types';
 import { formatIPv4, formatIPv6, TYPE_LEN } from './values';
+import { endianness } from 'node:os';
 import type { Operation } from './transaction';
 import type { TableContents } from './readback';
 
-type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex';
+type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex' | 'fib_addrtype';
 
 interface Loaded {
   text: string;
@@ -46,6 +47,7 @@ const VALUE_LENGTHS: Partial<Record<ValueKind, readonly number[]>> = {
   mark: [4],
   ether_addr: [6],
   integer: [1, 2, 3, 4],
+  fib_addrtype: [4],
 };
 
 function fitsKind(b: Buffer, kind: ValueKind): boolean {
@@ -53,6 +55,29 @@ function fitsKind(b: Buffer, kind: ValueKind): boolean {
   if (kind === 'ifname') return b.length <= 16;
   const lengths = VALUE_LENGTHS[kind];
   return lengths === undefined || lengths.includes(b.length);
+}
+
+const HOST_LE = endianness() === 'LE';
+// RTN_* (linux/rtnetlink.h), as nft names them.
+const FIB_ADDRTYPES = ['unspec', 'unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit'];
+const FIB_FLAGS: [number, string][] = [
+  [C.NFTA_FIB_F_SADDR, 'saddr'],
+  [C.NFTA_FIB_F_DADDR, 'daddr'],
+  [C.NFTA_FIB_F_MARK, 'mark'],
+  [C.NFTA_FIB_F_IIF, 'iif'],
+  [C.NFTA_FIB_F_OIF, 'oif'],
+];
+
+/** `meta mark | 0x4000`, `meta mark ^ 0x4000`, `meta mark & 0x4000`: nft's reading of a boolean
+ * bitwise on a mark. */
+function markArithmetic(text: string, mask: Buffer, xor: Buffer): string {
+  const m = mask.readUInt32LE(0);
+  const x = xor.readUInt32LE(0);
+  const hex = (n: number) => `0x${n.toString(16).padStart(8, '0')}`;
+  if (x === 0) return `${text} & ${hex(m)}`;
+  if (m === 0xffffffff) return `${text} ^ ${hex(x)}`;
+  if ((m & x) === 0 && ((m | x) >>> 0) === 0xffffffff) return `${text} | ${hex(x)}`;
+  return `${text} & ${hex(m)} ^ ${hex(x)}`;
 }
 
 export function formatValue(b: Buffer, kind: ValueKind): string {
@@ -79,7 +104,11 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     case 'mark':
       return `0x${b.readUInt32LE(0).toString(16).padStart(8, '0')}`;
     case 'integer':
+      // Four-byte integers (numgen and hash results) are in host byte order.
+      if (b.length === 4) return String(HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0));
       return String(b.readUIntBE(0, b.length));
+    case 'fib_addrtype':
+      return FIB_ADDRTYPES[HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0)] ?? `0x${b.toString('hex')}`;
     default:
       return `0x${b.toString('hex')}`;
   }
@@ -115,6 +144,8 @@ export function formatRuleBody(exprs: Expr[]): string {
   let l3: 'ip' | 'ip6' | undefined;
   let l4: string | undefined;
   let lastBitwise: { reg: number; mask?: Buffer } | undefined;
+  /** Constants loaded by immediate, for the nat statement that reads them. */
+  const immData = new Map<number, Buffer>();
   const take = (sreg: number): Loaded | undefined => {
     const first = regs.get(sreg);
     if (!first) return undefined;
@@ -138,6 +169,13 @@ export function formatRuleBody(exprs: Expr[]): string {
         continue;
       }
       case 'meta': {
+        if (e.sreg !== undefined) {
+          const src = take(e.sreg);
+          const [text] = META_KEYS[e.key] ?? [`meta key ${e.key}`];
+          if (!src) break;
+          out.push({ text: `${text} set ${src.text}` });
+          continue;
+        }
         if (e.dreg === undefined) break;
         const [text, kind] = META_KEYS[e.key] ?? [`meta key ${e.key}`, 'hex' as ValueKind];
         load(e.dreg, { text, kind });
@@ -148,6 +186,11 @@ export function formatRuleBody(exprs: Expr[]): string {
         load(e.dreg, e.key === C.NFT_CT_STATE ? { text: 'ct state', kind: 'ct_state' } : { text: `ct key ${e.key}`, kind: 'hex' });
         continue;
       case 'bitwise':
+        if (regs.get(e.sreg)?.kind === 'mark' && e.mask && e.xor && e.op !== 'lshift' && e.op !== 'rshift') {
+          const src = take(e.sreg)!;
+          load(e.dreg, { text: markArithmetic(src.text, e.mask, e.xor), kind: 'mark' });
+          continue;
+        }
         if (regs.has(e.sreg) && e.mask && e.op !== 'lshift' && e.op !== 'rshift') {
           const src = regs.get(e.sreg)!;
           regs.delete(e.sreg);
@@ -167,7 +210,9 @@ export function formatRuleBody(exprs: Expr[]): string {
           const prefix = [...lastBitwise.mask].reduce((n, byte) => n + byte.toString(2).replace(/0/g, '').length, 0);
           out.push({ text: `${src.text} ${ops[e.op]}${formatValue(e.data, src.kind)}/${prefix}` });
         } else {
-          out.push({ text: `${src.text} ${ops[e.op]}${formatValue(e.data, src.kind)}` });
+          // After arithmetic (`meta mark & 0x4000`) the comparison needs its operator spelled out.
+          const op = e.op === 'eq' && / [&|^] /.test(src.text) ? '== ' : ops[e.op];
+          out.push({ text: `${src.text} ${op}${formatValue(e.data, src.kind)}` });
         }
         lastBitwise = undefined;
         if (src.text === 'meta nfproto' && e.op === 'eq') {
@@ -199,7 +244,42 @@ export function formatRuleBody(exprs: Expr[]): string {
           out.push({ text: formatVerdict(e.verdict) });
           continue;
         }
+        if (e.data) {
+          immData.set(e.dreg, e.data);
+          continue;
+        }
         break;
+      case 'fib': {
+        const flags = FIB_FLAGS.filter(([bit]) => e.flags & bit).map(([, t]) => t).join(' . ');
+        if (e.result !== C.NFT_FIB_RESULT_ADDRTYPE) break;
+        load(e.dreg, { text: `fib ${flags} type`, kind: 'fib_addrtype' });
+        continue;
+      }
+      case 'numgen':
+        load(e.dreg, { text: `numgen ${e.ngType} mod ${e.modulus}${e.offset ? ` offset ${e.offset}` : ''}`, kind: 'integer' });
+        continue;
+      case 'nat': {
+        const addr = e.regAddrMin !== undefined ? immData.get(e.regAddrMin) : undefined;
+        const port = e.regProtoMin !== undefined ? immData.get(e.regProtoMin) : undefined;
+        const fam = e.family === 2 ? 'ip' : e.family === 10 ? 'ip6' : undefined;
+        if (!fam || (e.regAddrMin !== undefined && !addr) || (e.regProtoMin !== undefined && !port)) break;
+        let to = addr ? (fam === 'ip' ? formatIPv4(addr) : `[${formatIPv6(addr)}]`) : '';
+        if (port) to += `:${port.readUInt16BE(0)}`;
+        out.push({ text: `${e.natType} ${fam} to ${to}` });
+        continue;
+      }
+      case 'masq': {
+        const flags = e.flags ?? 0;
+        const opts = [[4, 'random'], [16, 'fully-random'], [8, 'persistent']].filter(([bit]) => flags & (bit as number)).map(([, t]) => t);
+        out.push({ text: ['masquerade', ...opts].join(' ') });
+        continue;
+      }
+      case 'dynset': {
+        const src = take(e.sregKey);
+        if (!src || e.sregData !== undefined) break;
+        out.push({ text: `${e.op} @${e.set} { ${src.text}${e.timeoutMs ? ` timeout ${e.timeoutMs}ms` : ''} }` });
+        continue;
+      }
       case 'counter':
         out.push({ text: `counter packets ${e.packets} bytes ${e.bytes}` });
         continue;
@@ -262,20 +342,30 @@ export function formatElement(set: Pick<NftSet, 'key' | 'data'>, e: SetElement):
   return s;
 }
 
+/** `type ipv4_addr . inet_service : verdict`; nft refuses a bare `integer` key, which nfkube uses
+ * only for maps looked up with a numgen result, so those are written as that expression's type. */
+function setType(s: NftSet): string {
+  const data = s.data ? ` : ${s.data}` : '';
+  if (s.key.length === 1 && s.key[0] === 'integer') return `typeof numgen random mod 1${data}`;
+  return `type ${s.key.join(' . ')}${data}`;
+}
+
 function setFlagNames(s: NftSet): string[] {
   const names: string[] = [];
   const flags = s.flags ?? 0;
   if (flags & C.NFT_SET_CONSTANT) names.push('constant');
   if (flags & C.NFT_SET_INTERVAL) names.push('interval');
   if (flags & C.NFT_SET_TIMEOUT) names.push('timeout');
+  if (flags & C.NFT_SET_EVAL) names.push('dynamic');
   return names;
 }
 
 export function formatSet(s: NftSet, elements?: SetElement[], indent = '\t'): string {
   const kind = s.data ? 'map' : 'set';
-  const lines = [`${kind} ${s.name} {`, `\ttype ${s.key.join(' . ')}${s.data ? ` : ${s.data}` : ''}`];
+  const lines = [`${kind} ${s.name} {`, `\t${setType(s)}`];
   const flags = setFlagNames(s);
   if (flags.length) lines.push(`\tflags ${flags.join(',')}`);
+  if (s.timeout) lines.push(`\ttimeout ${s.timeout % 1000n === 0n ? `${s.timeout / 1000n}s` : `${s.timeout}ms`}`);
   if (elements?.length) lines.push(`\telements = { ${elements.map((e) => formatElement(s, e)).join(',\n\t\t     ')} }`);
   lines.push('}');
   return lines.map((l) => indent + l).join('\n');

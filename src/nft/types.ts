@@ -205,6 +205,36 @@ export interface ObjrefExpr {
   setId?: number;
 }
 
+export interface MasqExpr {
+  type: 'masq';
+  /** NF_NAT_RANGE_* (e.g. NF_NAT_RANGE_PROTO_RANDOM_FULLY). */
+  flags?: number;
+  regProtoMin?: Register;
+  regProtoMax?: Register;
+}
+
+export interface FibExpr {
+  type: 'fib';
+  dreg: Register;
+  /** NFT_FIB_RESULT_* */
+  result: number;
+  /** NFTA_FIB_F_* */
+  flags: number;
+}
+
+export interface DynsetExpr {
+  type: 'dynset';
+  set: string;
+  setId?: number;
+  op: 'add' | 'update' | 'delete';
+  sregKey: Register;
+  sregData?: Register;
+  /** 0 uses the set's own timeout; the kernel always dumps one. */
+  timeoutMs?: bigint;
+  /** NFT_DYNSET_F_*; the kernel always dumps them. */
+  flags?: number;
+}
+
 /** An expression nfkube cannot interpret: kept whole so read-back can report it, never dropped. */
 export interface OpaqueExpr {
   type: 'opaque';
@@ -230,6 +260,9 @@ export type Expr =
   | NumgenExpr
   | HashExpr
   | ObjrefExpr
+  | MasqExpr
+  | FibExpr
+  | DynsetExpr
   | OpaqueExpr;
 
 export interface Rule {

@@ -1,6 +1,7 @@
 /** RuleSetDiff: the minimal transaction that turns one RulesetModel into another, optionally
  * looking only at the chains and sets an event touched (so its cost follows the change). */
 import { ruleKey } from '../nft/canonical';
+import { NFT_SET_EVAL } from '../nft/constants';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
 import { SetElement } from '../nft/types';
@@ -56,6 +57,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
       setNames.add(name);
       continue;
     }
+    if ((b.set.flags ?? 0) & NFT_SET_EVAL) continue;
     const add: SetElement[] = [];
     const del: SetElement[] = [];
     for (const k of keys) {
@@ -77,6 +79,8 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
         d.replaceSets.push(name);
         continue;
       }
+      // The packet path owns the elements of a dynamic set (e.g. session affinity entries).
+      if ((b.set.flags ?? 0) & NFT_SET_EVAL) continue;
       const add: SetElement[] = [];
       const del: SetElement[] = [];
       for (const [k, e] of b.elements) {
@@ -128,6 +132,9 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   // Every rule that looked up a replaced set was just flushed (diffRulesets rewrites those
   // chains): the old set can go, and the rules added below bind the new one.
   for (const name of d.replaceSets) tx.deleteSet(from.sets.get(name)!.set);
+  // Sets that go are unreferenced now (their rules were just flushed); a verdict map among them
+  // must go before the chains its elements jump to.
+  for (const name of d.removeSets) tx.deleteSet(from.sets.get(name)!.set);
   for (const name of [...d.addSets, ...d.replaceSets]) {
     const s = to.sets.get(name)!;
     tx.addSet(s.set).addElements(s.set, [...s.elements.values()]);
@@ -138,7 +145,6 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
     for (const r of to.chains.get(name)!.rules) tx.addRule(r);
   }
   for (const name of d.removeChains) tx.deleteChain(from.chains.get(name)!.chain);
-  for (const name of d.removeSets) tx.deleteSet(from.sets.get(name)!.set);
   return tx;
 }
 

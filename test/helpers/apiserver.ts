@@ -1,6 +1,6 @@
 /** An in-process Kubernetes API server for tests, on 127.0.0.1 over plain http, that behaves as
- * kube-apiserver does for what nfkube uses: pods, namespaces and networking.k8s.io/v1
- * networkpolicies; LIST with resourceVersion and limit/continue pages; WATCH as chunked JSON
+ * kube-apiserver does for what nfkube uses: pods, namespaces, networking.k8s.io/v1
+ * networkpolicies, services, discovery.k8s.io/v1 endpointslices and nodes; LIST with resourceVersion and limit/continue pages; WATCH as chunked JSON
  * lines from a resourceVersion, with bookmarks on request and timeoutSeconds; 410 Gone (an ERROR
  * event carrying a Status of code 410) for a resourceVersion older than the last compaction;
  * 409 Conflict for an update with a stale resourceVersion; no-op updates that bump nothing.
@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 
-export type Kind = 'Pod' | 'Namespace' | 'NetworkPolicy';
-export type Resource = 'pods' | 'namespaces' | 'networkpolicies';
+export type Kind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node';
+export type Resource = 'pods' | 'namespaces' | 'networkpolicies' | 'services' | 'endpointslices' | 'nodes';
 // Manifest-shaped objects: tests write them as plain JSON.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type KObject = Record<string, any>;
@@ -39,9 +39,25 @@ const RESOURCES: Record<Resource, ResourceInfo> = {
     prefix: '/apis/networking.k8s.io/v1',
     namespaced: true,
   },
+  services: { kind: 'Service', listKind: 'ServiceList', apiVersion: 'v1', prefix: '/api/v1', namespaced: true },
+  endpointslices: {
+    kind: 'EndpointSlice',
+    listKind: 'EndpointSliceList',
+    apiVersion: 'discovery.k8s.io/v1',
+    prefix: '/apis/discovery.k8s.io/v1',
+    namespaced: true,
+  },
+  nodes: { kind: 'Node', listKind: 'NodeList', apiVersion: 'v1', prefix: '/api/v1', namespaced: false },
 };
 
-const RESOURCE_OF_KIND: Record<Kind, Resource> = { Pod: 'pods', Namespace: 'namespaces', NetworkPolicy: 'networkpolicies' };
+const RESOURCE_OF_KIND: Record<Kind, Resource> = {
+  Pod: 'pods',
+  Namespace: 'namespaces',
+  NetworkPolicy: 'networkpolicies',
+  Service: 'services',
+  EndpointSlice: 'endpointslices',
+  Node: 'nodes',
+};
 
 /** A refusal the real server would give, as its Status object. */
 export class ApiStatusError extends Error {
@@ -128,6 +144,9 @@ export class TestApiServer {
     pods: new Map(),
     namespaces: new Map(),
     networkpolicies: new Map(),
+    services: new Map(),
+    endpointslices: new Map(),
+    nodes: new Map(),
   };
   private events: StoredEvent[] = [];
   private readonly watchers = new Set<Watcher>();
@@ -136,8 +155,8 @@ export class TestApiServer {
   private readonly pages = new Map<string, { rv: number; items: KObject[] }>();
   private server?: Server;
   readonly counts: RequestCounts = {
-    list: { pods: 0, namespaces: 0, networkpolicies: 0 },
-    watch: { pods: 0, namespaces: 0, networkpolicies: 0 },
+    list: { pods: 0, namespaces: 0, networkpolicies: 0, services: 0, endpointslices: 0, nodes: 0 },
+    watch: { pods: 0, namespaces: 0, networkpolicies: 0, services: 0, endpointslices: 0, nodes: 0 },
   };
   readonly token = 'nfkube-test-token';
   port = 0;
@@ -403,7 +422,6 @@ export class TestApiServer {
       if (!path.startsWith(info.prefix + '/')) continue;
       const segs = path.slice(info.prefix.length + 1).split('/').map(decodeURIComponent);
       if (segs.length === 1 && segs[0] === resource) return { resource };
-      if (resource === 'namespaces' && segs.length === 2 && segs[0] === 'namespaces') return { resource, name: segs[1] };
       if (!info.namespaced && segs.length === 2 && segs[0] === resource) return { resource, name: segs[1] };
       if (info.namespaced && segs[0] === 'namespaces' && segs[2] === resource && segs.length <= 4) {
         return { resource, namespace: segs[1], name: segs[3] };

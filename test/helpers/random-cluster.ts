@@ -3,7 +3,7 @@
 import type { LabelSelector, NamespaceInfo, NetworkPolicyInfo, PeerInfo, PodInfo, PolicyPortInfo, PolicyRuleInfo } from '../../src/k8s/model';
 import type { PolicyEngine } from '../../src/policy/engine';
 import type { PolicyDelta } from '../../src/policy/ir';
-import type { ClusterChange } from '../../src/k8s/source';
+import type { ClusterChange, PolicyChange } from '../../src/k8s/source';
 
 export const NODE = 'node-1';
 
@@ -122,7 +122,7 @@ const NAMESPACES = ['x', 'y', 'z'];
 
 /** One random change, applied to the world: a pod, namespace or policy created, changed or
  * deleted. */
-export function randomChange(w: World): ClusterChange {
+export function randomChange(w: World): PolicyChange {
   const r = w.rand();
   const ns = w.pick(NAMESPACES);
   if (r < 0.45) {

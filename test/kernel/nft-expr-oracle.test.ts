@@ -121,7 +121,7 @@ const RULES: [string, Expr[]][] = [
   ],
   ['meta mark set symhash mod 2', [{ type: 'hash', hashType: 'sym', dreg: 1, modulus: 2, offset: 0 }, metaSet(C.NFT_META_MARK)]],
   ['counter name "c1"', [{ type: 'objref', objType: C.NFT_OBJECT_COUNTER, name: 'c1' }]],
-  ['counter name ip saddr map { 198.18.0.1 : "c1" }', [...ipv4, load('network', 12, 4), { type: 'objref', setSreg: 1, setName: '__objmap%d', setId: 4 }]],
+  ['counter name ip saddr map { 198.18.0.1 : "c1" }', [...ipv4, load('network', 12, 4), { type: 'objref', setSreg: 1, setName: '__objmap%d', setId: 5 }]],
   [
     'tcp dport set 80',
     [...tcp, { type: 'immediate', dreg: 1, data: hex('0050') }, { type: 'payload', base: 'transport', offset: 2, len: 2, sreg: 1, csumType: C.NFT_PAYLOAD_CSUM_INET, csumOffset: 16 }],
@@ -131,6 +131,9 @@ const RULES: [string, Expr[]][] = [
     'ip6 saddr 2001:db8::1',
     [metaLoad(C.NFT_META_NFPROTO), cmp('eq', '0a'), load('network', 8, 16), cmp('eq', '20010db8000000000000000000000001')],
   ],
+  ['fib saddr type local accept', [{ type: 'fib', dreg: 1, result: C.NFT_FIB_RESULT_ADDRTYPE, flags: C.NFTA_FIB_F_SADDR }, cmp('eq', '02000000'), verdict('accept')]],
+  ['fib daddr type local', [{ type: 'fib', dreg: 1, result: C.NFT_FIB_RESULT_ADDRTYPE, flags: C.NFTA_FIB_F_DADDR }, cmp('eq', '02000000')]],
+  ['update @d { ip saddr }', [...ipv4, load('network', 12, 4), { type: 'dynset', set: 'd', setId: 4, op: 'update', sregKey: 1 }]],
   // nft sends zero counts as absent attributes, which the kernel also reads as zero.
   ['counter', [{ type: 'counter', packets: 0n, bytes: 0n }]],
   ['limit rate over 1 mbytes/second', [{ type: 'limit', rate: 1048576n, unit: 1n, burst: 0, limitType: 'bytes', flags: C.NFT_LIMIT_F_INV }]],
@@ -165,12 +168,14 @@ const NAT_RULES: [string, string, Expr[]][] = [
       { type: 'nat', natType: 'snat', family: NFPROTO.ip, regAddrMin: 1, regAddrMax: 2, flags: 8 },
     ],
   ],
+  ['p', 'masquerade fully-random', [{ type: 'masq', flags: 0x10 }]],
 ];
 
 const SCRIPT = `table inet t {
   set s { type ipv4_addr; }
   map m { type ipv4_addr : mark; }
   map vm { type ipv4_addr : verdict; }
+  set d { type ipv4_addr; flags dynamic,timeout; timeout 1h; }
   counter c1 { }
   chain c2 { }
   chain c {

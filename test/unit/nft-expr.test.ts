@@ -320,6 +320,40 @@ const GOLDENS: Golden[] = [
       06000200 63310000          # NFTA_OBJREF_IMM_NAME "c1" without NUL, as libnftnl sends it`,
   },
   {
+    nft: 'masquerade fully-random',
+    debug: '[ masq flags 0x10 ]',
+    expr: { type: 'masq', flags: 0x10 },
+    bytes: `
+      1c000180
+      09000100 6d61737100000000  # "masq"
+      0c000280
+      08000100 00000010          # NFTA_MASQ_FLAGS NF_NAT_RANGE_PROTO_RANDOM_FULLY`,
+  },
+  {
+    nft: 'fib saddr type local (the fib)',
+    debug: '[ fib saddr type => reg 1 ]',
+    expr: { type: 'fib', dreg: 1, result: C.NFT_FIB_RESULT_ADDRTYPE, flags: C.NFTA_FIB_F_SADDR },
+    bytes: `
+      28000180
+      08000100 66696200          # "fib"
+      1c000280
+      08000300 00000001          # NFTA_FIB_FLAGS NFTA_FIB_F_SADDR (libnftnl's order)
+      08000200 00000003          # NFTA_FIB_RESULT NFT_FIB_RESULT_ADDRTYPE
+      08000100 00000001          # NFTA_FIB_DREG 1`,
+  },
+  {
+    nft: 'update @aff { ip saddr } (the dynset)',
+    debug: '[ dynset update reg_key 1 set aff ]',
+    expr: { type: 'dynset', set: 'aff', op: 'update', sregKey: 1 },
+    bytes: `
+      2c000180
+      0b000100 64796e7365740000  # "dynset"
+      1c000280
+      08000400 00000001          # NFTA_DYNSET_SREG_KEY 1 (libnftnl's order)
+      08000300 00000001          # NFTA_DYNSET_OP NFT_DYNSET_OP_UPDATE
+      08000100 61666600          # NFTA_DYNSET_SET_NAME "aff"`,
+  },
+  {
     nft: 'synproxy mss 1460 (an expression nfkube does not model)',
     debug: '[ synproxy opaque 0600010005b40000 ]',
     expr: { type: 'opaque', name: 'synproxy', data: Buffer.from('0600010005b40000', 'hex') },
@@ -386,12 +420,17 @@ const SENTINELS: Expr[] = [
   { type: 'hash', hashType: 'jenkins', sreg: 0x12345678, dreg: 0x23456789, len: 0x3456789a, modulus: 0x456789ab, seed: 0x56789abc, offset: 0x6789abcd },
   { type: 'objref', objType: 0x12345678, name: 'obj' },
   { type: 'objref', setSreg: 0x12345678, setName: 'map', setId: 0x23456789 },
+  { type: 'masq', flags: 0x12345678, regProtoMin: 0x23456789, regProtoMax: 0x3456789a },
+  { type: 'masq' },
+  { type: 'fib', dreg: 0x12345678, result: 0x23456789, flags: 0x3456789a },
+  { type: 'dynset', set: 'set-\u00e9', setId: 0x12345678, op: 'delete', sregKey: 0x23456789, sregData: 0x3456789a, timeoutMs: 0x123456789abcdef0n, flags: 1 },
+  { type: 'dynset', set: 's', op: 'add', sregKey: 1 },
   { type: 'opaque', name: 'future', data: Buffer.from('0800010012345678', 'hex') },
 ];
 
 test('decode(encode(x)) deep-equals x for every kind, sentinel values included', () => {
   const kinds = new Set(SENTINELS.map((e) => e.type));
-  assert.equal(kinds.size, 17, 'every kind of Expr, opaque included');
+  assert.equal(kinds.size, 20, 'every kind of Expr, opaque included');
   for (const e of SENTINELS) {
     const bytes = encodeOne(e);
     assert.deepEqual(decodeExpr(payloadOf(bytes)), e, describeExpr(e));

@@ -8,10 +8,15 @@ import { logCoexistence } from '../../agent/coexist';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTables } from '../../nft/readback';
-import { Agent, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
+import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
 import { describeSource, openSource, SOURCE_OPTIONS } from '../source';
+import { ConntrackClient } from '../../conntrack/client';
+import type { Component } from '../../pipeline/component';
+import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
+import { ProxyMetrics } from '../../proxy/metrics';
+import { HealthCheckServer } from '../../proxy/health';
 import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
 import { startDropLogging } from '../../nflog';
 import { PolicyModes } from '../../deny/modes';
@@ -28,8 +33,9 @@ const options = {
   'resync-period': { type: 'string', value: 'DURATION', description: 'read the whole table back and repair drift this often (e.g. 30s, 5m, 1h)', default: '5m' },
   'no-hold-table': { type: 'boolean', description: "do not hold the table with the kernel's owner flag: other programs may then change or delete it while the agent runs (drift is repaired at the next table check or resync)" },
   'metrics-addr': { type: 'string', value: 'ADDR', description: "serve /metrics, /healthz and /readyz on host:port, [ipv6]:port, :port (every address), or '' (off)", default: DEFAULT_METRICS_ADDR },
+  ...PROXY_CLI_OPTIONS,
   ipam: { type: 'boolean', description: 'serve the CNI IPAM plugin nfkube-cni-ipam: addresses from per-node blocks of the IPPools, claimed through the API' },
-  'no-policy': { type: 'boolean', description: 'do not enforce NetworkPolicy (with --ipam: IPAM alone)' },
+  'no-policy': { type: 'boolean', description: 'do not enforce NetworkPolicy: run the proxy (--proxy) and/or IPAM (--ipam) alone' },
   'ipam-socket': { type: 'string', value: 'PATH', description: 'the unix socket the CNI plugin talks to', default: DEFAULT_IPAM_SOCKET },
   'ipam-state-dir': { type: 'string', value: 'DIR', description: "the node's write-ahead record of its allocations (fsync'd before an address is handed out)", default: DEFAULT_IPAM_STATE_DIR },
   'ipam-metrics-addr': { type: 'string', value: 'ADDR', description: "IPAM's /metrics while policy enforcement serves its own on --metrics-addr", default: DEFAULT_IPAM_METRICS_ADDR },
@@ -42,18 +48,19 @@ const usage = usageText('nfkube agent [--kubeconfig PATH | --manifests DIR] [opt
 const FAILING_LIMIT_MS = 60_000;
 
 const command: Command = {
-  summary: 'enforce NetworkPolicy for the pods on this node (--once: sync and exit)',
+  summary: 'enforce NetworkPolicy for the pods on this node, with --proxy serve Services, with --ipam hand out addresses (--once: sync and exit)',
   usage,
   options,
   async run(args, ctx) {
     const v = parse(args, options, usage);
+    const choice = proxyChoice(v);
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
     const metricsAddr = parseMetricsAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
     if (v.timeout !== undefined && !v.once) throw new Error(`--timeout applies to --once only\n${usage}`);
     const deadlineMs = v.once ? parseDuration((v.timeout as string | undefined) ?? '60s', '--timeout') : undefined;
     const ipam = ipamArgs(v);
-    if (ipam.noPolicy) {
+    if (ipam.noPolicy && !choice.proxy) {
       return runIpamOnly(ipam, { kubeconfig: v.kubeconfig as string | undefined, nodeName: nodeName(v['node-name']), metricsAddr: (v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR }, logger);
     }
     if (ipam.enabled) {
@@ -67,22 +74,31 @@ const command: Command = {
     const log = dropLogOptions(v);
     const warnMode = modeAnnotationWarner(modes, logger);
     const policy = new PolicyComponent({ nodeName: node, table, denyAction: denyAction(v['deny-action']), log, modes, logger });
-    logger.info({ version, revision, node, source: describeSource(v), tables: [`inet ${table}`], resyncPeriod: v['resync-period'] ?? '5m', denyAction: denyAction(v['deny-action']), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
+    logger.info({ version, revision, node, source: describeSource(v), tables: [...(choice.policy ? [`inet ${table}`] : []), ...(choice.proxy ? [`inet ${choice.proxy.table}`] : [])], resyncPeriod: v['resync-period'] ?? '5m', denyAction: denyAction(v['deny-action']), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     // One small dump first: without CAP_NET_ADMIN this fails at once, before anything else runs.
     await listTables(socket, policy.table.family);
-    await logCoexistence(socket, table, logger);
+    if (choice.policy) await logCoexistence(socket, table, logger);
+    const components: Component[] = choice.policy ? [policy] : [];
     const metrics = new AgentMetrics();
     const drops = log ? await startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics.registry }) : undefined;
     if (drops) ctx.defer(() => drops.close());
+    const proxyMetrics = choice.proxy ? new ProxyMetrics(metrics.registry) : undefined;
+    if (choice.proxy) {
+      const health = v.once ? undefined : new HealthCheckServer({ logger });
+      if (health) ctx.defer(() => health.close());
+      const proxy = proxyComponent(choice.proxy, node, { conntrack: new ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health });
+      if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
+      components.push(proxy);
+    }
     const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics.observeProgramming(kind, sinceChange, sinceArrival));
     const agent = new Agent({
       socket,
       logger,
-      components: [policy],
+      components,
       holdTable: !v['no-hold-table'],
-      observer: metricsObserver(metrics, latency),
+      observer: withProxyMetrics(metricsObserver(metrics, latency), proxyMetrics, choice.policy),
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
     let lastSourceError: string | undefined;
@@ -102,7 +118,7 @@ const command: Command = {
         sourceErrors++;
         logger.error({ object: e.object, field: e.field, file: e.file, document: e.document }, e.message);
       },
-    });
+    }, choice.kinds);
     ctx.defer(() => source.stop());
     ctx.defer(() => agent.stop());
     if (deadlineMs !== undefined) {
@@ -110,7 +126,7 @@ const command: Command = {
       let stage = "the cluster's initial state was not complete";
       await withDeadline(deadlineMs, async () => {
         const snapshot = await source.start();
-        warnIfNoPods(snapshot, node, logger);
+        if (choice.policy) warnIfNoPods(snapshot, node, logger);
         for (const ns of snapshot.namespaces.values()) warnMode(ns);
         drops?.load(snapshot);
         initialErrors = sourceErrors;
@@ -138,11 +154,11 @@ const command: Command = {
       // Counters are read on their own socket so a scrape never queues behind a sync.
       const counterSocket = NetlinkSocket.open();
       ctx.defer(() => counterSocket.close());
-      metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
+      if (choice.policy) metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
       logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     }
     const snapshot = await source.start();
-    warnIfNoPods(snapshot, node, logger);
+    if (choice.policy) warnIfNoPods(snapshot, node, logger);
     for (const ns of snapshot.namespaces.values()) warnMode(ns);
     drops?.load(snapshot);
     await agent.start(snapshot);
@@ -158,6 +174,23 @@ const command: Command = {
     return 0;
   },
 };
+
+/** The proxy's sync metrics (kube-proxy's names) beside the agent's. */
+function withProxyMetrics(observer: AgentObserver, proxyMetrics: ProxyMetrics | undefined, policy: boolean): AgentObserver {
+  if (!proxyMetrics) return observer;
+  return {
+    ...observer,
+    synced: (r) => {
+      observer.synced?.(r);
+      if (r.component === 'proxy') proxyMetrics.synced(r.durationMs);
+    },
+    // The pipeline does not say which table failed: counted when the proxy runs alone.
+    failed: (kind, err) => {
+      observer.failed?.(kind, err);
+      if (!policy) proxyMetrics.syncFailures.inc();
+    },
+  };
+}
 
 function warnIfNoPods(snapshot: ClusterSnapshot, node: string, logger: Logger): void {
   if (![...snapshot.pods.values()].some((p) => p.nodeName === node)) logger.warn({ node }, `no pods are scheduled on node ${node}: nothing to enforce yet (is --node-name right?)`);

@@ -2,23 +2,29 @@
 import { policyTable } from '../../agent/policy-component';
 import { NetlinkSocket } from '../../netlink/socket';
 import { deleteOwnTable } from '../../nft/ownership';
+import { DEFAULT_PROXY_TABLE } from '../../proxy/render';
 import { Command } from '../command';
 import { COMMON_OPTIONS, parse, tableName, usageText } from '../options';
 
-const options = { table: COMMON_OPTIONS.table };
-const usage = usageText('nfkube cleanup [--table NAME]', options, "Deletes nfkube's own table (family inet), whether or not it exists; nothing else.");
+const options = {
+  table: COMMON_OPTIONS.table,
+  'proxy-table': { type: 'string', value: 'NAME', description: "name of the service proxy's table (family inet)", default: DEFAULT_PROXY_TABLE },
+} as const;
+const usage = usageText('nfkube cleanup [--table NAME] [--proxy-table NAME]', options, "Deletes nfkube's own tables (policy and proxy, family inet), whether or not they exist; nothing else.");
 
 const command: Command = {
-  summary: "remove nfkube's own nftables table (other tables are never touched)",
+  summary: "remove nfkube's own nftables tables, policy and proxy (other tables are never touched)",
   usage,
   options,
   async run(args, ctx) {
     const v = parse(args, options, usage);
     const table = policyTable(tableName(v.table));
+    const proxy = { family: 'inet' as const, name: tableName((v['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE) };
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     // A table of that name nfkube did not create, or one a running agent holds, is refused.
     await deleteOwnTable(socket, table.family, table.name);
+    await deleteOwnTable(socket, proxy.family, proxy.name);
     return 0;
   },
 };

@@ -10,9 +10,11 @@ import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
 import { COMMON_OPTIONS, denyAction, nodeName, parse, tableName, usageText } from '../options';
 import { DENY_OPTIONS, dropLogOptions, policyModes } from '../deny-options';
+import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
+import { OptionTable } from '../options';
 
 const { manifests, 'node-name': node, table, 'deny-action': deny } = COMMON_OPTIONS;
-const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'node-name': node, table, 'deny-action': deny, ...DENY_OPTIONS };
+const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'node-name': node, table, 'deny-action': deny, ...DENY_OPTIONS, ...PROXY_CLI_OPTIONS, 'no-policy': { type: 'boolean', description: 'with --proxy: render the proxy table alone' } } as const satisfies OptionTable;
 const usage = usageText('nfkube render --manifests DIR [options]', options, 'Prints the nftables ruleset the agent would enforce, in nft syntax, without touching the kernel.');
 
 const command: Command = {
@@ -22,12 +24,14 @@ const command: Command = {
   async run(args, ctx) {
     const v = parse(args, options, usage);
     if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
+    const choice = proxyChoice(v);
     let errors = 0;
     // `object field` of problems already reported by the source, so the compiler's copy of a
     // problem normalization survived is not printed twice.
     const reported = new Set<string>();
     const source = new ManifestSource({
       dir: v.manifests as string,
+      kinds: choice.kinds,
       onChange: () => undefined,
       onWarning: (w) => process.stderr.write(`nfkube: warning: ${w.message}\n`),
       onError: (e) => {
@@ -51,9 +55,15 @@ const command: Command = {
       errors++;
       process.stderr.write(`nfkube: ${err.message}\n`);
     };
-    const model = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()), onFailClosed }).full(ir);
-    // With nfkube's mark, as the agent creates it: `render | nft -f` makes a table nfkube owns.
-    process.stdout.write(formatTable({ ...modelToContents(model), table: markedTable(model.table) }));
+    const models = [];
+    if (choice.policy) models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()), onFailClosed }).full(ir));
+    if (choice.proxy) {
+      const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']));
+      proxy.start(snap);
+      models.push(proxy.desired);
+    }
+    // With nfkube's mark, as the agent creates it: `render | nft -f` makes tables nfkube owns.
+    for (const model of models) process.stdout.write(formatTable({ ...modelToContents(model), table: markedTable(model.table) }));
     return errors ? 1 : 0;
   },
 };

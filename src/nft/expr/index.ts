@@ -10,11 +10,14 @@ import { cmp } from './cmp';
 import { ExprCodec, ExprKind, ExprOf, ExprReader, UnrepresentableError } from './codec';
 import { counter } from './counter';
 import { ct } from './ct';
+import { dynset } from './dynset';
+import { fib } from './fib';
 import { hash } from './hash';
 import { immediate } from './immediate';
 import { limit } from './limit';
 import { log } from './log';
 import { lookup } from './lookup';
+import { masq } from './masq';
 import { meta } from './meta';
 import { nat } from './nat';
 import { numgen } from './numgen';
@@ -43,6 +46,9 @@ const CODECS: { [K in ExprKind]: ExprCodec<K> } = {
   numgen,
   hash,
   objref,
+  masq,
+  fib,
+  dynset,
 };
 
 /** Attribute-name prefix of each kind's NFTA_EXPR_DATA members, for error messages. */
@@ -63,6 +69,9 @@ const ATTR_PREFIX: { [K in ExprKind]: string } = {
   numgen: 'NFTA_NG_',
   hash: 'NFTA_HASH_',
   objref: 'NFTA_OBJREF_',
+  masq: 'NFTA_MASQ_',
+  fib: 'NFTA_FIB_',
+  dynset: 'NFTA_DYNSET_',
 };
 
 const KINDS = new Set<string>(Object.keys(CODECS));

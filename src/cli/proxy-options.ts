@@ -1,0 +1,56 @@
+/** The service proxy's command-line options, with kube-proxy's names and meanings:
+ * --proxy, --no-policy, --cluster-cidr CIDR[,CIDR], --nodeport-addresses CIDR,...|primary,
+ * --masquerade-all, --proxy-table T. */
+import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
+import { parseCidr } from '../policy/ip';
+import { ProxyComponent, ProxyOptions } from '../proxy/component';
+import { DEFAULT_PROXY_TABLE } from '../proxy/render';
+import { OptionTable, tableName } from './options';
+
+export const PROXY_CLI_OPTIONS = {
+  proxy: { type: 'boolean', description: "run the service proxy (kube-proxy's nftables semantics) beside NetworkPolicy enforcement; with --no-policy, alone" },
+  'cluster-cidr': { type: 'string', value: 'CIDR[,CIDR]', description: 'pod ranges; traffic from outside them to a service is masqueraded', default: "the Nodes' spec.podCIDRs" },
+  'nodeport-addresses': { type: 'string', value: 'CIDR,...|primary', description: 'the addresses NodePorts answer on', default: 'primary' },
+  'masquerade-all': { type: 'boolean', description: 'masquerade all traffic to services' },
+  'proxy-table': { type: 'string', value: 'NAME', description: "name of the service proxy's table (family inet)", default: DEFAULT_PROXY_TABLE },
+} as const satisfies OptionTable;
+
+export const PROXY_USAGE = '[--proxy [--no-policy] [--cluster-cidr CIDR[,CIDR]] [--nodeport-addresses CIDR,...|primary] [--masquerade-all] [--proxy-table T]]';
+
+function cidrList(text: string, flag: string): string[] {
+  const list = text.split(',').map((s) => s.trim()).filter(Boolean);
+  if (list.length === 0) throw new Error(`${flag}: no CIDR given`);
+  for (const c of list) if (!parseCidr(c)) throw new Error(`${flag}: "${c}" is not a CIDR`);
+  return list;
+}
+
+/** What the flags ask for: which components run, and the proxy's options (without the node name). */
+export function proxyChoice(v: Record<string, string | boolean | undefined>): { policy: boolean; proxy?: Omit<ProxyOptions, 'nodeName'>; kinds: ObjectKind[] } {
+  const proxy = v.proxy === true;
+  const policy = v['no-policy'] !== true;
+  for (const flag of ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'proxy-table']) {
+    if (!proxy && v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
+  }
+  if (!policy && !proxy && v.ipam !== true) throw new Error('--no-policy needs --proxy or --ipam (the agent would have nothing to do)');
+  const kinds: ObjectKind[] = [...(policy ? POLICY_KINDS : []), ...(proxy ? PROXY_KINDS : [])];
+  if (!proxy) return { policy, kinds };
+  const np = v['nodeport-addresses'] as string | undefined;
+  return {
+    policy,
+    kinds,
+    proxy: {
+      table: tableName((v['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE),
+      clusterCIDRs: v['cluster-cidr'] !== undefined ? cidrList(v['cluster-cidr'] as string, '--cluster-cidr') : undefined,
+      nodePortAddresses: np === undefined || np.trim() === 'primary' ? 'primary' : cidrList(np, '--nodeport-addresses'),
+      masqueradeAll: v['masquerade-all'] === true,
+    },
+  };
+}
+
+export function proxyComponent(
+  opts: Omit<ProxyOptions, 'nodeName'>,
+  nodeName: string,
+  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health'> = {},
+): ProxyComponent {
+  return new ProxyComponent({ ...opts, nodeName, ...extra });
+}

@@ -1,0 +1,267 @@
+/** Services (v1), EndpointSlices (discovery.k8s.io/v1) and Nodes (v1) in the shape the service
+ * proxy reads (service-model.ts), from a typed LIST model, a raw WATCH object or a manifest
+ * alike: only the fields below are read. Unlike policies, what a value means is judged here
+ * (ports in range, addresses and CIDRs parse), because a proxy given half a Service would
+ * forward to the wrong place: a malformed Service or EndpointSlice throws, naming the field, and
+ * the source keeps the last good version. */
+import { canonicalIp, formatCidr, parseCidr } from '../policy/ip';
+import { describeObject, FieldReader, objectId, type NormalizeOptions } from './normalize';
+import type {
+  EndpointInfo,
+  EndpointPortInfo,
+  EndpointSliceInfo,
+  NodeAddressInfo,
+  NodeInfo,
+  ServiceInfo,
+  ServicePortInfo,
+  ServiceProtocol,
+} from './service-model';
+
+type Obj = Record<string, unknown>;
+
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+export const SERVICE_PROXY_NAME_LABEL = 'service.kubernetes.io/service-proxy-name';
+export const TRIGGER_TIME_ANNOTATION = 'endpoints.kubernetes.io/last-change-trigger-time';
+const SOURCE_RANGES_ANNOTATION = 'service.beta.kubernetes.io/load-balancer-source-ranges';
+const ZONE_LABEL = 'topology.kubernetes.io/zone';
+/** kube-apiserver's default for sessionAffinityConfig.clientIP.timeoutSeconds, and its maximum. */
+export const DEFAULT_AFFINITY_TIMEOUT_SECONDS = 10800;
+const MAX_AFFINITY_TIMEOUT_SECONDS = 86400;
+
+const PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP']);
+const SERVICE_TYPES: ReadonlySet<string> = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
+/** IANA_SVC_NAME: what a named targetPort may be (validation.IsValidPortName). */
+const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([a-z0-9]|-(?!-))*$/;
+
+function port(r: FieldReader, v: unknown, field: string, required: true): number;
+function port(r: FieldReader, v: unknown, field: string, required: false): number | undefined;
+function port(r: FieldReader, v: unknown, field: string, required: boolean): number | undefined {
+  const n = r.optInteger(v, field);
+  if (n === undefined) {
+    if (required) r.fail(field, 'missing');
+    return undefined;
+  }
+  if (n < 1 || n > 65535) r.fail(field, `${n} is not a port (1-65535)`);
+  return n;
+}
+
+function protocol(r: FieldReader, v: unknown, field: string): ServiceProtocol {
+  const p = r.optString(v, field) || 'TCP';
+  if (!PROTOCOLS.has(p)) r.fail(field, `"${p}" is not TCP, UDP or SCTP`);
+  return p as ServiceProtocol;
+}
+
+function ip(r: FieldReader, v: unknown, field: string): string {
+  const text = r.string(v, field);
+  const c = canonicalIp(text);
+  if (!c) r.fail(field, `"${text}" is not an IP address`);
+  return c.text;
+}
+
+function cidr(r: FieldReader, text: string, field: string): string {
+  const c = parseCidr(text.trim());
+  if (!c) r.fail(field, `"${text}" is not a CIDR`);
+  return formatCidr(c);
+}
+
+function ipList(r: FieldReader, v: unknown, field: string): string[] {
+  return (r.stringList(v, field) ?? []).map((s, i) => ip(r, s, `${field}[${i}]`));
+}
+
+function dedupe(list: string[]): string[] {
+  return [...new Set(list)];
+}
+
+export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): ServiceInfo {
+  const id = objectId('Service', raw, opts);
+  const r = new FieldReader(describeObject('Service', id.key));
+  const obj = raw as Obj;
+  const meta = obj.metadata as Obj;
+  const spec = r.optRecord(obj.spec, 'spec') ?? {};
+  const status = r.optRecord(obj.status, 'status') ?? {};
+  const labels = r.stringMap(meta.labels, 'metadata.labels');
+  const annotations = r.stringMap(meta.annotations, 'metadata.annotations');
+
+  const type = r.optString(spec.type, 'spec.type') || 'ClusterIP';
+  if (!SERVICE_TYPES.has(type)) r.fail('spec.type', `"${type}" is not ClusterIP, NodePort, LoadBalancer or ExternalName`);
+
+  // clusterIPs is authoritative when set; clusterIP is its first entry (or the only field).
+  const rawIPs = r.stringList(spec.clusterIPs, 'spec.clusterIPs');
+  const single = r.optString(spec.clusterIP, 'spec.clusterIP');
+  const listed = rawIPs && rawIPs.length > 0 ? { list: rawIPs, field: 'spec.clusterIPs' } : { list: single ? [single] : [], field: 'spec.clusterIP' };
+  const headless = listed.list.includes('None');
+  const clusterIPs =
+    type === 'ExternalName' || headless ? [] : listed.list.filter((s) => s !== '').map((s, i) => ip(r, s, listed.field === 'spec.clusterIP' ? 'spec.clusterIP' : `spec.clusterIPs[${i}]`));
+  if (clusterIPs.length === 2 && canonicalIp(clusterIPs[0])!.family === canonicalIp(clusterIPs[1])!.family) {
+    r.fail('spec.clusterIPs', 'two addresses of one family');
+  }
+  if (clusterIPs.length > 2) r.fail('spec.clusterIPs', 'more than two addresses');
+
+  const ports: ServicePortInfo[] = [];
+  const seen = new Set<string>();
+  (r.optArray(spec.ports, 'spec.ports') ?? []).forEach((p, i) => {
+    const f = `spec.ports[${i}]`;
+    const rec = r.record(p, f);
+    const name = r.optString(rec.name, `${f}.name`) ?? '';
+    if (seen.has(name)) r.fail(`${f}.name`, name ? `"${name}" is used by two ports` : 'two unnamed ports');
+    seen.add(name);
+    const info: ServicePortInfo = { name, protocol: protocol(r, rec.protocol, `${f}.protocol`), port: port(r, rec.port, `${f}.port`, true), targetPort: 0 };
+    const target = rec.targetPort;
+    if (typeof target === 'string' && !/^[0-9]+$/.test(target)) {
+      if (target.length > 15 || !PORT_NAME.test(target)) r.fail(`${f}.targetPort`, `"${target}" is not a port name`);
+      info.targetPort = target;
+    } else {
+      // Absent means the same number as port; "8080" (a string of digits) is a number.
+      info.targetPort = port(r, typeof target === 'string' ? Number(target) : target, `${f}.targetPort`, false) ?? info.port;
+    }
+    const nodePort = port(r, rec.nodePort, `${f}.nodePort`, false);
+    if (nodePort !== undefined && (type === 'NodePort' || type === 'LoadBalancer')) info.nodePort = nodePort;
+    ports.push(info);
+  });
+
+  const svc: ServiceInfo = {
+    namespace: id.namespace!,
+    name: id.name,
+    type: type as ServiceInfo['type'],
+    clusterIPs,
+    headless,
+    ports,
+    externalIPs: type === 'ExternalName' ? [] : dedupe(ipList(r, spec.externalIPs, 'spec.externalIPs')),
+    loadBalancerIPs: [],
+    loadBalancerSourceRanges: [],
+    externalTrafficPolicy: trafficPolicy(r, spec.externalTrafficPolicy, 'spec.externalTrafficPolicy'),
+    internalTrafficPolicy: trafficPolicy(r, spec.internalTrafficPolicy, 'spec.internalTrafficPolicy'),
+    sessionAffinity: 'None',
+  };
+  if (type === 'LoadBalancer') {
+    const lb = r.optRecord(status.loadBalancer, 'status.loadBalancer') ?? {};
+    (r.optArray(lb.ingress, 'status.loadBalancer.ingress') ?? []).forEach((entry, i) => {
+      const f = `status.loadBalancer.ingress[${i}]`;
+      const rec = r.record(entry, f);
+      if (rec.ip === undefined || rec.ip === null || rec.ip === '') return;
+      if (r.optString(rec.ipMode, `${f}.ipMode`) === 'Proxy') return;
+      svc.loadBalancerIPs.push(ip(r, rec.ip, `${f}.ip`));
+    });
+    svc.loadBalancerIPs = dedupe(svc.loadBalancerIPs);
+    const ranges = r.stringList(spec.loadBalancerSourceRanges, 'spec.loadBalancerSourceRanges') ?? [];
+    if (ranges.length > 0) svc.loadBalancerSourceRanges = ranges.map((c, i) => cidr(r, c, `spec.loadBalancerSourceRanges[${i}]`));
+    else if (annotations[SOURCE_RANGES_ANNOTATION]?.trim()) {
+      svc.loadBalancerSourceRanges = annotations[SOURCE_RANGES_ANNOTATION].split(',').map((c) => cidr(r, c, `metadata.annotations.${SOURCE_RANGES_ANNOTATION}`));
+    }
+    svc.loadBalancerSourceRanges = dedupe(svc.loadBalancerSourceRanges);
+  }
+  // Only externally reachable services have an external policy (the API clears it elsewhere).
+  if (type !== 'NodePort' && type !== 'LoadBalancer') svc.externalTrafficPolicy = 'Cluster';
+  const hc = port(r, spec.healthCheckNodePort, 'spec.healthCheckNodePort', false);
+  if (hc !== undefined && type === 'LoadBalancer' && svc.externalTrafficPolicy === 'Local') svc.healthCheckNodePort = hc;
+  const affinity = r.optString(spec.sessionAffinity, 'spec.sessionAffinity') || 'None';
+  if (affinity !== 'None' && affinity !== 'ClientIP') r.fail('spec.sessionAffinity', `"${affinity}" is not None or ClientIP`);
+  if (affinity === 'ClientIP') {
+    svc.sessionAffinity = 'ClientIP';
+    const cfg = r.optRecord(spec.sessionAffinityConfig, 'spec.sessionAffinityConfig') ?? {};
+    const client = r.optRecord(cfg.clientIP, 'spec.sessionAffinityConfig.clientIP') ?? {};
+    const field = 'spec.sessionAffinityConfig.clientIP.timeoutSeconds';
+    const t = r.optInteger(client.timeoutSeconds, field) ?? DEFAULT_AFFINITY_TIMEOUT_SECONDS;
+    if (t < 1 || t > MAX_AFFINITY_TIMEOUT_SECONDS) r.fail(field, `${t} is not within 1-${MAX_AFFINITY_TIMEOUT_SECONDS}`);
+    svc.affinityTimeoutSeconds = t;
+  }
+  const proxyName = labels[SERVICE_PROXY_NAME_LABEL];
+  if (proxyName !== undefined) svc.proxyName = proxyName;
+  return svc;
+}
+
+function trafficPolicy(r: FieldReader, v: unknown, field: string): 'Cluster' | 'Local' {
+  const p = r.optString(v, field) || 'Cluster';
+  if (p !== 'Cluster' && p !== 'Local') r.fail(field, `"${p}" is not Cluster or Local`);
+  return p;
+}
+
+export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}): EndpointSliceInfo {
+  const id = objectId('EndpointSlice', raw, opts);
+  const r = new FieldReader(describeObject('EndpointSlice', id.key));
+  const obj = raw as Obj;
+  const meta = obj.metadata as Obj;
+  const labels = r.stringMap(meta.labels, 'metadata.labels');
+  const annotations = r.stringMap(meta.annotations, 'metadata.annotations');
+  const addressType = r.optString(obj.addressType, 'addressType');
+  if (addressType !== 'IPv4' && addressType !== 'IPv6' && addressType !== 'FQDN') r.fail('addressType', `expected IPv4, IPv6 or FQDN, got ${JSON.stringify(addressType)}`);
+
+  const ports: EndpointPortInfo[] = (r.optArray(obj.ports, 'ports') ?? []).map((p, i) => {
+    const f = `ports[${i}]`;
+    const rec = r.record(p, f);
+    const out: EndpointPortInfo = { name: r.optString(rec.name, `${f}.name`) ?? '', protocol: protocol(r, rec.protocol, `${f}.protocol`) };
+    const n = port(r, rec.port, `${f}.port`, false);
+    if (n !== undefined) out.port = n;
+    return out;
+  });
+
+  const endpoints: EndpointInfo[] = [];
+  if (addressType !== 'FQDN') {
+    const family = addressType === 'IPv4' ? 'v4' : 'v6';
+    (r.optArray(obj.endpoints, 'endpoints') ?? []).forEach((e, i) => {
+      const f = `endpoints[${i}]`;
+      const rec = r.record(e, f);
+      const addresses = r.stringList(rec.addresses, `${f}.addresses`) ?? [];
+      if (addresses.length === 0) r.fail(`${f}.addresses`, 'missing');
+      const address = ip(r, addresses[0], `${f}.addresses[0]`);
+      if (canonicalIp(address)!.family !== family) r.fail(`${f}.addresses[0]`, `"${address}" is not an ${addressType} address`);
+      const cond = r.optRecord(rec.conditions, `${f}.conditions`) ?? {};
+      const ep: EndpointInfo = {
+        address,
+        ready: r.optBoolean(cond.ready, `${f}.conditions.ready`) ?? true,
+        serving: r.optBoolean(cond.serving, `${f}.conditions.serving`) ?? true,
+        terminating: r.optBoolean(cond.terminating, `${f}.conditions.terminating`) ?? false,
+      };
+      const nodeName = r.optString(rec.nodeName, `${f}.nodeName`);
+      if (nodeName) ep.nodeName = nodeName;
+      const zone = r.optString(rec.zone, `${f}.zone`);
+      if (zone) ep.zone = zone;
+      const hints = r.optRecord(rec.hints, `${f}.hints`);
+      if (hints) {
+        const names = (v: unknown, hf: string) =>
+          (r.optArray(v, hf) ?? []).map((h, j) => r.string(r.record(h, `${hf}[${j}]`).name, `${hf}[${j}].name`)).sort();
+        const zoneHints = names(hints.forZones, `${f}.hints.forZones`);
+        const nodeHints = names(hints.forNodes, `${f}.hints.forNodes`);
+        if (zoneHints.length > 0) ep.zoneHints = zoneHints;
+        if (nodeHints.length > 0) ep.nodeHints = nodeHints;
+      }
+      endpoints.push(ep);
+    });
+  }
+
+  const slice: EndpointSliceInfo = { namespace: id.namespace!, name: id.name, addressType: addressType as EndpointSliceInfo['addressType'], ports, endpoints };
+  const serviceName = labels[SERVICE_NAME_LABEL];
+  if (serviceName) slice.serviceName = serviceName;
+  const trigger = annotations[TRIGGER_TIME_ANNOTATION];
+  if (trigger) {
+    const ms = Date.parse(trigger);
+    if (Number.isFinite(ms)) slice.triggerTimeMs = ms;
+  }
+  return slice;
+}
+
+export function normalizeNode(raw: unknown, opts: NormalizeOptions = {}): NodeInfo {
+  const id = objectId('Node', raw, opts);
+  const r = new FieldReader(describeObject('Node', id.key));
+  const obj = raw as Obj;
+  const meta = obj.metadata as Obj;
+  const spec = r.optRecord(obj.spec, 'spec') ?? {};
+  const status = r.optRecord(obj.status, 'status') ?? {};
+  const labels = r.stringMap(meta.labels, 'metadata.labels');
+  const addresses: NodeAddressInfo[] = [];
+  (r.optArray(status.addresses, 'status.addresses') ?? []).forEach((a, i) => {
+    const f = `status.addresses[${i}]`;
+    const rec = r.record(a, f);
+    const type = r.string(rec.type, `${f}.type`);
+    // Hostnames and DNS names are addresses too, but not ones the proxy can use.
+    if (type !== 'InternalIP' && type !== 'ExternalIP') return;
+    addresses.push({ type, address: ip(r, rec.address, `${f}.address`) });
+  });
+  const cidrs = r.stringList(spec.podCIDRs, 'spec.podCIDRs');
+  const single = r.optString(spec.podCIDR, 'spec.podCIDR');
+  const podCIDRs =
+    cidrs && cidrs.length > 0 ? cidrs.map((c, i) => cidr(r, c, `spec.podCIDRs[${i}]`)) : single ? [cidr(r, single, 'spec.podCIDR')] : [];
+  const node: NodeInfo = { name: id.name, addresses, podCIDRs };
+  if (labels[ZONE_LABEL]) node.zone = labels[ZONE_LABEL];
+  return node;
+}

@@ -1,0 +1,86 @@
+/** The slice of Services, EndpointSlices and Nodes the service proxy reads, normalized (see
+ * normalize-service.ts). Addresses and CIDRs are canonical text, so two spellings of one
+ * address are one value; absent optional fields are omitted, never `undefined`. */
+
+export type ServiceProtocol = 'TCP' | 'UDP' | 'SCTP';
+
+export interface ServicePortInfo {
+  /** `''` for the single unnamed port. */
+  name: string;
+  protocol: ServiceProtocol;
+  port: number;
+  /** A number, or the name of the endpoints' port (resolved through the EndpointSlice). */
+  targetPort: number | string;
+  nodePort?: number;
+}
+
+export interface ServiceInfo {
+  namespace: string;
+  name: string;
+  type: 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
+  /** spec.clusterIPs (or spec.clusterIP); empty for headless (`None`) and ExternalName. */
+  clusterIPs: string[];
+  headless: boolean;
+  ports: ServicePortInfo[];
+  externalIPs: string[];
+  /** status.loadBalancer.ingress[].ip, without those whose ipMode is Proxy (kube-proxy leaves
+   * those to the load balancer). */
+  loadBalancerIPs: string[];
+  /** spec.loadBalancerSourceRanges, else the service.beta.kubernetes.io/load-balancer-source-ranges
+   * annotation, as canonical CIDRs. */
+  loadBalancerSourceRanges: string[];
+  externalTrafficPolicy: 'Cluster' | 'Local';
+  internalTrafficPolicy: 'Cluster' | 'Local';
+  healthCheckNodePort?: number;
+  sessionAffinity: 'None' | 'ClientIP';
+  /** sessionAffinityConfig.clientIP.timeoutSeconds, defaulted to 10800 for ClientIP. */
+  affinityTimeoutSeconds?: number;
+  /** The service.kubernetes.io/service-proxy-name label: another proxy's service. */
+  proxyName?: string;
+}
+
+export interface EndpointPortInfo {
+  /** `''` when unnamed. */
+  name: string;
+  protocol: ServiceProtocol;
+  port?: number;
+}
+
+export interface EndpointInfo {
+  /** addresses[0]: kube-proxy uses the first address only. */
+  address: string;
+  /** Conditions as kube-proxy defaults them: ready and serving when absent, not terminating. */
+  ready: boolean;
+  serving: boolean;
+  terminating: boolean;
+  nodeName?: string;
+  zone?: string;
+  zoneHints?: string[];
+  nodeHints?: string[];
+}
+
+export interface EndpointSliceInfo {
+  namespace: string;
+  name: string;
+  /** The kubernetes.io/service-name label; a slice without it belongs to no Service. */
+  serviceName?: string;
+  addressType: 'IPv4' | 'IPv6' | 'FQDN';
+  ports: EndpointPortInfo[];
+  endpoints: EndpointInfo[];
+  /** endpoints.kubernetes.io/last-change-trigger-time, ms since the epoch. */
+  triggerTimeMs?: number;
+}
+
+export interface NodeAddressInfo {
+  type: string;
+  address: string;
+}
+
+export interface NodeInfo {
+  name: string;
+  /** topology.kubernetes.io/zone */
+  zone?: string;
+  addresses: NodeAddressInfo[];
+  /** spec.podCIDRs (or spec.podCIDR), canonical. */
+  podCIDRs: string[];
+}

@@ -1,0 +1,383 @@
+/** The service proxy as a component of the agent: it keeps the desired model of its own table
+ * current event by event. A Service or EndpointSlice event re-renders that one service (all its
+ * ports and families) and records in the scope only the chains, sets and elements that differ, so
+ * one endpoint change is a few element messages; a headless or ExternalName service renders
+ * nothing and costs nothing. Node events change the node-port and cluster-CIDR sets element by
+ * element, and re-render every service only when what services depend on (zone, node addresses,
+ * whether pod CIDRs are known) changes. */
+import type { Logger } from 'pino';
+import { ConntrackClient } from '../conntrack/client';
+import { ChangeScope } from '../pipeline/scope';
+import { cleanStaleFlows, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
+import type { HealthCheckServer } from './health';
+import type { ProxyMetrics } from './metrics';
+import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
+import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
+import type { SetElement } from '../nft/types';
+import type { Component, SyncKind, TableRef } from '../pipeline/component';
+import { parseCidr } from '../policy/ip';
+import type { RuleSetDiff } from '../ruleset/diff';
+import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
+import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
+import { Fam, familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
+
+export interface ProxyOptions {
+  /** This node's name (EndpointSlice nodeName, Node object). */
+  nodeName: string;
+  /** Table name in family inet (default nfkube-proxy). */
+  table?: string;
+  /** --cluster-cidr: pod ranges; traffic from elsewhere to a service is masqueraded. Absent:
+   * every Node's spec.podCIDRs. */
+  clusterCIDRs?: string[];
+  /** --nodeport-addresses: CIDRs whose local addresses accept NodePorts, or 'primary' (the
+   * default): the node's primary address of each family. */
+  nodePortAddresses?: string[] | 'primary';
+  /** --masquerade-all */
+  masqueradeAll?: boolean;
+  masqueradeBit?: number;
+  /** Deletes conntrack entries of removed UDP endpoints after each commit; none when absent. */
+  conntrack?: ConntrackClient;
+  logger?: Logger;
+  metrics?: ProxyMetrics;
+  /** Serves the health-check node ports of ETP Local load balancers; none when absent. */
+  health?: HealthCheckServer;
+}
+
+interface Rendered {
+  chains: Map<string, ChainModel>;
+  sets: Map<string, SetModel>;
+  /** `set key` -> [set, element] in the shared maps. */
+  entries: Map<string, [string, SetElement]>;
+  endpoints: number;
+  /** UDP service ports by name and family, for conntrack cleanup. */
+  udp: Map<string, UdpServicePort>;
+}
+
+const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
+
+export class ProxyComponent implements Component {
+  readonly name = 'proxy';
+  readonly table: TableRef;
+  desired: RulesetModel;
+  private readonly renderer: ProxyRenderer;
+  private readonly services = new Map<string, ServiceInfo>();
+  private readonly slices = new Map<string, EndpointSliceInfo>();
+  /** service key -> keys of its slices. */
+  private readonly slicesOf = new Map<string, Set<string>>();
+  private readonly nodes = new Map<string, NodeInfo>();
+  private readonly rendered = new Map<string, Rendered>();
+  /** Shared-map entry -> service keys claiming it, sorted; the first one's element is in force. */
+  private readonly claims = new Map<string, string[]>();
+  private env!: ProxyEnv;
+  private envKey = '';
+  private contents!: BaseContents;
+  /** Trigger times (ms) of EndpointSlice changes applied since the last commit. */
+  readonly pendingTriggerTimes: number[] = [];
+  /** Conntrack entries to delete once the change that made them stale is committed. */
+  readonly pendingStaleFlows: StaleFlows[] = [];
+  /** Conntrack entries deleted so far. */
+  conntrackDeleted = 0;
+  private cleaning: Promise<void> = Promise.resolve();
+
+  constructor(readonly opts: ProxyOptions) {
+    this.table = { family: 'inet', name: opts.table ?? DEFAULT_PROXY_TABLE };
+    this.renderer = new ProxyRenderer(this.table.name, opts.masqueradeBit);
+    this.desired = emptyModel({ ...this.table });
+    for (const c of opts.clusterCIDRs ?? []) if (!parseCidr(c)) throw new Error(`--cluster-cidr: "${c}" is not a CIDR`);
+    if (Array.isArray(opts.nodePortAddresses)) for (const c of opts.nodePortAddresses) if (!parseCidr(c)) throw new Error(`--nodeport-addresses: "${c}" is not a CIDR`);
+  }
+
+  start(snapshot: ClusterSnapshot): void {
+    this.services.clear();
+    this.slices.clear();
+    this.slicesOf.clear();
+    this.nodes.clear();
+    this.rendered.clear();
+    this.claims.clear();
+    for (const [k, n] of snapshot.nodes ?? []) this.nodes.set(k, n);
+    for (const [k, s] of snapshot.services ?? []) this.services.set(k, s);
+    for (const [k, s] of snapshot.endpointSlices ?? []) this.addSlice(k, s);
+    this.env = this.computeEnv();
+    this.envKey = JSON.stringify(this.env);
+    this.contents = this.computeContents();
+    const m = emptyModel({ ...this.table });
+    const base = this.renderer.base(this.contents);
+    for (const c of base.chains) m.chains.set(c.chain.name, c);
+    for (const s of base.sets) m.sets.set(s.set.name, s);
+    this.desired = m;
+    const scratch = new ChangeScope();
+    for (const key of [...this.services.keys()].sort()) this.resyncService(key, scratch);
+  }
+
+  /** Applies one change; false when it changed nothing of this table. */
+  apply(change: ClusterChange, scope: ChangeScope): boolean {
+    const before = scopeSize(scope);
+    switch (change.kind) {
+      case 'Service':
+        if (change.type === 'upsert') this.services.set(change.key, change.object);
+        else this.services.delete(change.key);
+        this.resyncService(change.key, scope);
+        break;
+      case 'EndpointSlice': {
+        const old = this.slices.get(change.key);
+        this.removeSlice(change.key);
+        if (change.type === 'upsert') {
+          this.addSlice(change.key, change.object);
+          if (change.object.triggerTimeMs !== undefined) this.pendingTriggerTimes.push(change.object.triggerTimeMs);
+        }
+        const affected = new Set<string>();
+        if (old?.serviceName) affected.add(`${old.namespace}/${old.serviceName}`);
+        if (change.type === 'upsert' && change.object.serviceName) affected.add(`${change.object.namespace}/${change.object.serviceName}`);
+        for (const key of affected) this.resyncService(key, scope);
+        break;
+      }
+      case 'Node':
+        if (change.type === 'upsert') this.nodes.set(change.key, change.object);
+        else this.nodes.delete(change.key);
+        this.nodeChanged(scope);
+        break;
+      default:
+        return false;
+    }
+    const touched = scopeSize(scope) !== before;
+    if (touched) this.opts.metrics?.queued();
+    return touched;
+  }
+
+  afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
+    this.opts.metrics?.programmed(this.pendingTriggerTimes);
+    // Health answers follow what is committed, not what is only desired.
+    this.opts.health?.sync(this.healthChecks()).catch((err: unknown) => this.opts.logger?.error({ err }, 'health-check node ports'));
+    this.pendingTriggerTimes.length = 0;
+    const flows = this.pendingStaleFlows.splice(0);
+    const conntrack = this.opts.conntrack;
+    if (!conntrack || flows.length === 0) return Promise.resolve();
+    // One cleanup at a time, in commit order.
+    const run = this.cleaning.then(async () => {
+      const n = await cleanStaleFlows(conntrack, flows, this.opts.logger);
+      this.conntrackDeleted += n;
+      this.opts.metrics?.conntrackDeleted.inc(n);
+    });
+    this.cleaning = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once the conntrack cleanups of every commit so far are done. */
+  conntrackIdle(): Promise<void> {
+    return this.cleaning;
+  }
+
+  stats(): Record<string, number> {
+    let endpoints = 0;
+    let proxied = 0;
+    for (const r of this.rendered.values()) {
+      endpoints += r.endpoints;
+      if (r.chains.size > 0 || r.entries.size > 0) proxied++;
+    }
+    return { services: this.services.size, proxiedServices: proxied, endpointSlices: this.slices.size, endpoints, chains: this.desired.chains.size };
+  }
+
+  /** The services this node proxies, for the health-check server: ETP Local load-balancer
+   * services with their health-check node port and local endpoint count. */
+  healthChecks(): { service: string; port: number; localEndpoints: number }[] {
+    const out: { service: string; port: number; localEndpoints: number }[] = [];
+    for (const [key, svc] of this.services) {
+      if (svc.healthCheckNodePort === undefined || !isProxied(svc)) continue;
+      const local = new Set<string>();
+      for (const sliceKey of this.slicesOf.get(key) ?? []) {
+        for (const ep of this.slices.get(sliceKey)!.endpoints) if (ep.nodeName === this.opts.nodeName && ep.ready) local.add(ep.address);
+      }
+      out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: local.size });
+    }
+    return out;
+  }
+
+  private addSlice(key: string, s: EndpointSliceInfo): void {
+    this.slices.set(key, s);
+    if (!s.serviceName) return;
+    const svc = `${s.namespace}/${s.serviceName}`;
+    let set = this.slicesOf.get(svc);
+    if (!set) this.slicesOf.set(svc, (set = new Set()));
+    set.add(key);
+  }
+
+  private removeSlice(key: string): void {
+    const s = this.slices.get(key);
+    if (!s) return;
+    this.slices.delete(key);
+    if (!s.serviceName) return;
+    const svc = `${s.namespace}/${s.serviceName}`;
+    const set = this.slicesOf.get(svc);
+    set?.delete(key);
+    if (set?.size === 0) this.slicesOf.delete(svc);
+  }
+
+  private computeEnv(): ProxyEnv {
+    const self = this.nodes.get(this.opts.nodeName);
+    const nodeIPs: Partial<Record<Fam, string>> = {};
+    for (const type of ['InternalIP', 'ExternalIP']) {
+      for (const a of self?.addresses ?? []) if (a.type === type && nodeIPs[familyOf(a.address)] === undefined) nodeIPs[familyOf(a.address)] = a.address;
+    }
+    const cidrs = this.clusterCIDRs();
+    const env: ProxyEnv = {
+      nodeName: this.opts.nodeName,
+      masqueradeAll: this.opts.masqueradeAll ?? false,
+      localDetector: { v4: cidrs.v4.length > 0, v6: cidrs.v6.length > 0 },
+      nodeIPs,
+    };
+    if (self?.zone !== undefined) env.zone = self.zone;
+    return env;
+  }
+
+  private clusterCIDRs(): Record<Fam, string[]> {
+    const out: Record<Fam, string[]> = { v4: [], v6: [] };
+    const all = this.opts.clusterCIDRs ?? [...this.nodes.values()].flatMap((n) => n.podCIDRs);
+    for (const c of all) {
+      const f = familyOfText(c);
+      if (f) out[f].push(c);
+    }
+    return out;
+  }
+
+  private computeContents(): BaseContents {
+    const np = this.opts.nodePortAddresses;
+    const ranges: Record<Fam, [bigint, bigint][]> = { v4: [], v6: [] };
+    for (const f of FAMS) {
+      if (Array.isArray(np)) ranges[f] = nodePortRanges(np, f);
+      else if (this.env.nodeIPs[f] !== undefined) ranges[f] = cidrRanges([`${this.env.nodeIPs[f]}/${f === 'v4' ? 32 : 128}`]);
+    }
+    return { clusterCIDRs: this.clusterCIDRs(), nodePortRanges: ranges };
+  }
+
+  private nodeChanged(scope: ChangeScope): void {
+    this.env = this.computeEnv();
+    this.contents = this.computeContents();
+    const base = this.renderer.base(this.contents);
+    for (const s of base.sets) {
+      if (s.set.name.startsWith('nodeport-ips-') || s.set.name.startsWith('cluster-cidrs-')) this.putSet(s.set.name, s, scope);
+    }
+    const key = JSON.stringify(this.env);
+    if (key === this.envKey) return;
+    this.envKey = key;
+    for (const svc of [...this.rendered.keys()]) this.resyncService(svc, scope);
+  }
+
+  private render(key: string): Rendered {
+    const svc = this.services.get(key);
+    if (!svc || !isProxied(svc)) return EMPTY;
+    const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
+    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
+    for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
+      out.endpoints += view.endpoints.length;
+      const c: Contribution = this.renderer.servicePort(view, this.env);
+      for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
+      for (const s of c.sets) out.sets.set(s.set.name, s);
+      for (const [set, e] of c.elements) out.entries.set(`${set} ${elementKey(e)}`, [set, e]);
+      if (view.port.protocol === 'UDP') {
+        const p = view.port.port;
+        out.udp.set(`${view.fam} ${view.name}`, {
+          fam: view.fam,
+          dsts: [view.clusterIP, ...view.externalIPs, ...view.loadBalancerIPs].map((ip) => `${ip} ${p}`),
+          nodePort: view.port.nodePort,
+          endpoints: c.reachable.map((ep) => `${ep.ip} ${ep.port}`),
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Re-renders one service and puts into the model (and scope) what differs. */
+  private resyncService(key: string, scope: ChangeScope): void {
+    const old = this.rendered.get(key) ?? EMPTY;
+    const now = this.render(key);
+    if (now === EMPTY) this.rendered.delete(key);
+    else this.rendered.set(key, now);
+    for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
+    const m = this.desired;
+    for (const [name, c] of now.chains) {
+      const was = old.chains.get(name);
+      if (was && sameChainDefinition(was.chain, c.chain) && sameRules(was.rules, c.rules)) {
+        // Keep the model's object in sync with this render (equal content).
+        m.chains.set(name, c);
+        continue;
+      }
+      m.chains.set(name, c);
+      scope.chains.add(name);
+    }
+    for (const name of old.chains.keys()) {
+      if (now.chains.has(name)) continue;
+      m.chains.delete(name);
+      scope.chains.add(name);
+    }
+    for (const [name, s] of now.sets) this.putSet(name, s, scope);
+    for (const name of old.sets.keys()) {
+      if (now.sets.has(name)) continue;
+      m.sets.delete(name);
+      scope.sets.add(name);
+    }
+    for (const [entry, [set, e]] of old.entries) {
+      const next = now.entries.get(entry);
+      if (next && sameElementValue(next[1], e)) continue;
+      if (!next) this.release(entry, key, set, scope);
+    }
+    for (const [entry, [set, e]] of now.entries) {
+      const was = old.entries.get(entry);
+      if (was && sameElementValue(was[1], e)) continue;
+      this.claim(entry, key, set, e, scope);
+    }
+  }
+
+  /** Replaces a set of the model, recording only the elements that differ when only they do. */
+  private putSet(name: string, s: SetModel, scope: ChangeScope): void {
+    const m = this.desired;
+    const was = m.sets.get(name);
+    m.sets.set(name, s);
+    if (!was || !sameSetDefinition(was.set, s.set)) {
+      scope.sets.add(name);
+      return;
+    }
+    for (const [k, e] of s.elements) {
+      const old = was.elements.get(k);
+      if (!old || !sameElementValue(old, e)) scope.element(name, k);
+    }
+    for (const k of was.elements.keys()) if (!s.elements.has(k)) scope.element(name, k);
+  }
+
+  private claim(entry: string, owner: string, set: string, e: SetElement, scope: ChangeScope): void {
+    let owners = this.claims.get(entry);
+    if (!owners) this.claims.set(entry, (owners = []));
+    if (!owners.includes(owner)) {
+      owners.push(owner);
+      owners.sort();
+    }
+    if (owners[0] !== owner) return;
+    const k = elementKey(e);
+    this.desired.sets.get(set)!.elements.set(k, e);
+    scope.element(set, k);
+  }
+
+  private release(entry: string, owner: string, set: string, scope: ChangeScope): void {
+    const owners = this.claims.get(entry);
+    const at = owners ? owners.indexOf(owner) : -1;
+    if (!owners || at < 0) return;
+    owners.splice(at, 1);
+    if (at > 0) return;
+    const elements = this.desired.sets.get(set)!.elements;
+    const k = entry.slice(set.length + 1);
+    scope.element(set, k);
+    if (owners.length === 0) {
+      this.claims.delete(entry);
+      elements.delete(k);
+    } else {
+      elements.set(k, this.rendered.get(owners[0])!.entries.get(entry)![1]);
+    }
+  }
+}
+
+function scopeSize(scope: ChangeScope): number {
+  let n = scope.chains.size + scope.sets.size;
+  for (const keys of scope.elements.values()) n += keys.size;
+  return n;
+}
+
+export { N as PROXY_NAMES };

@@ -1,0 +1,84 @@
+/** Which conntrack entries a change of UDP endpoints leaves stale, and deleting them: kube-proxy's
+ * conntrack cleanup (pkg/proxy/conntrack), over ctnetlink. UDP has no connection to end: a client
+ * that keeps its source port (a resolver) keeps riding the entry that DNATs it to an endpoint
+ * that is gone, or the un-NATed entry made while the service had no endpoint, until the entry
+ * times out. */
+import type { Logger } from 'pino';
+import { ConntrackClient } from '../conntrack/client';
+import type { CtEntry } from '../conntrack/codec';
+import { IPPROTO_UDP } from '../conntrack/constants';
+import type { Fam } from './service-ports';
+
+/** One UDP service port of one family as programmed: its destinations and endpoints. */
+export interface UdpServicePort {
+  fam: Fam;
+  /** `ip port`: the cluster IP, external IPs and load-balancer IPs with the service port. */
+  dsts: string[];
+  nodePort?: number;
+  /** `ip port` of the endpoints this node DNATs to. */
+  endpoints: string[];
+}
+
+/** A selection of entries: UDP, original destination one of `dsts` (or the node port), and
+ * either replied by `replySrc` (DNATed to it) or not DNATed at all. */
+export interface StaleFlows {
+  fam: Fam;
+  dsts: string[];
+  nodePort?: number;
+  replySrc?: string;
+  unNATed?: boolean;
+}
+
+export function staleFlows(old: UdpServicePort | undefined, now: UdpServicePort | undefined): StaleFlows[] {
+  if (!old && !now) return [];
+  const out: StaleFlows[] = [];
+  if (old) {
+    const kept = new Set(now?.endpoints ?? []);
+    for (const ep of old.endpoints) if (!kept.has(ep)) out.push({ fam: old.fam, dsts: old.dsts, nodePort: old.nodePort, replySrc: ep });
+    // Destinations the service no longer has: whatever flows they carry are stale.
+    const still = new Set(now?.dsts ?? []);
+    const gone = old.dsts.filter((d) => !still.has(d));
+    if (gone.length > 0) for (const ep of old.endpoints) if (kept.has(ep)) out.push({ fam: old.fam, dsts: gone, replySrc: ep });
+  }
+  // A service that gains its first endpoint: entries made while it had none were never DNATed.
+  if (now && now.endpoints.length > 0 && (!old || old.endpoints.length === 0)) out.push({ fam: now.fam, dsts: now.dsts, nodePort: now.nodePort, unNATed: true });
+  return out;
+}
+
+export function isStale(e: CtEntry, s: StaleFlows): boolean {
+  if (e.family !== s.fam || e.orig.proto !== IPPROTO_UDP) return false;
+  const dst = `${e.orig.dst} ${e.orig.dstPort}`;
+  const toService = s.dsts.includes(dst) || (s.nodePort !== undefined && e.orig.dstPort === s.nodePort);
+  if (!toService) return false;
+  const replied = `${e.reply.src} ${e.reply.srcPort}`;
+  if (s.unNATed) return e.reply.src === e.orig.dst && e.reply.srcPort === e.orig.dstPort;
+  return replied === s.replySrc;
+}
+
+/** Deletes the entries the selections name: one dump per family involved, one batch of deletes.
+ * Selections are indexed by destination, so the cost is one lookup per entry dumped. */
+export async function cleanStaleFlows(client: ConntrackClient, selections: StaleFlows[], logger?: Logger): Promise<number> {
+  if (selections.length === 0) return 0;
+  let deleted = 0;
+  for (const fam of ['v4', 'v6'] as const) {
+    const byDst = new Map<string, StaleFlows[]>();
+    const byNodePort = new Map<number, StaleFlows[]>();
+    const add = <K>(m: Map<K, StaleFlows[]>, k: K, s: StaleFlows) => (m.get(k) ?? m.set(k, []).get(k)!).push(s);
+    for (const s of selections) {
+      if (s.fam !== fam) continue;
+      for (const d of s.dsts) add(byDst, d, s);
+      if (s.nodePort !== undefined) add(byNodePort, s.nodePort, s);
+    }
+    if (byDst.size === 0 && byNodePort.size === 0) continue;
+    const entries = await client.dump(fam);
+    const stale = entries.filter((e) => {
+      if (e.orig.proto !== IPPROTO_UDP) return false;
+      const candidates = [...(byDst.get(`${e.orig.dst} ${e.orig.dstPort}`) ?? []), ...(e.orig.dstPort !== undefined ? (byNodePort.get(e.orig.dstPort) ?? []) : [])];
+      return candidates.some((s) => isStale(e, s));
+    });
+    const r = await client.delete(stale);
+    deleted += r.deleted;
+    if (r.failed.length > 0) logger?.warn({ failed: r.failed.length, code: r.failed[0].code }, 'some stale conntrack entries could not be deleted');
+  }
+  return deleted;
+}

@@ -1,0 +1,429 @@
+/** Renders services into the proxy's own table, in kube-proxy's nftables layout
+ * (pkg/proxy/nftables/proxier.go), both families in one `inet` table:
+ *
+ *   filter-prerouting/input/forward/output  filter hooks at dstnat-10: `ct state new` jumps to
+ *       firewall-check (prerouting, output) and endpoints-check (input, forward, output), which
+ *       dispatch through @firewall-ips-vN and @no-endpoint-services-vN / @no-endpoint-nodeports-vN
+ *   nat-prerouting/output (dstnat) -> services: `ip daddr . meta l4proto . th dport vmap
+ *       @service-ips-v4`, `ip daddr @nodeport-ips-v4 fib daddr type local meta l4proto . th dport
+ *       vmap @service-nodeports-v4`, and the same for IPv6
+ *   nat-postrouting (srcnat) -> masquerading: masquerade what mark-for-masquerade marked
+ *   per service port and family: service-… (Cluster policy endpoints), local-… (Local policy),
+ *       external-… (NodePort, externalIPs, load-balancer IPs), firewall-… (source ranges), and
+ *       endpoint-…__ip/port (hairpin masquerade, affinity update, DNAT)
+ *
+ * One difference from kube-proxy: the endpoint choice `numgen random mod N vmap` looks up a named
+ * map (endpoints-service-…) instead of an anonymous one, so an endpoint change is a few element
+ * messages plus the one rule that carries N. Every object a service port renders belongs to it
+ * alone (a Contribution), except elements of the shared maps, which the caller arbitrates. */
+import { endianness } from 'node:os';
+import * as b from '../nft/build';
+import * as C from '../nft/constants';
+import { Chain, Expr, NftSet, Rule, SetElement, Verdict } from '../nft/types';
+import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
+import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../policy/ip';
+import { ChainModel, elementKey, SetModel } from '../ruleset/model';
+import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
+import type { Fam, ServicePortView } from './service-ports';
+
+export const DEFAULT_PROXY_TABLE = 'nfkube-proxy';
+/** kube-proxy's --masquerade-bit default. */
+export const DEFAULT_MASQUERADE_BIT = 14;
+
+export const FAMS: readonly Fam[] = ['v4', 'v6'];
+
+/** Names of the table's fixed parts. */
+export const N = {
+  services: 'services',
+  masquerading: 'masquerading',
+  markMasq: 'mark-for-masquerade',
+  endpointsCheck: 'endpoints-check',
+  firewallCheck: 'firewall-check',
+  reject: 'reject-chain',
+  serviceIPs: (f: Fam) => `service-ips-${f}`,
+  serviceNodePorts: (f: Fam) => `service-nodeports-${f}`,
+  noEndpointServices: (f: Fam) => `no-endpoint-services-${f}`,
+  noEndpointNodePorts: (f: Fam) => `no-endpoint-nodeports-${f}`,
+  firewallIPs: (f: Fam) => `firewall-ips-${f}`,
+  nodePortIPs: (f: Fam) => `nodeport-ips-${f}`,
+  clusterCIDRs: (f: Fam) => `cluster-cidrs-${f}`,
+} as const;
+
+/** Names of one service port's objects (kube-proxy's prefixes, with the family). */
+export const servicePortNames = (v: Pick<ServicePortView, 'name' | 'fam'>) => ({
+  cluster: `service-${v.fam}-${v.name}`,
+  local: `local-${v.fam}-${v.name}`,
+  external: `external-${v.fam}-${v.name}`,
+  firewall: `firewall-${v.fam}-${v.name}`,
+  clusterMap: `endpoints-service-${v.fam}-${v.name}`,
+  localMap: `endpoints-local-${v.fam}-${v.name}`,
+  sources: `sources-${v.fam}-${v.name}`,
+});
+
+/** IPv6 colons are not allowed in chain names: kube-proxy writes them as dots. */
+export function endpointChainName(v: Pick<ServicePortView, 'name' | 'fam'>, ep: Pick<ProxyEndpoint, 'ip' | 'port'>): string {
+  return `endpoint-${v.fam}-${v.name}__${ep.ip.replace(/:/g, '.')}/${ep.port}`;
+}
+
+export function affinitySetName(v: Pick<ServicePortView, 'name' | 'fam'>, ep: Pick<ProxyEndpoint, 'ip' | 'port'>): string {
+  return `affinity-${v.fam}-${v.name}__${ep.ip.replace(/:/g, '.')}/${ep.port}`;
+}
+
+/** What the rendering of every service depends on besides the service itself. */
+export interface ProxyEnv {
+  nodeName: string;
+  zone?: string;
+  masqueradeAll: boolean;
+  /** Per family: pod CIDRs known (so off-cluster sources can be told apart). */
+  localDetector: Record<Fam, boolean>;
+  /** Per family: this node's primary address, for loadBalancerSourceRanges that include it. */
+  nodeIPs: Partial<Record<Fam, string>>;
+}
+
+/** The base sets' contents: what node events change without touching any service. */
+export interface BaseContents {
+  clusterCIDRs: Record<Fam, string[]>;
+  /** Inclusive address ranges that accept NodePorts. */
+  nodePortRanges: Record<Fam, [bigint, bigint][]>;
+}
+
+/** One service port's part of the table. */
+export interface Contribution {
+  chains: ChainModel[];
+  /** Sets owned by this service port alone. */
+  sets: SetModel[];
+  /** Elements of the shared maps, by map name. */
+  elements: [string, SetElement][];
+  /** Every endpoint this node may DNAT to for this port. */
+  reachable: ProxyEndpoint[];
+}
+
+const IPPROTO: Record<string, number> = { TCP: 6, UDP: 17, SCTP: 132 };
+const L4: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
+const ADDR = { v4: { saddr: 'ip saddr', daddr: 'ip daddr', key: 'ipv4_addr', nfproto: 2 }, v6: { saddr: 'ip6 saddr', daddr: 'ip6 daddr', key: 'ipv6_addr', nfproto: 10 } } as const;
+const RTN_LOCAL = 2;
+const NF_NAT_RANGE_MAP_IPS = 1;
+const NF_NAT_RANGE_PROTO_SPECIFIED = 2;
+const NF_NAT_RANGE_PROTO_RANDOM_FULLY = 16;
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+export const addrBuf = (ip: string): Buffer => (ip.includes(':') ? ipv6(ip) : ipv4(ip));
+
+/** The key `address . protocol . port` of the address-keyed maps. */
+export function tripleKey(ip: string, protocol: string, port: number): Buffer {
+  return concatKey([addrBuf(ip), Buffer.from([IPPROTO[protocol]]), be16(port)]);
+}
+
+export function protoPortKey(protocol: string, port: number): Buffer {
+  return concatKey([Buffer.from([IPPROTO[protocol]]), be16(port)]);
+}
+
+/** numgen writes host-order 32-bit numbers. */
+function hostU32(n: number): Buffer {
+  const buf = Buffer.alloc(4);
+  if (LITTLE_ENDIAN) buf.writeUInt32LE(n);
+  else buf.writeUInt32BE(n);
+  return buf;
+}
+
+/** Sorted, merged inclusive ranges of CIDRs (an interval set refuses overlaps). */
+export function mergeRanges(ranges: [bigint, bigint][]): [bigint, bigint][] {
+  const sorted = [...ranges].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+  const out: [bigint, bigint][] = [];
+  for (const [first, last] of sorted) {
+    const prev = out[out.length - 1];
+    if (prev && first <= prev[1] + 1n) {
+      if (last > prev[1]) prev[1] = last;
+    } else out.push([first, last]);
+  }
+  return out;
+}
+
+export function cidrRanges(cidrs: readonly string[]): [bigint, bigint][] {
+  return mergeRanges(cidrs.map((c) => parseCidr(c)).filter((c) => c !== undefined).map((c) => [c.first, c.last]));
+}
+
+/** NodePort ranges of one family for CIDRs, without loopback (kube-proxy has no localhost
+ * NodePorts). */
+export function nodePortRanges(cidrs: readonly string[], fam: Fam): [bigint, bigint][] {
+  const loopback = parseCidr(fam === 'v4' ? '127.0.0.0/8' : '::1/128')!;
+  const out: [bigint, bigint][] = [];
+  for (const text of cidrs) {
+    const c = parseCidr(text);
+    if (c && c.family === fam) out.push(...subtractRanges(c, [loopback]));
+  }
+  return mergeRanges(out);
+}
+
+function rangeElements(fam: Fam, ranges: readonly [bigint, bigint][]): Map<string, SetElement> {
+  const out = new Map<string, SetElement>();
+  for (const [first, last] of ranges) {
+    const a = addrBuf(formatIp(fam, first));
+    const e: SetElement = first === last ? { key: a } : { key: a, keyEnd: addrBuf(formatIp(fam, last)) };
+    out.set(elementKey(e), e);
+  }
+  return out;
+}
+
+export class ProxyRenderer {
+  private readonly markMask: Buffer;
+
+  constructor(
+    readonly table: string,
+    masqueradeBit = DEFAULT_MASQUERADE_BIT,
+  ) {
+    this.markMask = hostU32(2 ** masqueradeBit);
+  }
+
+  chain(name: string, base?: Chain['base']): Chain {
+    const c: Chain = { family: 'inet', table: this.table, name };
+    if (base) c.base = base;
+    return c;
+  }
+
+  set(name: string, def: Pick<NftSet, 'key' | 'flags'> & { data?: NftSet['data']; timeout?: bigint }): NftSet {
+    const s: NftSet = { family: 'inet', table: this.table, name, key: def.key, flags: def.flags };
+    if (def.data) s.data = def.data;
+    if (def.timeout !== undefined) s.timeout = def.timeout;
+    return s;
+  }
+
+  rule(chain: string, exprs: Expr[], comment?: string): Rule {
+    const r: Rule = { family: 'inet', table: this.table, chain, exprs };
+    if (comment !== undefined) r.comment = comment.length > 200 ? `${comment.slice(0, 197)}...` : comment;
+    return r;
+  }
+
+  private markOp(mask: Buffer, xor: Buffer): Expr[] {
+    return [
+      { type: 'meta', key: C.NFT_META_MARK, dreg: C.NFT_REG_1 },
+      { type: 'bitwise', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, len: 4, op: 'bool', mask, xor },
+      { type: 'meta', key: C.NFT_META_MARK, sreg: C.NFT_REG_1 },
+    ];
+  }
+
+  /** The chains and sets that do not depend on any service; base set contents from `contents`. */
+  base(contents: BaseContents): { chains: ChainModel[]; sets: SetModel[] } {
+    const r = (chain: string, exprs: Expr[]) => this.rule(chain, exprs);
+    const ctNew = b.ctState(['new']);
+    const filter = (hook: 'prerouting' | 'input' | 'forward' | 'output') => ({ hook, priority: -110, type: 'filter' as const, policy: 'accept' as const });
+    const tripleVmap = (fam: Fam, map: string) => {
+      const loads = b.concatLoads([ADDR[fam].daddr, 'meta l4proto', 'th dport']);
+      return [...loads.exprs, b.vmap(map, loads.sreg)];
+    };
+    const nodePortVmap = (fam: Fam, map: string) => {
+      const loads = b.concatLoads(['meta l4proto', 'th dport']);
+      return [
+        ...b.matchAddrInSet(ADDR[fam].daddr, N.nodePortIPs(fam)),
+        { type: 'fib', dreg: C.NFT_REG_1, result: C.NFT_FIB_RESULT_ADDRTYPE, flags: C.NFTA_FIB_F_DADDR } as Expr,
+        { type: 'cmp', sreg: C.NFT_REG_1, op: 'eq', data: hostU32(RTN_LOCAL) } as Expr,
+        ...loads.exprs,
+        b.vmap(map, loads.sreg),
+      ];
+    };
+    const markMask = this.markMask;
+    const inverse = Buffer.from(markMask.map((x) => ~x & 0xff));
+    const chains: ChainModel[] = [
+      { chain: this.chain('filter-prerouting', filter('prerouting')), rules: [r('filter-prerouting', [...ctNew, b.jump(N.firewallCheck)])] },
+      { chain: this.chain('filter-input', filter('input')), rules: [r('filter-input', [...ctNew, b.jump(N.endpointsCheck)])] },
+      { chain: this.chain('filter-forward', filter('forward')), rules: [r('filter-forward', [...ctNew, b.jump(N.endpointsCheck)])] },
+      {
+        chain: this.chain('filter-output', filter('output')),
+        rules: [r('filter-output', [...ctNew, b.jump(N.endpointsCheck)]), r('filter-output', [...ctNew, b.jump(N.firewallCheck)])],
+      },
+      { chain: this.chain('nat-prerouting', { hook: 'prerouting', priority: -100, type: 'nat', policy: 'accept' }), rules: [r('nat-prerouting', [b.jump(N.services)])] },
+      { chain: this.chain('nat-output', { hook: 'output', priority: -100, type: 'nat', policy: 'accept' }), rules: [r('nat-output', [b.jump(N.services)])] },
+      { chain: this.chain('nat-postrouting', { hook: 'postrouting', priority: 100, type: 'nat', policy: 'accept' }), rules: [r('nat-postrouting', [b.jump(N.masquerading)])] },
+      {
+        chain: this.chain(N.services),
+        rules: FAMS.flatMap((f) => [r(N.services, tripleVmap(f, N.serviceIPs(f))), r(N.services, nodePortVmap(f, N.serviceNodePorts(f)))]),
+      },
+      {
+        chain: this.chain(N.endpointsCheck),
+        rules: FAMS.flatMap((f) => [r(N.endpointsCheck, tripleVmap(f, N.noEndpointServices(f))), r(N.endpointsCheck, nodePortVmap(f, N.noEndpointNodePorts(f)))]),
+      },
+      { chain: this.chain(N.firewallCheck), rules: FAMS.map((f) => r(N.firewallCheck, tripleVmap(f, N.firewallIPs(f)))) },
+      {
+        chain: this.chain(N.masquerading),
+        rules: [
+          r(N.masquerading, [
+            { type: 'meta', key: C.NFT_META_MARK, dreg: C.NFT_REG_1 },
+            { type: 'bitwise', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, len: 4, op: 'bool', mask: markMask, xor: Buffer.alloc(4) },
+            { type: 'cmp', sreg: C.NFT_REG_1, op: 'eq', data: Buffer.alloc(4) },
+            b.verdict({ kind: 'return' }),
+          ]),
+          r(N.masquerading, this.markOp(Buffer.alloc(4, 0xff), markMask)),
+          r(N.masquerading, [{ type: 'masq', flags: NF_NAT_RANGE_PROTO_RANDOM_FULLY }]),
+        ],
+      },
+      { chain: this.chain(N.markMasq), rules: [r(N.markMasq, this.markOp(inverse, markMask))] },
+      {
+        chain: this.chain(N.reject),
+        // A TCP client learns of a reset at once; an IPv6 one may sit out a SYN retransmission
+        // before it acts on an ICMPv6 error. Everything else: port unreachable, as kube-proxy.
+        rules: [
+          r(N.reject, [...b.l4proto('tcp'), { type: 'reject', rejectType: C.NFT_REJECT_TCP_RST, icmpCode: 0 }]),
+          r(N.reject, [{ type: 'reject', rejectType: C.NFT_REJECT_ICMPX_UNREACH, icmpCode: C.NFT_REJECT_ICMPX_PORT_UNREACH }]),
+        ],
+      },
+    ];
+    const sets: SetModel[] = [];
+    for (const f of FAMS) {
+      const triple: NftSet['key'] = [ADDR[f].key, 'inet_proto', 'inet_service'];
+      for (const name of [N.serviceIPs(f), N.noEndpointServices(f), N.firewallIPs(f)]) sets.push({ set: this.set(name, { key: triple, flags: 0, data: 'verdict' }), elements: new Map() });
+      for (const name of [N.serviceNodePorts(f), N.noEndpointNodePorts(f)]) sets.push({ set: this.set(name, { key: ['inet_proto', 'inet_service'], flags: 0, data: 'verdict' }), elements: new Map() });
+      sets.push({ set: this.set(N.nodePortIPs(f), { key: [ADDR[f].key], flags: C.NFT_SET_INTERVAL }), elements: rangeElements(f, contents.nodePortRanges[f]) });
+      sets.push({ set: this.set(N.clusterCIDRs(f), { key: [ADDR[f].key], flags: C.NFT_SET_INTERVAL }), elements: rangeElements(f, cidrRanges(contents.clusterCIDRs[f])) });
+    }
+    return { chains, sets };
+  }
+
+  /** One service port of one family: kube-proxy's syncProxyRules loop body. */
+  servicePort(v: ServicePortView, env: ProxyEnv): Contribution {
+    const out: Contribution = { chains: [], sets: [], elements: [], reachable: [] };
+    const svc = v.service;
+    const names = servicePortNames(v);
+    const externallyAccessible = v.port.nodePort !== undefined || v.externalIPs.length > 0 || v.loadBalancerIPs.length > 0;
+    const policies: TrafficPolicies = {
+      internalLocal: svc.internalTrafficPolicy === 'Local',
+      externalLocal: svc.externalTrafficPolicy === 'Local' && (svc.type === 'NodePort' || svc.type === 'LoadBalancer'),
+      externallyAccessible,
+    };
+    const cat = categorizeEndpoints(v.endpoints, policies, env.nodeName, env.zone);
+    out.reachable = cat.reachable;
+    const usesCluster = cat.cluster.length > 0 && (!policies.internalLocal || externallyAccessible);
+    const usesLocal = cat.local.length > 0 && (policies.internalLocal || (policies.externalLocal && externallyAccessible));
+    const hasEndpoints = cat.hasAny;
+    let hasInternal = hasEndpoints;
+    let internalChain = names.cluster;
+    if (policies.internalLocal) {
+      internalChain = names.local;
+      if (cat.local.length === 0) hasInternal = false;
+    }
+    let hasExternal = hasEndpoints;
+    let externalPolicyChain = names.cluster;
+    if (policies.externalLocal) {
+      externalPolicyChain = names.local;
+      if (cat.local.length === 0) hasExternal = false;
+    }
+    const usesExternalChain = hasEndpoints && externallyAccessible;
+    const filterVerdict = (has: boolean): Verdict => (!hasEndpoints ? { kind: 'goto', chain: N.reject } : has ? { kind: 'continue' } : { kind: 'drop' });
+    const internalFilter = filterVerdict(hasInternal);
+    const externalFilter = filterVerdict(hasExternal);
+    const proto = v.port.protocol;
+    const f = v.fam;
+    const el = (map: string, key: Buffer, verdict: Verdict) => out.elements.push([map, { key, verdict }]);
+
+    // The cluster IP.
+    if (hasInternal) el(N.serviceIPs(f), tripleKey(v.clusterIP, proto, v.port.port), { kind: 'goto', chain: internalChain });
+    else el(N.noEndpointServices(f), tripleKey(v.clusterIP, proto, v.port.port), internalFilter);
+    // External IPs.
+    for (const ip of v.externalIPs) {
+      if (hasEndpoints) el(N.serviceIPs(f), tripleKey(ip, proto, v.port.port), { kind: 'goto', chain: names.external });
+      if (!hasExternal) el(N.noEndpointServices(f), tripleKey(ip, proto, v.port.port), externalFilter);
+    }
+    // Load-balancer IPs, behind the source-range firewall.
+    const usesFirewall = v.loadBalancerIPs.length > 0 && v.sourceRanges.length > 0;
+    if (usesFirewall) {
+      const ranges = cidrRanges(v.sourceRanges);
+      const nodeIP = env.nodeIPs[f] !== undefined ? parseIp(env.nodeIPs[f]!) : undefined;
+      // A VIP the node holds locally loops back with itself as source: allowed when the node is.
+      const allowFromNode = nodeIP !== undefined && v.sourceRanges.some((c) => ipInCidr(nodeIP, parseCidr(c)!));
+      if (allowFromNode) for (const ip of v.loadBalancerIPs) ranges.push([parseIp(ip)!.value, parseIp(ip)!.value]);
+      out.sets.push({ set: this.set(names.sources, { key: [ADDR[f].key], flags: C.NFT_SET_INTERVAL }), elements: rangeElements(f, mergeRanges(ranges)) });
+      out.chains.push({
+        chain: this.chain(names.firewall),
+        rules: [this.rule(names.firewall, [...b.matchAddrInSet(ADDR[f].saddr, names.sources, true), b.drop()], v.name)],
+      });
+    }
+    for (const ip of v.loadBalancerIPs) {
+      if (hasEndpoints) el(N.serviceIPs(f), tripleKey(ip, proto, v.port.port), { kind: 'goto', chain: names.external });
+      if (usesFirewall) el(N.firewallIPs(f), tripleKey(ip, proto, v.port.port), { kind: 'goto', chain: names.firewall });
+      if (!hasExternal) el(N.noEndpointServices(f), tripleKey(ip, proto, v.port.port), externalFilter);
+    }
+    // The node port.
+    if (v.port.nodePort !== undefined) {
+      if (hasEndpoints) el(N.serviceNodePorts(f), protoPortKey(proto, v.port.nodePort), { kind: 'goto', chain: names.external });
+      if (!hasExternal) el(N.noEndpointNodePorts(f), protoPortKey(proto, v.port.nodePort), externalFilter);
+    }
+
+    const chainRules = new Map<string, Rule[]>();
+    const rules = (chain: string) => {
+      let list = chainRules.get(chain);
+      if (!list) chainRules.set(chain, (list = []));
+      return list;
+    };
+    // Internal traffic: masquerade what comes from outside the cluster (or everything).
+    if (hasInternal && (env.masqueradeAll || env.localDetector[f])) {
+      const match = [...b.matchAddr(ADDR[f].daddr, v.clusterIP), ...b.matchPort(L4[proto], 'th dport', v.port.port)];
+      // The family is pinned already: no second nfproto check (nft compiles none).
+      const source = env.masqueradeAll ? [] : [b.load(ADDR[f].saddr), b.lookup(N.clusterCIDRs(f), C.NFT_REG_1, true)];
+      rules(internalChain).push(this.rule(internalChain, [...match, ...source, b.jump(N.markMasq)]));
+    }
+    // External traffic.
+    if (usesExternalChain) {
+      const ext = rules(names.external);
+      if (!policies.externalLocal) ext.push(this.rule(names.external, [b.jump(N.markMasq)]));
+      else {
+        if (env.localDetector[f] && usesCluster) {
+          ext.push(this.rule(names.external, [...b.matchAddrInSet(ADDR[f].saddr, N.clusterCIDRs(f)), b.goto(names.cluster)], 'short-circuit pod traffic'));
+        }
+        const fibLocal: Expr[] = [
+          { type: 'fib', dreg: C.NFT_REG_1, result: C.NFT_FIB_RESULT_ADDRTYPE, flags: C.NFTA_FIB_F_SADDR },
+          { type: 'cmp', sreg: C.NFT_REG_1, op: 'eq', data: hostU32(RTN_LOCAL) },
+        ];
+        ext.push(this.rule(names.external, [...fibLocal, b.jump(N.markMasq)], 'masquerade local traffic'));
+        if (usesCluster) ext.push(this.rule(names.external, [...fibLocal, b.goto(names.cluster)], 'short-circuit local traffic'));
+      }
+      if (hasExternal) ext.push(this.rule(names.external, [b.goto(externalPolicyChain)]));
+    }
+    const affinity = svc.sessionAffinity === 'ClientIP';
+    const timeout = BigInt(svc.affinityTimeoutSeconds ?? 10800) * 1000n;
+    if (affinity) {
+      for (const ep of cat.reachable) {
+        out.sets.push({ set: this.set(affinitySetName(v, ep), { key: [ADDR[f].key], flags: C.NFT_SET_TIMEOUT | C.NFT_SET_EVAL, timeout }), elements: new Map() });
+      }
+    }
+    const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {
+      const list = rules(chain);
+      if (affinity) for (const ep of endpoints) list.push(this.rule(chain, [...b.matchAddrInSet(ADDR[f].saddr, affinitySetName(v, ep)), b.goto(endpointChainName(v, ep))]));
+      list.push(this.rule(chain, [{ type: 'numgen', dreg: C.NFT_REG_1, modulus: endpoints.length, ngType: 'random', offset: 0 }, b.vmap(map)]));
+      const elements = new Map<string, SetElement>();
+      endpoints.forEach((ep, i) => {
+        const e: SetElement = { key: hostU32(i), verdict: { kind: 'goto', chain: endpointChainName(v, ep) } };
+        elements.set(elementKey(e), e);
+      });
+      out.sets.push({ set: this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), elements });
+    };
+    if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
+    if (usesLocal) loadBalance(names.local, names.localMap, cat.local);
+    for (const ep of cat.reachable) {
+      const name = endpointChainName(v, ep);
+      const list = rules(name);
+      list.push(this.rule(name, [...b.matchAddr(ADDR[f].saddr, ep.ip), b.jump(N.markMasq)]));
+      if (affinity) list.push(this.rule(name, [...b.loadAddr(ADDR[f].saddr), { type: 'dynset', set: affinitySetName(v, ep), op: 'update', sregKey: C.NFT_REG_1, timeoutMs: 0n, flags: 0 }]));
+      list.push(
+        this.rule(name, [
+          ...b.l4proto(L4[proto]),
+          { type: 'immediate', dreg: C.NFT_REG_1, data: addrBuf(ep.ip) },
+          { type: 'immediate', dreg: C.NFT_REG_2, data: be16(ep.port) },
+          // As the kernel dumps it: the max registers repeat the min ones, MAP_IPS is implied.
+          {
+            type: 'nat',
+            natType: 'dnat',
+            family: ADDR[f].nfproto,
+            regAddrMin: C.NFT_REG_1,
+            regAddrMax: C.NFT_REG_1,
+            regProtoMin: C.NFT_REG_2,
+            regProtoMax: C.NFT_REG_2,
+            flags: NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED,
+          },
+        ]),
+      );
+    }
+    for (const [name, list] of chainRules) out.chains.push({ chain: this.chain(name), rules: list });
+    // Chains a map points at but that have no rules of their own still exist (kube-proxy's
+    // ensureChain): a local chain with no local endpoints is never pointed at, so none is needed.
+    return out;
+  }
+}

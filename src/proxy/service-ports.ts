@@ -1,0 +1,83 @@
+/** Joins a Service with its EndpointSlices into what the proxy programs per service port and
+ * address family, as kube-proxy's service and endpoint-slice caches do: a slice port belongs to
+ * the service port of the same name and protocol; an endpoint is keyed by address and port (the
+ * first slice naming it wins, unless a later one says it is local); only the family of the
+ * slice's addressType. Headless, ExternalName and other proxies' services yield nothing. */
+import { canonicalIp, parseCidr } from '../policy/ip';
+import type { EndpointSliceInfo, ServiceInfo, ServicePortInfo } from '../k8s/service-model';
+import type { ProxyEndpoint } from './endpoints';
+
+export type Fam = 'v4' | 'v6';
+
+export interface ServicePortView {
+  /** `namespace/name/protocol/portName`, kube-proxy's service port name (protocol lower case). */
+  name: string;
+  fam: Fam;
+  service: ServiceInfo;
+  port: ServicePortInfo;
+  clusterIP: string;
+  externalIPs: string[];
+  loadBalancerIPs: string[];
+  /** The family's loadBalancerSourceRanges. */
+  sourceRanges: string[];
+  /** Sorted by address then port, so a render never depends on event order. */
+  endpoints: ProxyEndpoint[];
+}
+
+export const familyOf = (ip: string): Fam => (ip.includes(':') ? 'v6' : 'v4');
+
+/** Whether the proxy programs anything for this service. */
+export function isProxied(svc: ServiceInfo): boolean {
+  return svc.type !== 'ExternalName' && !svc.headless && svc.proxyName === undefined && svc.clusterIPs.length > 0;
+}
+
+export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSliceInfo>, nodeName: string): ServicePortView[] {
+  if (!isProxied(svc)) return [];
+  const sorted = [...slices].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const out: ServicePortView[] = [];
+  for (const clusterIP of svc.clusterIPs) {
+    const fam = familyOf(clusterIP);
+    const addressType = fam === 'v4' ? 'IPv4' : 'IPv6';
+    const ofFamily = (ip: string) => familyOf(ip) === fam;
+    for (const port of svc.ports) {
+      const byKey = new Map<string, ProxyEndpoint>();
+      for (const slice of sorted) {
+        if (slice.addressType !== addressType) continue;
+        const sp = slice.ports.find((p) => p.name === port.name && p.protocol === port.protocol);
+        if (!sp || sp.port === undefined) continue;
+        for (const ep of slice.endpoints) {
+          const key = `${ep.address} ${sp.port}`;
+          const local = ep.nodeName === nodeName;
+          if (byKey.has(key) && !local) continue;
+          const pe: ProxyEndpoint = { ip: ep.address, port: sp.port, ready: ep.ready, serving: ep.serving, terminating: ep.terminating, local };
+          if (ep.zoneHints) pe.zoneHints = ep.zoneHints;
+          if (ep.nodeHints) pe.nodeHints = ep.nodeHints;
+          byKey.set(key, pe);
+        }
+      }
+      out.push({
+        name: `${svc.namespace}/${svc.name}/${port.protocol.toLowerCase()}/${port.name}`,
+        fam,
+        service: svc,
+        port,
+        clusterIP,
+        externalIPs: svc.externalIPs.filter(ofFamily),
+        loadBalancerIPs: svc.loadBalancerIPs.filter(ofFamily),
+        sourceRanges: svc.loadBalancerSourceRanges.filter((c) => parseCidr(c)?.family === fam),
+        endpoints: [...byKey.values()].sort(compareEndpoints),
+      });
+    }
+  }
+  return out;
+}
+
+function compareEndpoints(a: ProxyEndpoint, b: ProxyEndpoint): number {
+  if (a.ip !== b.ip) return a.ip < b.ip ? -1 : 1;
+  return a.port - b.port;
+}
+
+/** The canonical family of an address or CIDR text, or undefined. */
+export function familyOfText(text: string): Fam | undefined {
+  const c = text.includes('/') ? parseCidr(text) : canonicalIp(text);
+  return c ? c.family : undefined;
+}
