@@ -244,7 +244,9 @@ export function formatRuleBody(exprs: Expr[]): string {
           out.push({ text: formatVerdict(e.verdict) });
           continue;
         }
-        if (e.data) {
+        // A constant for a nat statement later in the rule is printed by that statement; any
+        // other use keeps the raw form, so nothing is hidden.
+        if (e.data && exprs.slice(exprs.indexOf(e) + 1).some((x) => x.type === 'nat' && (x.regAddrMin === e.dreg || x.regProtoMin === e.dreg))) {
           immData.set(e.dreg, e.data);
           continue;
         }

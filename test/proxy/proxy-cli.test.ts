@@ -48,7 +48,7 @@ test('agent --once --proxy, verify, render (loaded by nft), --no-policy, cleanup
       assert.match(drift.stdout, /chain services/);
       const bad = nfkube(['agent', '--once', '--no-policy', '--manifests', dir]);
       assert.equal(bad.status === 0, false);
-      assert.match(bad.stderr + bad.stdout, /--no-policy without --proxy/);
+      assert.match(bad.stderr + bad.stdout, /--no-policy needs --proxy or --ipam/);
       const cleaned = nfkube(['cleanup']);
       assert.equal(cleaned.status, 0, cleaned.stderr);
       assert.equal(sb.run('nft', ['list', 'tables']).trim(), '');
