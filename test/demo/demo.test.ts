@@ -132,7 +132,7 @@ test('nfkube demo: all open before, exactly the example policies after, the rule
   // A legend for the symbols and the node row, and the policies that decide each closed path.
   assert.match(run.stdout, /Legend:\n  ✓  connected.*\n  ✗  no answer within 2000 ms: dropped.*\n  ·  not probed.*\n(.*\n)*  row node-1 \(node\): connections made by the node itself/);
   assert.match(run.stdout, /  \*  changed from the matrix before the policies/);
-  const why = run.stdout.slice(run.stdout.indexOf('Why each path is closed'), run.stdout.indexOf('The enforced ruleset'));
+  const why = run.stdout.slice(run.stdout.indexOf('Why each path is closed'), run.stdout.indexOf('The drop log of one denied probe'));
   assert.equal(why.split('\n').filter((l) => l.startsWith('  ')).length, 6, why);
   assert.match(why, /  shop\/db -> shop\/web:80 v4 \(✗\): egress of shop\/db is isolated by shop\/db-from-web, it does not allow this/);
   assert.match(why, /  ops\/probe -> shop\/db:5432 v6 \(✗\): ingress of shop\/db is isolated by shop\/db-from-web, shop\/default-deny, none of them allows this/);
