@@ -1,5 +1,6 @@
 /** The ipam.nfkube.io/v1alpha1 objects (IPPool, IPBlock, IPAddressClaim) as the API stores them,
  * and the label selector the pools use. */
+import { compileSelector, matches } from '../policy/selector';
 
 // API objects are read as plain JSON and checked field by field where they are used.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -18,30 +19,11 @@ export interface LabelSelector {
   matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
 }
 
-/** metav1.LabelSelector semantics; an unknown operator matches nothing (fail closed). */
+/** metav1.LabelSelector semantics, as NetworkPolicy's selectors: a selector that does not
+ * compile (an unknown operator, a malformed requirement) matches nothing (fail closed). */
 export function matchesSelector(sel: LabelSelector, labels: Record<string, string>): boolean {
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const e of sel.matchExpressions ?? []) {
-    const has = Object.prototype.hasOwnProperty.call(labels, e.key);
-    const values = e.values ?? [];
-    switch (e.operator) {
-      case 'In':
-        if (!has || !values.includes(labels[e.key])) return false;
-        break;
-      case 'NotIn':
-        if (has && values.includes(labels[e.key])) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
+  const { selector, errors } = compileSelector(sel, 'spec.nodeSelector');
+  return errors.length === 0 && matches(selector, labels);
 }
 
 /** One address handed out, as published in a block's status and kept in the node's record. */
