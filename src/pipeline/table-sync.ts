@@ -93,14 +93,24 @@ export interface TableSyncOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+/** How many changed objects an info line names; a debug line names them all. */
+const OBJECTS_AT_INFO = 5;
+
+/** Which objects an incremental sync committed, for its log line: the count (`events`), and the
+ * first few by name (`objects`, `Kind namespace/name`), or all of them at debug level. */
+function changedObjects(objects: string[] | undefined, logger: Logger): { events?: number; objects?: string[] } {
+  if (!objects) return {};
+  const unique = [...new Set(objects)];
+  return { events: objects.length, objects: logger.isLevelEnabled('debug') ? unique : unique.slice(0, OBJECTS_AT_INFO) };
+}
 
 export class TableSync {
   private readonly component: Component;
   private readonly logger: Logger;
   private committed: RulesetModel;
   private pending = new ChangeScope();
-  /** Events merged into `pending`. */
-  pendingEvents = 0;
+  /** The objects whose events are merged into `pending` (`Kind namespace/name`), in order. */
+  private pendingObjects: string[] = [];
   private flushing = false;
   private failures = 0;
   private retryTimer?: NodeJS.Timeout;
@@ -115,6 +125,11 @@ export class TableSync {
     this.component = opts.component;
     this.logger = opts.logger;
     this.committed = emptyModel(opts.component.table);
+  }
+
+  /** Events merged into the pending change. */
+  get pendingEvents(): number {
+    return this.pendingObjects.length;
   }
 
   private get table() {
@@ -136,7 +151,7 @@ export class TableSync {
   offer(change: ClusterChange): boolean {
     if (!this.started || this.stopped) return false;
     if (!this.component.apply(change, this.pending)) return false;
-    this.pendingEvents++;
+    this.pendingObjects.push(`${change.kind} ${change.key}`);
     this.opts.onQueue?.();
     this.kick();
     return true;
@@ -162,17 +177,17 @@ export class TableSync {
 
   /** Takes every pending change for one commit; when the commit fails they are pending again,
    * to be committed with whatever arrives meanwhile. */
-  private async handOff<T>(work: (scope: ChangeScope, events: number) => Promise<T>): Promise<T> {
+  private async handOff<T>(work: (scope: ChangeScope, objects: string[]) => Promise<T>): Promise<T> {
     const scope = this.pending;
-    const events = this.pendingEvents;
+    const objects = this.pendingObjects;
     this.pending = new ChangeScope();
-    this.pendingEvents = 0;
+    this.pendingObjects = [];
     this.opts.onQueue?.();
     try {
-      return await work(scope, events);
+      return await work(scope, objects);
     } catch (err) {
       this.pending.merge(scope);
-      this.pendingEvents += events;
+      this.pendingObjects = [...objects, ...this.pendingObjects];
       this.opts.onQueue?.();
       throw err;
     }
@@ -181,7 +196,7 @@ export class TableSync {
   private async flush(): Promise<void> {
     while (!this.pending.empty && !this.stopped) {
       try {
-        await this.handOff(async (scope, events) => {
+        await this.handOff(async (scope, objects) => {
           const t0 = performance.now();
           const desired = this.component.desired;
           const d = diffRulesets(this.committed, desired, scope);
@@ -189,7 +204,7 @@ export class TableSync {
           const res = await commit(this.opts.socket, diffTransaction(this.committed, desired, d), { echo: false });
           applyDiff(this.committed, desired, d);
           this.succeeded();
-          this.recordCommit('incremental', res, t0, d, { events });
+          this.recordCommit('incremental', res, t0, d, { objects });
           await this.verifyChains([...d.addChains, ...d.rewriteChains]);
         });
       } catch (err) {
@@ -222,7 +237,7 @@ export class TableSync {
     this.retryTimer.unref();
   }
 
-  private recordCommit(kind: SyncKind, res: CommitResult, t0: number, d: RuleSetDiff, extra: { events?: number; drift?: string; repaired?: Record<string, number> } = {}): SyncReport {
+  private recordCommit(kind: SyncKind, res: CommitResult, t0: number, d: RuleSetDiff, extra: { objects?: string[]; drift?: string; repaired?: Record<string, number> } = {}): SyncReport {
     const totals = this.opts.totals;
     totals.commits++;
     totals.messages += res.messages;
@@ -230,7 +245,7 @@ export class TableSync {
     const report: SyncReport = { kind, component: this.component.name, messages: res.messages, byType: res.byType, durationMs: performance.now() - t0, drift: extra.drift, repaired: extra.repaired };
     this.opts.observer?.synced?.(report);
     this.opts.observer?.sizes?.(this.sizes(kind), this.component.name);
-    this.logger.info({ kind, events: extra.events, messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...this.lastSizes }, 'sync committed');
+    this.logger.info({ kind, ...changedObjects(extra.objects, this.logger), messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...this.lastSizes }, 'sync committed');
     this.afterCommit(d, kind);
     return report;
   }
