@@ -3,9 +3,8 @@
  * isolated, allowing nothing) and reported by object and field; it is never dropped.
  *
  * A real API server validates every NetworkPolicy, so only a misbehaving one serves these. Listed
- * objects pass through client-node's typed deserializer first, which reshapes wrongly typed
- * fields before nfkube sees them (a spec list becomes `{}`, a string matchLabels a map of its
- * characters); that path is checked only for a spec list, which it turns into an empty spec. */
+ * pages are read as the server's raw JSON (src/k8s/raw-list.ts), so listed and watched objects
+ * take the same normalisation path and fail closed alike. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { InformerSource, loadKubeConfig } from '../../src/k8s/informer-source';
@@ -32,6 +31,7 @@ describe('InformerSource with malformed NetworkPolicies', () => {
     server = await TestApiServer.start();
     server.create({ kind: 'Namespace', metadata: { name: 'x' } });
     server.create(policy('listed-list', [{ podSelector: {} }]));
+    server.create(policy('listed-string', { podSelector: { matchLabels: 'app=web' }, ingress: [{}] }));
     server.create(policy('good', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{}] }));
     rec = new Recorder();
     source = new InformerSource({ kubeConfig: loadKubeConfig(server.writeKubeconfig()), retry: { initialMs: 10, maxMs: 100 }, ...rec });
@@ -48,6 +48,14 @@ describe('InformerSource with malformed NetworkPolicies', () => {
     assert.deepEqual(listy.podSelector, {});
     assert.ok(listy.policyTypes === undefined || listy.policyTypes.includes('Ingress'));
     assert.equal(listy.ingress, undefined, 'allowing nothing');
+  });
+
+  test('listed: a string matchLabels fails closed (every pod of the namespace, nothing allowed) and is reported', T, () => {
+    const p = initial.policies.get('x/listed-string') as NetworkPolicyInfo;
+    assert.ok(p, 'not dropped');
+    assert.deepEqual(p.podSelector, {});
+    assert.equal(p.ingress, undefined, 'allowing nothing');
+    assert.ok(rec.errors.some((e) => e.object === 'NetworkPolicy x/listed-string' && /matchLabels/.test(e.field ?? '')), JSON.stringify(rec.errors));
   });
 
   test('watched: a good policy broken by an update fails closed instead of keeping its rules or vanishing', T, async () => {
