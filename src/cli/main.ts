@@ -2,7 +2,6 @@
  * command: what it opened is closed, and a fatal error is reported once and exits non-zero
  * within a second, whatever is still pending. */
 import { NetlinkError } from '../netlink/errors';
-import { createLogger } from '../log';
 import { Command, RunContext } from './command';
 
 // Loaded lazily so a command never pays for another's dependencies.
@@ -94,7 +93,8 @@ function reportFatal(command: string, err: unknown, asText: boolean): void {
     return;
   }
   // Whatever --log-level says: a fatal error is always reported.
-  createLogger('error').error({ command, err }, message);
+  // pino is loaded only here and by the commands that log: `--version` and `--help` stay fast.
+  (require('../log') as typeof import('../log')).createLogger('error').error({ command, err }, message);
 }
 
 class Resources implements RunContext {
