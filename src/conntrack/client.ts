@@ -3,7 +3,7 @@
  * UDP flows pinned to endpoints that are gone (kube-proxy's conntrack cleanup) without the
  * conntrack binary. */
 import { DecodeError } from '../netlink/errors';
-import { NfMessage } from '../netlink/message';
+import { NfMessage, packDatagrams } from '../netlink/message';
 import type { TransactReply } from '../netlink/socket';
 import { CtEntry, CtFamily, decodeEntry, encodeDelete, encodeDump } from './codec';
 
@@ -49,23 +49,12 @@ export class ConntrackClient {
     const result: DeleteResult = { deleted: 0, missing: 0, failed: [] };
     if (entries.length === 0) return result;
     const bySeq = new Map<number, CtEntry>();
-    const datagrams: Buffer[] = [];
-    let current: Buffer[] = [];
-    let size = 0;
-    for (const e of entries) {
+    const messages = entries.map((e) => {
       const seq = this.transport.nextSeq();
-      const msg = encodeDelete(e, seq);
       bySeq.set(seq, e);
-      if (size + msg.length > MAX_DATAGRAM_BYTES && current.length > 0) {
-        datagrams.push(Buffer.concat(current));
-        current = [];
-        size = 0;
-      }
-      current.push(msg);
-      size += msg.length;
-    }
-    if (current.length > 0) datagrams.push(Buffer.concat(current));
-    const r = await this.transport.transact(datagrams);
+      return encodeDelete(e, seq);
+    });
+    const r = await this.transport.transact(packDatagrams(messages, MAX_DATAGRAM_BYTES));
     for (const ack of r.acks) {
       const e = bySeq.get(ack.seq);
       if (!e) continue;

@@ -2,7 +2,7 @@
  * ack collected, kernel read-back, and a count of the messages it sent. */
 import { AttrWriter } from '../netlink/attr';
 import { TransactReply } from '../netlink/socket';
-import { NfMessage } from '../netlink/message';
+import { NfMessage, packDatagrams } from '../netlink/message';
 import { NetlinkError } from '../netlink/errors';
 import * as codec from './codec';
 import * as C from './constants';
@@ -73,23 +73,6 @@ function revisionKey(type: SetType, family: SetFamily): string {
 
 function opTypeName(op: IpsetOp): string | undefined {
   return op.op === 'create' || op.op === 'add' || op.op === 'del' ? op.type : undefined;
-}
-
-function packDatagrams(messages: Buffer[]): Buffer[] {
-  const out: Buffer[] = [];
-  let cur: Buffer[] = [];
-  let size = 0;
-  for (const m of messages) {
-    if (cur.length > 0 && size + m.length > MAX_DATAGRAM_BYTES) {
-      out.push(Buffer.concat(cur));
-      cur = [];
-      size = 0;
-    }
-    cur.push(m);
-    size += m.length;
-  }
-  if (cur.length > 0) out.push(Buffer.concat(cur));
-  return out;
 }
 
 export class IpsetClient {
@@ -177,7 +160,7 @@ export class IpsetClient {
     const seqs = probes.map(() => this.transport.nextSeq());
     const msgs = probes.map((p, i) => codec.encodeTest({ seq: seqs[i], protocol }, p.set, p.type, p.element));
     this.sent.read += msgs.length;
-    const r = await this.transport.transact(packDatagrams(msgs));
+    const r = await this.transport.transact(packDatagrams(msgs, MAX_DATAGRAM_BYTES));
     const bySeq = new Map(r.acks.map((a) => [a.seq, a]));
     return seqs.map((seq, i) => {
       const { set, element } = probes[i];

@@ -115,3 +115,22 @@ export function decodeNfMessages(buf: Buffer): NfMessage[] {
   }
   return out;
 }
+
+/** Netlink messages packed into as few datagrams as fit `maxBytes` each (a message larger than
+ * that goes alone); the kernel acks each message whatever datagram carried it. */
+export function packDatagrams(messages: readonly Buffer[], maxBytes: number): Buffer[] {
+  const out: Buffer[] = [];
+  let cur: Buffer[] = [];
+  let size = 0;
+  for (const m of messages) {
+    if (cur.length > 0 && size + m.length > maxBytes) {
+      out.push(Buffer.concat(cur));
+      cur = [];
+      size = 0;
+    }
+    cur.push(m);
+    size += m.length;
+  }
+  if (cur.length > 0) out.push(Buffer.concat(cur));
+  return out;
+}
