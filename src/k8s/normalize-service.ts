@@ -5,7 +5,7 @@
  * forward to the wrong place: a malformed Service or EndpointSlice throws, naming the field, and
  * the source keeps the last good version. */
 import { canonicalIp, formatCidr, parseCidr } from '../policy/ip';
-import { describeObject, FieldReader, objectId, type NormalizeOptions } from './normalize';
+import { FieldReader, readObject, type NormalizeOptions } from './normalize';
 import type {
   EndpointInfo,
   EndpointPortInfo,
@@ -73,12 +73,7 @@ function dedupe(list: string[]): string[] {
 }
 
 export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): ServiceInfo {
-  const id = objectId('Service', raw, opts);
-  const r = new FieldReader(describeObject('Service', id.key));
-  const obj = raw as Obj;
-  const meta = obj.metadata as Obj;
-  const spec = r.optRecord(obj.spec, 'spec') ?? {};
-  const status = r.optRecord(obj.status, 'status') ?? {};
+  const { id, r, obj, meta, spec, status } = readObject('Service', raw, opts);
   const labels = r.stringMap(meta.labels, 'metadata.labels');
   const annotations = r.stringMap(meta.annotations, 'metadata.annotations');
 
@@ -177,10 +172,7 @@ function trafficPolicy(r: FieldReader, v: unknown, field: string): 'Cluster' | '
 }
 
 export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}): EndpointSliceInfo {
-  const id = objectId('EndpointSlice', raw, opts);
-  const r = new FieldReader(describeObject('EndpointSlice', id.key));
-  const obj = raw as Obj;
-  const meta = obj.metadata as Obj;
+  const { id, r, obj, meta } = readObject('EndpointSlice', raw, opts);
   const labels = r.stringMap(meta.labels, 'metadata.labels');
   const annotations = r.stringMap(meta.annotations, 'metadata.annotations');
   const addressType = r.optString(obj.addressType, 'addressType');
@@ -241,12 +233,7 @@ export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}
 }
 
 export function normalizeNode(raw: unknown, opts: NormalizeOptions = {}): NodeInfo {
-  const id = objectId('Node', raw, opts);
-  const r = new FieldReader(describeObject('Node', id.key));
-  const obj = raw as Obj;
-  const meta = obj.metadata as Obj;
-  const spec = r.optRecord(obj.spec, 'spec') ?? {};
-  const status = r.optRecord(obj.status, 'status') ?? {};
+  const { id, r, obj, meta, spec, status } = readObject('Node', raw, opts);
   const labels = r.stringMap(meta.labels, 'metadata.labels');
   const addresses: NodeAddressInfo[] = [];
   (r.optArray(status.addresses, 'status.addresses') ?? []).forEach((a, i) => {

@@ -155,6 +155,16 @@ export function objectId(kind: ObjectKind, raw: unknown, opts: NormalizeOptions 
   return { kind, namespace, name, key: objectKey(kind, namespace, name) };
 }
 
+/** What every normaliser starts from: the object's identity, a reader that names it in errors,
+ * its metadata, and its spec and status (empty when absent). */
+export function readObject(kind: ObjectKind, raw: unknown, opts: NormalizeOptions): { id: ObjectId; r: FieldReader; obj: Obj; meta: Obj; spec: Obj; status: Obj } {
+  const id = objectId(kind, raw, opts);
+  const r = new FieldReader(describeObject(kind, id.key));
+  const obj = raw as Obj;
+  const meta = obj.metadata as Obj;
+  return { id, r, obj, meta, spec: r.optRecord(obj.spec, 'spec') ?? {}, status: r.optRecord(obj.status, 'status') ?? {} };
+}
+
 export function normalizeNamespace(raw: unknown, opts: NormalizeOptions = {}): NamespaceInfo {
   const id = objectId('Namespace', raw, opts);
   const r = new FieldReader(describeObject('Namespace', id.key));
@@ -166,12 +176,7 @@ export function normalizeNamespace(raw: unknown, opts: NormalizeOptions = {}): N
 }
 
 export function normalizePod(raw: unknown, opts: NormalizeOptions = {}): PodInfo {
-  const id = objectId('Pod', raw, opts);
-  const r = new FieldReader(describeObject('Pod', id.key));
-  const obj = raw as Obj;
-  const meta = obj.metadata as Obj;
-  const spec = r.optRecord(obj.spec, 'spec') ?? {};
-  const status = r.optRecord(obj.status, 'status') ?? {};
+  const { id, r, obj, meta, spec, status } = readObject('Pod', raw, opts);
   const onProblem = problemSink(opts);
 
   const pod: PodInfo = {
