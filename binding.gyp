@@ -6,6 +6,7 @@
         "native/addon.cc",
         "native/errors.cc",
         "native/netns.cc",
+        "native/sandbox.cc",
         "native/socket.cc",
         "native/listener.cc",
         "native/netlink_io.cc"

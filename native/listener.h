@@ -17,7 +17,8 @@ class Listener {
   // nlmsghdr-framed messages from the kernel; overruns counts ENOBUFS (the kernel dropped
   // messages because the receive queue was full); errno is a read error other than that, or 0,
   // and after one no callback follows.
-  // Returns nullptr and sets err when libuv refuses the descriptor.
+  // Returns the running listener, or nullptr with err set (a positive errno) when there is no
+  // event loop or libuv refuses the descriptor.
   static Listener* Start(Napi::Env env, int fd, Napi::Function onMessages, int& err);
 
   // No callback runs after Stop returns; the listener frees itself once libuv has let go of it.

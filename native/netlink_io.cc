@@ -3,14 +3,14 @@
 #include <errno.h>
 #include <linux/netlink.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <unordered_set>
-
-#include "netns.h"
 
 namespace nfnl {
 
@@ -21,12 +21,6 @@ constexpr int kBaseRcvbuf = 8 << 20;
 constexpr int kMaxSockbuf = 1 << 30;
 constexpr int kPerMessageReplyBudget = 2048;  // skb truesize of an ack or a small echo
 constexpr int kMaxDumpRestarts = 16;
-
-bool Fail(IoFailure& failure, int err, const char* syscall) {
-  failure.error = err;
-  failure.syscall = syscall;
-  return false;
-}
 
 // SO_*BUFFORCE needs CAP_NET_ADMIN, which this process has to program netfilter anyway; the plain
 // option is the fallback for unprivileged read-only use.
@@ -76,7 +70,12 @@ void ParseAck(const nlmsghdr* h, Ack& ack) {
   }
 }
 
-// Reads one datagram; returns its length, 0 when nothing is queued (non-blocking), -1 on error.
+constexpr ssize_t kReceiveFailed = -1;
+constexpr ssize_t kNotFromKernel = -2;
+
+// Reads one datagram into buf. Returns its length; 0 when nothing is queued (non-blocking only);
+// kNotFromKernel for a datagram another socket sent, to be skipped; kReceiveFailed with failure
+// set on an error, a timeout (blocking only) or a truncated datagram.
 ssize_t ReceiveOne(int fd, uint8_t* buf, bool block, int timeoutMs, IoFailure& failure) {
   if (block) {
     pollfd p{fd, POLLIN, 0};
@@ -84,8 +83,8 @@ ssize_t ReceiveOne(int fd, uint8_t* buf, bool block, int timeoutMs, IoFailure& f
     do {
       r = poll(&p, 1, timeoutMs);
     } while (r < 0 && errno == EINTR);
-    if (r < 0) return Fail(failure, errno, "poll"), -1;
-    if (r == 0) return Fail(failure, ETIMEDOUT, "recvmsg"), -1;
+    if (r < 0) return failure.Set(errno, "poll"), kReceiveFailed;
+    if (r == 0) return failure.Set(ETIMEDOUT, "recvmsg"), kReceiveFailed;
   }
   sockaddr_nl from{};
   iovec iov{buf, kRecvBufferSize};
@@ -100,10 +99,10 @@ ssize_t ReceiveOne(int fd, uint8_t* buf, bool block, int timeoutMs, IoFailure& f
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (!block && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-    return Fail(failure, errno, "recvmsg"), -1;
+    return failure.Set(errno, "recvmsg"), kReceiveFailed;
   }
-  if (msg.msg_flags & MSG_TRUNC) return Fail(failure, EMSGSIZE, "recvmsg"), -1;
-  if (from.nl_pid != 0) return -2;  // not from the kernel: ignore
+  if (msg.msg_flags & MSG_TRUNC) return failure.Set(EMSGSIZE, "recvmsg"), kReceiveFailed;
+  if (from.nl_pid != 0) return kNotFromKernel;
   return n;
 }
 
@@ -121,8 +120,8 @@ bool SendAll(SocketState& s, const std::vector<uint8_t>& datagram, IoFailure& fa
   do {
     n = sendmsg(s.fd, &msg, 0);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return Fail(failure, errno, "sendmsg");
-  if (static_cast<size_t>(n) != datagram.size()) return Fail(failure, EMSGSIZE, "sendmsg");
+  if (n < 0) return failure.Set(errno, "sendmsg");
+  if (static_cast<size_t>(n) != datagram.size()) return failure.Set(EMSGSIZE, "sendmsg");
   return true;
 }
 
@@ -133,30 +132,39 @@ uint8_t* RecvBuffer(SocketState& s) {
 
 }  // namespace
 
+bool RunInNetns(int nsFd, IoFailure& failure, const std::function<bool()>& fn) {
+  bool ok = false;
+  // The helper thread exits right after fn, taking its namespace with it.
+  std::thread helper([&]() {
+    if (nsFd >= 0 && setns(nsFd, CLONE_NEWNET) != 0) {
+      ok = failure.Set(errno, "setns");
+      return;
+    }
+    ok = fn();
+  });
+  helper.join();
+  return ok;
+}
+
 bool OpenSocket(SocketState& s, int protocol, int nsFd, IoFailure& failure) {
   int fd = -1;
-  const char* failed = "setns";
-  int err = RunInNetns(nsFd, [&]() {
+  bool opened = RunInNetns(nsFd, failure, [&]() {
     fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
-    if (fd < 0) {
-      failed = "socket";
-      return errno;
-    }
-    return 0;
+    return fd >= 0 || failure.Set(errno, "socket");
   });
-  if (err != 0) return Fail(failure, err, failed);
+  if (!opened) return false;
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;
   if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
-    int e = errno;
+    failure.Set(errno, "bind");
     close(fd);
-    return Fail(failure, e, "bind");
+    return false;
   }
   socklen_t len = sizeof local;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-    int e = errno;
+    failure.Set(errno, "getsockname");
     close(fd);
-    return Fail(failure, e, "getsockname");
+    return false;
   }
   int one = 1;
   // Extended acks carry the kernel's reason text; capped acks keep replies to big batches small.
@@ -170,7 +178,7 @@ bool OpenSocket(SocketState& s, int protocol, int nsFd, IoFailure& failure) {
 
 bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams,
               TransactOutcome& out, IoFailure& failure) {
-  if (s.fd < 0) return Fail(failure, EBADF, "transact");
+  if (s.fd < 0) return failure.Set(EBADF, "transact");
   uint8_t* buf = RecvBuffer(s);
   for (const auto& datagram : datagrams) {
     std::unordered_set<uint32_t> sent;
@@ -178,7 +186,7 @@ bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams
     for (size_t pos = 0; pos + NLMSG_HDRLEN <= datagram.size();) {
       const auto* h = reinterpret_cast<const nlmsghdr*>(datagram.data() + pos);
       if (h->nlmsg_len < NLMSG_HDRLEN || pos + h->nlmsg_len > datagram.size()) {
-        return Fail(failure, EINVAL, "transact: malformed outgoing message");
+        return failure.Set(EINVAL, "transact: malformed outgoing message");
       }
       sent.insert(h->nlmsg_seq);
       ++count;
@@ -189,9 +197,9 @@ bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams
     if (!SendAll(s, datagram, failure)) return false;
     for (;;) {
       ssize_t n = ReceiveOne(s.fd, buf, false, 0, failure);
-      if (n == -1) return false;
+      if (n == kReceiveFailed) return false;
       if (n == 0) break;
-      if (n < 0) continue;
+      if (n == kNotFromKernel) continue;
       size_t remaining = static_cast<size_t>(n);
       for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
         if (sent.count(h->nlmsg_seq) == 0 || h->nlmsg_pid != s.portId) continue;  // stale or foreign
@@ -211,8 +219,8 @@ bool Transact(SocketState& s, const std::vector<std::vector<uint8_t>>& datagrams
 
 bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
           std::vector<uint8_t>& out, Ack& kernelError, IoFailure& failure) {
-  if (s.fd < 0) return Fail(failure, EBADF, "dump");
-  if (request.size() < NLMSG_HDRLEN) return Fail(failure, EINVAL, "dump: malformed request");
+  if (s.fd < 0) return failure.Set(EBADF, "dump");
+  if (request.size() < NLMSG_HDRLEN) return failure.Set(EINVAL, "dump: malformed request");
   const uint32_t seq = reinterpret_cast<const nlmsghdr*>(request.data())->nlmsg_seq;
   uint8_t* buf = RecvBuffer(s);
   for (int attempt = 0; attempt <= kMaxDumpRestarts; ++attempt) {
@@ -222,8 +230,8 @@ bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
     if (!SendAll(s, request, failure)) return false;
     while (!done) {
       ssize_t n = ReceiveOne(s.fd, buf, true, timeoutMs, failure);
-      if (n == -1) return false;
-      if (n < 0) continue;
+      if (n == kReceiveFailed) return false;
+      if (n == kNotFromKernel) continue;
       size_t remaining = static_cast<size_t>(n);
       for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
         if (h->nlmsg_seq != seq || h->nlmsg_pid != s.portId) continue;
@@ -252,7 +260,7 @@ bool Dump(SocketState& s, const std::vector<uint8_t>& request, int timeoutMs,
     if (kernelError.error != 0) return true;
     if (!interrupted) return true;
   }
-  return Fail(failure, EINTR, "dump: interrupted too often");
+  return failure.Set(EINTR, "dump: interrupted too often");
 }
 
 bool DumpAll(SocketState& s, const std::vector<std::vector<uint8_t>>& requests, int timeoutMs,

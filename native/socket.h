@@ -1,5 +1,7 @@
-// NetlinkSocket: the JS-facing owner of one netlink socket. transact() and dump() run on libuv
-// worker threads and resolve promises; kernel NLMSG_ERRORs in a batch are data, not exceptions.
+// NetlinkSocket: the JS-facing owner of one netlink socket. transact(), dump() and dumpAll() run
+// on libuv worker threads and resolve promises, or reject with an errno-carrying error when the
+// I/O fails (transactSync and dumpAllSync do the same on the calling thread and throw); kernel
+// NLMSG_ERRORs in a batch are data, not exceptions.
 #pragma once
 #include <napi.h>
 

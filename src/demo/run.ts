@@ -16,7 +16,7 @@ import { compileFull } from '../policy/compile';
 import type { PolicyIR } from '../policy/ir';
 import { explainDenial } from './explain';
 import { CELL, formatLegend, formatMatrix, Matrix } from './matrix';
-import { netnsId, NODE_V4, NODE_V6, Sandbox } from './sandbox';
+import { NODE_V4, NODE_V6, Sandbox } from './sandbox';
 import { Listeners, probe } from './traffic';
 import { PolicyModes } from '../deny/modes';
 import { DropLogOptions } from '../deny/tail';
@@ -95,8 +95,8 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     step();
     sandbox = await Sandbox.build(o.nodeName, pods);
     o.write('\nSandbox: network namespaces held by this process (the host namespace is not touched)\n');
-    o.write(`  ${sandbox.nodeName.padEnd(16)} ${netnsId(sandbox.node)}  ${NODE_V4} ${NODE_V6} (lo)\n`);
-    for (const p of sandbox.pods) o.write(`  ${p.key.padEnd(16)} ${netnsId(p.netns)}  ${p.pod.ips.join(' ')} (eth0, veth ${p.hostLink} on the node)\n`);
+    o.write(`  ${sandbox.nodeName.padEnd(16)} ${sandbox.node.id}  ${NODE_V4} ${NODE_V6} (lo)\n`);
+    for (const p of sandbox.pods) o.write(`  ${p.key.padEnd(16)} ${p.netns.id}  ${p.pod.ips.join(' ')} (eth0, veth ${p.hostLink} on the node)\n`);
     listeners = await Listeners.start(sandbox.pods);
 
     step();

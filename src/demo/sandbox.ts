@@ -4,12 +4,10 @@
  * rtnetlink only. Nothing is created in the caller's own namespace, so the host's links, routes
  * and firewall are never touched, and the kernel removes everything once the handles close (or
  * the process dies). */
-import { readlinkSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import type { PodInfo } from '../k8s/model';
 import { AF_INET, AF_INET6 } from '../netlink/message';
 import { Netns } from '../netlink/netns';
-import { native } from '../native/binding';
 import { Rtnl } from '../rtnl/client';
 import { IFA_F_NODAD, RT_SCOPE_LINK } from '../rtnl/constants';
 
@@ -28,11 +26,6 @@ export interface SandboxPod {
   netns: Netns;
   /** The node end of the pod's veth pair (the pod end is eth0). */
   hostLink: string;
-}
-
-/** `net:[inode]` of a namespace handle: the identity `ls -l /proc/PID/ns/net` shows. */
-export function netnsId(ns: Netns): string {
-  return readlinkSync(`/proc/self/fd/${ns.fd}`);
 }
 
 export class Sandbox {
@@ -69,7 +62,7 @@ export class Sandbox {
       await rtnl.addAddress({ index: lo.index, address: NODE_V6, prefixLen: 128, flags: IFA_F_NODAD });
       // rtnetlink has no IPv6 forwarding switch (the kernel refuses IFLA_INET6_CONF with EINVAL):
       // IPv4 forwarding is set per pod link below, IPv6 through the namespace's own sysctl.
-      native().writeSysctlInNetns(this.node.fd, 'net/ipv6/conf/all/forwarding', '1');
+      this.node.writeSysctl('net/ipv6/conf/all/forwarding', '1');
     } finally {
       await rtnl.close();
     }

@@ -2,7 +2,6 @@
  * every pod address, and connection probes made from inside a source namespace. */
 import { createServer, isIPv4, type Server } from 'node:net';
 import { constants } from 'node:os';
-import { native } from '../native/binding';
 import type { Netns } from '../netlink/netns';
 import type { SandboxPod } from './sandbox';
 
@@ -43,7 +42,7 @@ export class Listeners {
   }
 
   private listen(ns: Netns, address: string, port: number): Promise<void> {
-    const fd = native().listenInNetns(ns.fd, address, port);
+    const fd = ns.listenTcp(address, port);
     // Accept and hang up: a completed handshake is the whole answer.
     const server = createServer((socket) => socket.destroy());
     this.servers.push(server);
@@ -60,7 +59,7 @@ export class Listeners {
 
 /** One TCP connect from inside `from` to the target. */
 export async function probe(from: Netns, target: Target, timeoutMs: number): Promise<Outcome> {
-  const errno = await native().connectInNetns(from.fd, target.address, target.port, timeoutMs);
+  const errno = await from.connectTcp(target.address, target.port, timeoutMs);
   if (errno === 0) return 'allowed';
   if (errno === constants.errno.ETIMEDOUT) return 'blocked';
   return ERRNO_NAMES.get(errno) ?? `E${errno}`;

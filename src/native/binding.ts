@@ -41,18 +41,28 @@ export interface NativeSocket {
   unlisten(): void;
 }
 
-export interface NativeAddon {
+/** The transport the library builds on: netlink sockets and network namespace handles. */
+export interface NativeTransport {
   NetlinkSocket: new (protocol: number, netnsFd?: number) => NativeSocket;
   createNetns(): number;
   openNetns(path: string): number;
   closeFd(fd: number): void;
+}
+
+/** Test and sandbox helpers (native/sandbox.h), not transport: TCP sockets and a sysctl write made
+ * inside a namespace, for sandboxes that carry real traffic (`nfkube demo`, the kernel tests). The
+ * library never calls them; code outside this module reaches them through `Netns`. */
+export interface NativeSandboxHelpers {
   /** fd of a non-blocking TCP socket listening on address:port inside the namespace. */
   listenInNetns(nsFd: number, address: string, port: number): number;
-  /** One TCP connect from inside the namespace: 0 when established, else its errno. */
+  /** One TCP connect from inside the namespace: 0 when established, else its errno. Rejects
+   * (code, errno, syscall) only when no socket can be made there (setns, socket). */
   connectInNetns(nsFd: number, address: string, port: number, timeoutMs: number): Promise<number>;
   /** Writes /proc/sys/<key> (key under net/) as seen from inside the namespace. */
   writeSysctlInNetns(nsFd: number, key: string, value: string): void;
 }
+
+export type NativeAddon = NativeTransport & NativeSandboxHelpers;
 
 const root = path.resolve(__dirname, '..', '..', '..');
 

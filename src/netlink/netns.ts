@@ -1,4 +1,5 @@
 /** Network namespaces as handles: create a sandbox, or open one by path, without `ip netns`. */
+import { readlinkSync } from 'node:fs';
 import { native } from '../native/binding';
 
 export class Netns {
@@ -19,6 +20,36 @@ export class Netns {
   /** A path other processes can enter (`nsenter --net=PATH`) while this handle is open. */
   get path(): string {
     return `/proc/${process.pid}/fd/${this.fd}`;
+  }
+
+  /** `net:[inode]`: the namespace's identity, as `ls -l /proc/PID/ns/net` shows it. */
+  get id(): string {
+    return readlinkSync(`/proc/self/fd/${this.live('id')}`);
+  }
+
+  /** Writes /proc/sys/<key> as seen from inside this namespace; key is under net/ (e.g.
+   * net/ipv6/conf/all/forwarding, which rtnetlink cannot set). */
+  writeSysctl(key: string, value: string): void {
+    native().writeSysctlInNetns(this.live('writeSysctl'), key, value);
+  }
+
+  /** Sandbox helper (`nfkube demo`, tests): the fd of a non-blocking TCP socket listening on the
+   * numeric address:port inside this namespace, for `net.Server.listen({ fd })`. */
+  listenTcp(address: string, port: number): number {
+    return native().listenInNetns(this.live('listenTcp'), address, port);
+  }
+
+  /** Sandbox helper (`nfkube demo`, tests): one TCP connect from inside this namespace, on a worker
+   * thread. Resolves with 0 when established, else the connect's errno (ETIMEDOUT after
+   * timeoutMs); rejects only when no socket can be made here. Keep the handle open until it settles. */
+  connectTcp(address: string, port: number, timeoutMs: number): Promise<number> {
+    return native().connectInNetns(this.live('connectTcp'), address, port, timeoutMs);
+  }
+
+  /** The descriptor, refusing a closed handle: its number may already name another file. */
+  private live(use: string): number {
+    if (this.closed) throw new Error(`Netns.${use}: the namespace handle ${this.fd} is closed`);
+    return this.fd;
   }
 
   close(): void {
