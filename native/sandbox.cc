@@ -1,4 +1,5 @@
-#include "sandbox.h"
+// The sandbox helpers declared in netns.h: sockets and a sysctl write made inside a namespace.
+#include "netns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,21 +22,21 @@ namespace {
 bool ParseSockaddr(const std::string& address, int port, sockaddr_storage& sa, socklen_t& len) {
   memset(&sa, 0, sizeof sa);
   if (port < 0 || port > 65535) return false;
+  const uint16_t netPort = htons(static_cast<uint16_t>(port));
   auto* v4 = reinterpret_cast<sockaddr_in*>(&sa);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&sa);
   if (inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
+    v4->sin_port = netPort;
     len = sizeof *v4;
-    return true;
-  }
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&sa);
-  if (inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+  } else if (inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
     v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    v6->sin6_port = netPort;
     len = sizeof *v6;
-    return true;
+  } else {
+    return false;
   }
-  return false;
+  return true;
 }
 
 struct Endpoint {

@@ -24,7 +24,8 @@ Napi::Object AckToJs(Napi::Env env, const Ack& ack) {
   return o;
 }
 
-// Copies inputs in the constructor, touches no JS in Execute, builds results in OnOK.
+// Copies inputs in the constructor, touches no JS in Execute, builds results in OnOK. A failed
+// Execute calls Fail (SetError), and OnError rejects with the errno-carrying error of IoFailure.
 class IoWorker : public Napi::AsyncWorker {
  public:
   IoWorker(Napi::Env env, std::shared_ptr<SocketState> state)
@@ -156,6 +157,7 @@ std::vector<std::vector<uint8_t>> CopyBuffers(Napi::Env env, const Napi::Value& 
   return out;
 }
 
+// The timeout in milliseconds at info[index]; 30 s when it is not given.
 int TimeoutArg(const Napi::CallbackInfo& info, size_t index) {
   if (info.Length() > index && info[index].IsNumber()) return info[index].As<Napi::Number>().Int32Value();
   return 30000;
@@ -222,7 +224,8 @@ Napi::Value NetlinkSocket::TransactSync(const Napi::CallbackInfo& info) {
   return TransactResultToJs(env, outcome);
 }
 
-// dump(request: Buffer, timeoutMs: number): Promise<{messages, error?}>
+// dump(request: Buffer, timeoutMs = 30000): Promise<{messages, error?}> — error is the kernel's
+// refusal of the dump; an I/O failure or timeout rejects.
 Napi::Value NetlinkSocket::Dump(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsBuffer()) throw Napi::TypeError::New(env, "dump(request, timeoutMs): request must be a Buffer");
@@ -232,7 +235,7 @@ Napi::Value NetlinkSocket::Dump(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// dumpAll(requests: Buffer[], timeoutMs: number): Promise<{messages, error?}[]>
+// dumpAll(requests: Buffer[], timeoutMs = 30000): Promise<{messages, error?}[]>, one per request.
 Napi::Value NetlinkSocket::DumpAll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto requests = CopyBuffers(env, info[0], "dumpAll(requests, timeoutMs): requests must be an array of Buffers");
@@ -242,7 +245,7 @@ Napi::Value NetlinkSocket::DumpAll(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// dumpAllSync(requests: Buffer[], timeoutMs: number): {messages, error?}[] — on the calling
+// dumpAllSync(requests: Buffer[], timeoutMs = 30000): {messages, error?}[] — on the calling
 // thread, for reads known to be small (a few chains just written).
 Napi::Value NetlinkSocket::DumpAllSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -49,7 +49,7 @@ export interface NativeTransport {
   closeFd(fd: number): void;
 }
 
-/** Test and sandbox helpers (native/sandbox.h), not transport: TCP sockets and a sysctl write made
+/** Test and sandbox helpers (native/netns.h, sandbox.cc), not transport: TCP sockets and a sysctl write made
  * inside a namespace, for sandboxes that carry real traffic (`nfkube demo`, the kernel tests). The
  * library never calls them; code outside this module reaches them through `Netns`. */
 export interface NativeSandboxHelpers {

@@ -9,7 +9,6 @@ import { createServer } from 'node:net';
 import { constants } from 'node:os';
 import { Netns } from '../../src/netlink/netns';
 import { native } from '../../src/native/binding';
-import { Rtnl } from '../../src/rtnl/client';
 import { withSandbox } from '../helpers/netns';
 
 test('Netns.id is the identity nsenter sees inside the namespace', async () => {
@@ -22,15 +21,8 @@ test('Netns.id is the identity nsenter sees inside the namespace', async () => {
 
 test('listenTcp, connectTcp and writeSysctl act inside the namespace', async () => {
   await withSandbox(async (sb) => {
-    const rtnl = Rtnl.open(sb.netns);
-    try {
-      const lo = await rtnl.link('lo');
-      assert.ok(lo);
-      await rtnl.setUp(lo.index);
-      await rtnl.addAddress({ index: lo.index, address: '198.18.5.1', prefixLen: 32 });
-    } finally {
-      await rtnl.close();
-    }
+    sb.run('ip', ['link', 'set', 'lo', 'up']);
+    sb.run('ip', ['address', 'add', '198.18.5.1/32', 'dev', 'lo']);
     const server = createServer((s) => s.destroy());
     await new Promise<void>((resolve) => server.listen({ fd: sb.netns.listenTcp('198.18.5.1', 8080) }, resolve));
     try {
