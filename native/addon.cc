@@ -12,7 +12,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("createNetns", Napi::Function::New(env, nfnl::CreateNetns, "createNetns"));
   exports.Set("openNetns", Napi::Function::New(env, nfnl::OpenNetns, "openNetns"));
   exports.Set("closeFd", Napi::Function::New(env, nfnl::CloseFd, "closeFd"));
-  // Sandbox helpers (netns.h, sandbox.cc), for `nfkube demo` and the tests; the library never calls them.
+  // Sandbox helpers (netns.h, sandbox.cc) for `nfkube demo` and the tests; not the agent's.
   exports.Set("listenInNetns", Napi::Function::New(env, nfnl::ListenInNetns, "listenInNetns"));
   exports.Set("connectInNetns", Napi::Function::New(env, nfnl::ConnectInNetns, "connectInNetns"));
   exports.Set("writeSysctlInNetns", Napi::Function::New(env, nfnl::WriteSysctlInNetns, "writeSysctlInNetns"));

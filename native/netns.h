@@ -17,7 +17,7 @@ Napi::Value OpenNetns(const Napi::CallbackInfo& info);
 
 // Sandbox helpers, not transport: TCP sockets and a sysctl write made inside a namespace, for
 // sandboxes that carry real traffic between namespaces (`nfkube demo`, the kernel tests). The
-// library never calls them; TypeScript reaches them through Netns (src/netlink/netns.ts). The
+// agent never calls them; TypeScript reaches them through Netns (src/netlink/netns.ts). The
 // namespace fd must stay open until each call returns or its promise settles.
 // listenInNetns(nsFd, address, port): fd of a non-blocking TCP socket bound to the numeric
 // address and listening, created inside the namespace (hand it to net.Server.listen({ fd })).

@@ -49,9 +49,9 @@ export interface NativeTransport {
   closeFd(fd: number): void;
 }
 
-/** Test and sandbox helpers (native/netns.h, sandbox.cc), not transport: TCP sockets and a sysctl write made
- * inside a namespace, for sandboxes that carry real traffic (`nfkube demo`, the kernel tests). The
- * library never calls them; code outside this module reaches them through `Netns`. */
+/** Test and sandbox helpers (native/sandbox.cc), not transport: TCP sockets and a sysctl write
+ * made inside a namespace, for sandboxes that carry real traffic (`nfkube demo`, the kernel
+ * tests). The agent never calls them; code outside this module reaches them through `Netns`. */
 export interface NativeSandboxHelpers {
   /** fd of a non-blocking TCP socket listening on address:port inside the namespace. */
   listenInNetns(nsFd: number, address: string, port: number): number;

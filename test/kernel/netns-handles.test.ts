@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { constants } from 'node:os';
+import { NETLINK_NETFILTER } from '../../src/netlink/message';
 import { Netns } from '../../src/netlink/netns';
 import { native } from '../../src/native/binding';
 import { withSandbox } from '../helpers/netns';
@@ -50,6 +51,9 @@ test('connecting from a descriptor that is not a namespace rejects with the setn
     await assert.rejects(native().connectInNetns(notNs, '198.18.5.1', 80, 100), (err: NodeJS.ErrnoException) =>
       err instanceof Error && err.code === 'EINVAL' && err.errno === constants.errno.EINVAL &&
       err.syscall === 'connectInNetns: setns' && /^connectInNetns: setns: .*\(EINVAL\)$/.test(err.message));
+    // A netlink socket is opened the same way: entering the namespace fails first.
+    assert.throws(() => new (native().NetlinkSocket)(NETLINK_NETFILTER, notNs), (err: NodeJS.ErrnoException) =>
+      err.code === 'EINVAL' && err.syscall === 'setns');
   } finally {
     closeSync(notNs);
   }
