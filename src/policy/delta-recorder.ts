@@ -65,8 +65,8 @@ export interface SettledSets<S> {
 /** What the recorder reads when it settles a call. */
 export interface DeltaSources {
   /** Recomputes a touched target and keeps it; undefined when the pod is no longer a target. */
-  settleTarget(key: string): Target | undefined;
-  policy(id: string): CompiledPolicy | undefined;
+  settleTarget: (key: string) => Target | undefined;
+  policy: (id: string) => CompiledPolicy | undefined;
   peerSets: SettledSets<PeerSet>;
   ipBlockSets: SettledSets<IpBlockSet>;
   namedPortSets: SettledSets<NamedPortSet>;
@@ -102,22 +102,8 @@ export class DeltaRecorder {
    * reports the net difference. */
   finish(sources: DeltaSources): PolicyDelta {
     const delta = emptyDelta();
-    for (const [key, before] of this.targetsBefore) {
-      const after = sources.settleTarget(key);
-      if (!after) {
-        if (before) delta.targets.remove.push(key);
-      } else if (!before || !sameTarget(before, after)) {
-        delta.targets.upsert.push(after);
-      }
-    }
-    for (const [id, before] of this.policiesBefore) {
-      const after = sources.policy(id);
-      if (!after) {
-        if (before) delta.policies.remove.push(id);
-      } else if (!before || !sameCompiledPolicy(before, after)) {
-        delta.policies.upsert.push(after);
-      }
-    }
+    reportObjects(this.targetsBefore, sources.settleTarget, sameTarget, delta.targets);
+    reportObjects(this.policiesBefore, sources.policy, sameCompiledPolicy, delta.policies);
     const { peerSets, ipBlockSets, namedPortSets } = delta;
     settleSets(this.peerSets, sources.peerSets, peerSets, { kind: PEER_ELEMENTS, add: peerSets.add, del: peerSets.del });
     settleSets(this.ipBlockSets, sources.ipBlockSets, ipBlockSets);
@@ -132,6 +118,23 @@ export class DeltaRecorder {
     this.peerSets.reset();
     this.ipBlockSets.reset();
     this.namedPortSets.reset();
+  }
+}
+
+/** Reports touched targets or policies: upserted when new or different, removed when gone. */
+function reportObjects<V>(
+  touched: Map<string, V | undefined>,
+  now: (key: string) => V | undefined,
+  same: (a: V, b: V) => boolean,
+  out: { upsert: V[]; remove: string[] },
+): void {
+  for (const [key, before] of touched) {
+    const after = now(key);
+    if (!after) {
+      if (before) out.remove.push(key);
+    } else if (!before || !same(before, after)) {
+      out.upsert.push(after);
+    }
   }
 }
 

@@ -2,12 +2,13 @@
  * port names, counted (two pods may briefly share an address). Filed by port name, so a pod
  * event looks only at the sets naming one of its ports. */
 
-import type { SetLedger, SettledSets } from '../delta-recorder';
+import type { SetLedger } from '../delta-recorder';
 import type { Direction, NamedPortSet, PortTriple } from '../ir';
 import { compareTriples, podTriples, tripleFromKey, tripleKey, type PodFacts } from '../objects';
 import type { NamedPortSetSpec } from '../rules';
 import { CountedSet, addTo, isV6, removeFrom } from './collections';
 import type { PodIndex } from './pods';
+import { ReferencedSets } from './referenced-sets';
 
 interface NamedSetState {
   spec: NamedPortSetSpec;
@@ -16,24 +17,17 @@ interface NamedSetState {
   triples: CountedSet;
 }
 
-export class NamedPortSetIndex implements SettledSets<NamedPortSet> {
-  private readonly sets = new Map<string, NamedSetState>();
+export class NamedPortSetIndex extends ReferencedSets<NamedSetState, NamedPortSet> {
   private readonly byPortName = new Map<string, Set<string>>();
 
   /** Element changes are reported into `ledger`; `ingressIsolated` lists the local pods isolated
    * for ingress, whose triples a new ingress set starts with. */
   constructor(
     private readonly pods: PodIndex,
-    private readonly ledger: SetLedger,
+    ledger: SetLedger,
     private readonly ingressIsolated: () => Iterable<PodFacts>,
-  ) {}
-
-  get size(): number {
-    return this.sets.size;
-  }
-
-  ids(): Iterable<string> {
-    return this.sets.keys();
+  ) {
+    super(ledger);
   }
 
   /** Adds (+1) or removes (-1) the pod's triples in the sets of `direction` that name one of
@@ -54,31 +48,15 @@ export class NamedPortSetIndex implements SettledSets<NamedPortSet> {
 
   /** A policy references the set: the first reference creates it with its triples. */
   ref(spec: NamedPortSetSpec): void {
-    const existing = this.sets.get(spec.id);
-    this.ledger.touch(spec.id, existing !== undefined);
-    if (existing) {
-      existing.refs++;
-      return;
-    }
+    if (this.counted(spec.id)) return;
     const state: NamedSetState = { spec, refs: 1, triples: new CountedSet() };
     this.sets.set(spec.id, state);
     for (const p of spec.ports) addTo(this.byPortName, p.name, spec.id);
     for (const pod of this.candidates(spec)) this.applyTriples(state, pod, +1);
   }
 
-  /** A policy no longer references the set; `settle` drops it once nothing does. */
-  unref(id: string): void {
-    this.ledger.touch(id, true);
-    this.sets.get(id)!.refs--;
-  }
-
-  settle(id: string): boolean {
-    const state = this.sets.get(id);
-    if (!state) return false;
-    if (state.refs > 0) return true;
+  protected override dropped(id: string, state: NamedSetState): void {
     for (const p of state.spec.ports) removeFrom(this.byPortName, p.name, id);
-    this.sets.delete(id);
-    return false;
   }
 
   contents(id: string): NamedPortSet {

@@ -2,7 +2,7 @@
  * namespace it applies to, by its pod selector, so a pod event tests only the selectors that can
  * match it, and a namespace relabel only the namespaceSelector sets and that namespace's pods. */
 
-import type { SetLedger, SettledSets } from '../delta-recorder';
+import type { SetLedger } from '../delta-recorder';
 import { sameLabels } from '../equality';
 import type { PeerSet } from '../ir';
 import { namespaceLabels } from '../objects';
@@ -10,6 +10,7 @@ import type { PeerSetSpec } from '../rules';
 import { SelectorIndex, matches } from '../selector';
 import { CountedSet, isV6 } from './collections';
 import type { HeldPod, PodIndex } from './pods';
+import { ReferencedSets } from './referenced-sets';
 
 interface PeerSetState {
   spec: PeerSetSpec;
@@ -24,8 +25,7 @@ interface PeerSetState {
   contents: PeerSet | undefined;
 }
 
-export class PeerSetIndex implements SettledSets<PeerSet> {
-  private readonly sets = new Map<string, PeerSetState>();
+export class PeerSetIndex extends ReferencedSets<PeerSetState, PeerSet> {
   /** Per namespace: the sets whose pod selector applies there, by pod labels. */
   private readonly byNamespace = new Map<string, SelectorIndex<string>>();
   private readonly namespaceSelectorSets = new Set<string>();
@@ -33,18 +33,11 @@ export class PeerSetIndex implements SettledSets<PeerSet> {
   /** Namespaces whose namespaceSelector matches have been evaluated (those that had pods). */
   private readonly activeNamespaces = new Set<string>();
 
-  /** Element changes are reported into `ledger`. */
   constructor(
     private readonly pods: PodIndex,
-    private readonly ledger: SetLedger,
-  ) {}
-
-  get size(): number {
-    return this.sets.size;
-  }
-
-  ids(): Iterable<string> {
-    return this.sets.keys();
+    ledger: SetLedger,
+  ) {
+    super(ledger);
   }
 
   // ---- pods and namespaces -----------------------------------------------------------------
@@ -103,12 +96,7 @@ export class PeerSetIndex implements SettledSets<PeerSet> {
 
   /** A policy references the set: the first reference creates it with its members. */
   ref(spec: PeerSetSpec): void {
-    const existing = this.sets.get(spec.id);
-    this.ledger.touch(spec.id, existing !== undefined);
-    if (existing) {
-      existing.refs++;
-      return;
-    }
+    if (this.counted(spec.id)) return;
     const state: PeerSetState = { spec, refs: 1, members: new Set(), ips: new CountedSet(), namespaces: new Set(), contents: undefined };
     this.sets.set(spec.id, state);
     const scope: Iterable<string> = spec.namespace !== null ? [spec.namespace] : this.activeNamespaces;
@@ -120,21 +108,10 @@ export class PeerSetIndex implements SettledSets<PeerSet> {
     }
   }
 
-  /** A policy no longer references the set; `settle` drops it once nothing does. */
-  unref(id: string): void {
-    this.ledger.touch(id, true);
-    this.sets.get(id)!.refs--;
-  }
-
-  settle(id: string): boolean {
-    const state = this.sets.get(id);
-    if (!state) return false;
-    if (state.refs > 0) return true;
+  protected override dropped(id: string, state: PeerSetState): void {
     for (const ns of state.namespaces) this.byNamespace.get(ns)?.remove(id);
     for (const held of state.members) held.peerSets = held.peerSets.filter((member) => member !== id);
     this.namespaceSelectorSets.delete(id);
-    this.sets.delete(id);
-    return false;
   }
 
   contents(id: string): PeerSet {
