@@ -8,7 +8,11 @@
  * In both modes a change of type or options is a swap, and an unchanged set sends nothing.
  *
  * A run compares with what the kernel holds, read in one dump. A long-lived caller may instead
- * pass the state its previous run left (`cache`), which saves the dump. */
+ * pass the state its previous run left (`cache`), which saves the dump.
+ *
+ * A run in steps: `validate` checks and parses the desired state (nothing sent when it is
+ * invalid), `planRun` compares it with the present sets, and a `SyncRun` applies the plan
+ * (fill, replace by swap, drain) and owns the result it reports. */
 import { createHash } from 'node:crypto';
 import { familyOf, SET_NAME_MAX, setNameFits } from './codec';
 import { IpsetClient, IpsetOp, MessageCounts } from './client';

@@ -29,6 +29,7 @@ export class PeerSetIndex extends ReferencedSets<PeerSetState, PeerSet> {
   /** Per namespace: the sets whose pod selector applies there, by pod labels. */
   private readonly byNamespace = new Map<string, SelectorIndex<string>>();
   private readonly namespaceSelectorSets = new Set<string>();
+  /** Namespace labels as last given; a namespace not known has only its name label. */
   private readonly namespaceLabelsByName = new Map<string, Record<string, string>>();
   /** Namespaces whose namespaceSelector matches have been evaluated (those that had pods). */
   private readonly activeNamespaces = new Set<string>();
