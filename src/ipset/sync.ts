@@ -8,7 +8,11 @@
  * In both modes a change of type or options is a swap, and an unchanged set sends nothing.
  *
  * A run compares with what the kernel holds, read in one dump. A long-lived caller may instead
- * pass the state its previous run left (`cache`), which saves the dump. */
+ * pass the state its previous run left (`cache`), which saves the dump.
+ *
+ * A run in steps: `validate` checks and parses the desired state (nothing sent when it is
+ * invalid), `planRun` compares it with the present sets, and a `SyncRun` applies the plan
+ * (fill, replace by swap, drain) and owns the result it reports. */
 import { createHash } from 'node:crypto';
 import { familyOf, SET_NAME_MAX, setNameFits } from './codec';
 import { IpsetClient, IpsetOp, MessageCounts } from './client';
@@ -359,7 +363,12 @@ function memberChanges({ w, parsed, changes }: Checked, actual: KnownSet): { add
 }
 
 /** Lists come after the sets they hold when filling, and before them when emptying. */
-const listsLast = <T extends { type: string }>(xs: T[]): T[] => [...xs.filter((x) => x.type !== 'list:set'), ...xs.filter((x) => x.type === 'list:set')];
+function listsLast<T>(xs: Iterable<T>, typeOf: (x: T) => string): T[] {
+  const sets: T[] = [];
+  const lists: T[] = [];
+  for (const x of xs) (typeOf(x) === 'list:set' ? lists : sets).push(x);
+  return [...sets, ...lists];
+}
 
 /** One temporary set per kind of set (type, family, options), reused for the whole run. */
 class TempSets {
@@ -391,11 +400,11 @@ class TempSets {
   }
 
   all(): { name: string; type: SetType }[] {
-    return listsLast([...this.byKey.values()]);
+    return listsLast(this.byKey.values(), (t) => t.type);
   }
 }
 
-/** A changed set to rebuild by swap, with its member changes (for the counts). */
+/** A changed set, with its member changes: applied member by member, or rebuilt by swap. */
 interface Replacement {
   w: KnownSet;
   add: Element[];
@@ -418,6 +427,209 @@ function addOp(name: string, w: KnownSet, elements: Element[]): IpsetOp[] {
 function fillTempOps(t: { name: string; create: boolean }, w: KnownSet): IpsetOp[] {
   const first: IpsetOp = t.create ? { op: 'create', name: t.name, type: w.type, family: w.family, options: w.options } : { op: 'flush', name: t.name };
   return [first, ...addOp(t.name, w, [...w.members.values()])];
+}
+
+function destroyOp(name: string): IpsetOp {
+  return { op: 'destroy', name, exist: true };
+}
+
+/** What a run must do, found by comparing the desired sets with the present ones; nothing sent. */
+interface SyncPlan {
+  /** Temporary sets an interrupted run left. */
+  leftovers: string[];
+  /** Desired sets not present, lists last. */
+  missing: KnownSet[];
+  /** Present sets of the same kind whose members differ, lists last. */
+  changed: Replacement[];
+  /** Present sets whose type or options differ (or of a type this codec does not model). */
+  respec: KnownSet[];
+  unchanged: number;
+  /** Prefixed sets no longer desired (when pruning), in the order to destroy them. */
+  doomed: PresentSet[];
+}
+
+function planRun(checked: Checked[], present: Map<string, PresentSet>, wanted: Map<string, KnownSet>, prune: boolean, isTemp: (name: string) => boolean): SyncPlan {
+  const plan: SyncPlan = { leftovers: [...present.keys()].filter(isTemp), missing: [], changed: [], respec: [], unchanged: 0, doomed: [] };
+  for (const c of listsLast(checked, (x) => x.w.type)) {
+    const { w } = c;
+    const cur = present.get(w.name);
+    if (!cur) {
+      plan.missing.push(w);
+    } else if (!cur.known || cur.known.spec !== w.spec) {
+      plan.respec.push(w);
+    } else {
+      const diff = memberChanges(c, cur.known);
+      if (diff.add.length === 0 && diff.del.length === 0) plan.unchanged++;
+      else plan.changed.push({ w, ...diff });
+    }
+  }
+  if (prune) {
+    const unwanted = [...present.values()].filter((s) => !wanted.has(s.name) && !isTemp(s.name));
+    plan.doomed = listsLast(unwanted, (s) => s.typeName).reverse();
+  }
+  return plan;
+}
+
+/** One run of syncSets once the desired state is known valid: sends the plan and owns what the
+ * result reports. */
+class SyncRun {
+  private readonly result: SyncResult = {
+    created: [],
+    updated: [],
+    replaced: [],
+    destroyed: [],
+    retained: [],
+    unchanged: 0,
+    leftoversRemoved: [],
+    added: 0,
+    deleted: 0,
+    messages: { read: 0, mutating: 0 },
+    failures: [],
+  };
+  /** Destroys of sets no longer wanted: a refusal because the set is in use means "retained". */
+  private readonly doomed = new Map<IpsetOp, string>();
+  private readonly temps: TempSets;
+
+  constructor(
+    private readonly client: IpsetClient,
+    private readonly prefix: string,
+    private readonly mode: SyncMode,
+    private readonly present: Map<string, PresentSet>,
+  ) {
+    this.temps = new TempSets(prefix);
+  }
+
+  /** Applies the plan: fills (new sets, leftovers gone, additions) before drains (removals and
+   * destroys), so no member kept across the change is ever missing. */
+  async apply(plan: SyncPlan): Promise<SyncResult> {
+    const { result, mode } = this;
+    const fill: IpsetOp[] = plan.leftovers.map(destroyOp);
+    result.leftoversRemoved.push(...plan.leftovers);
+    for (const w of plan.missing) {
+      fill.push({ op: 'create', name: w.name, type: w.type, family: w.family, options: w.options }, ...addOp(w.name, w, [...w.members.values()]));
+      result.created.push(w.name);
+      result.added += w.members.size;
+    }
+    result.unchanged = plan.unchanged;
+
+    const drain: IpsetOp[] = [];
+    if (mode === 'incremental') {
+      for (const { w, add } of plan.changed) fill.push(...addOp(w.name, w, add));
+      for (const { w, del } of listsLast(plan.changed, (c) => c.w.type).reverse()) {
+        if (del.length > 0) drain.push({ op: 'del', name: w.name, type: w.type, elements: del, exist: true });
+      }
+      for (const c of plan.changed) this.count(c);
+      result.updated.push(...plan.changed.map((c) => c.w.name));
+    }
+    const destroys = plan.doomed.map((s) => {
+      const op = destroyOp(s.name);
+      this.doomed.set(op, s.name);
+      return op;
+    });
+
+    if (mode === 'incremental' && plan.respec.length === 0) {
+      // Nothing waits for an answer: one ordered stream, additions before removals.
+      await this.send([...fill, ...drain, ...destroys]);
+    } else {
+      await this.send(fill);
+      if (mode === 'replace') await this.replace(plan.changed);
+      for (const w of plan.respec) {
+        if (await this.changeSpec(w)) result.replaced.push(w.name);
+      }
+      // Temporaries go first: a swapped-out list:set in one still holds its members.
+      await this.send([...drain, ...this.temps.all().map((t) => destroyOp(t.name)), ...destroys]);
+    }
+    return result;
+  }
+
+  private count(r: Replacement): void {
+    this.result.added += r.add.length;
+    this.result.deleted += r.del.length;
+  }
+
+  /** Sends `ops` and records their failures; returns the indexes of the failed ones. */
+  private async send(ops: IpsetOp[]): Promise<Set<number>> {
+    const { result } = this;
+    const failures = await this.client.run(ops);
+    for (const f of failures) {
+      const name = this.doomed.get(ops[f.index]);
+      if (name !== undefined && (f.error.kind === 'in-use' || f.error.kind === 'referenced')) result.retained.push(name);
+      else result.failures.push(f.error);
+    }
+    const failed = new Set(failures.map((f) => f.index));
+    ops.forEach((op, i) => {
+      const name = this.doomed.get(op);
+      if (name !== undefined && !failed.has(i)) result.destroyed.push(name);
+    });
+    return failed;
+  }
+
+  /** Rebuilds each changed set in its kind's temporary set and swaps it in. A swap waits for the
+   * answer to its fill (a partly filled set must never be swapped in), so each round sends, per
+   * temporary set, the swap of the set filled in the previous round and the fill of the next. */
+  private async replace(sets: Replacement[]): Promise<void> {
+    const queues = new Map<string, TempQueue>();
+    for (const r of sets) {
+      const t = this.temps.take(r.w);
+      const q = queues.get(t.name) ?? { temp: t, todo: [] };
+      q.todo.push(r);
+      queues.set(t.name, q);
+    }
+    for (;;) {
+      const ops: IpsetOp[] = [];
+      const swaps: { at: number; r: Replacement }[] = [];
+      const fills: { from: number; to: number; q: TempQueue; r: Replacement }[] = [];
+      for (const q of queues.values()) {
+        if (q.filled) {
+          swaps.push({ at: ops.length, r: q.filled });
+          ops.push({ op: 'swap', name: q.temp.name, with: q.filled.w.name });
+          q.filled = undefined;
+        }
+        const r = q.todo.shift();
+        if (!r) continue;
+        const from = ops.length;
+        ops.push(...fillTempOps(q.temp, r.w));
+        q.temp = { name: q.temp.name, create: false };
+        fills.push({ from, to: ops.length, q, r });
+      }
+      if (ops.length === 0) return;
+      const failed = await this.send(ops);
+      for (const f of fills) {
+        let ok = true;
+        for (let i = f.from; i < f.to; i++) if (failed.has(i)) ok = false;
+        if (ok) f.q.filled = f.r;
+      }
+      for (const { at, r } of swaps) {
+        if (failed.has(at)) continue;
+        this.result.replaced.push(r.w.name);
+        this.count(r);
+      }
+    }
+  }
+
+  /** A set whose type or options differ: swapped when the kernel allows it (same type and
+   * family); otherwise, if nothing references the old set, destroyed and the new one renamed in. */
+  private async changeSpec(w: KnownSet): Promise<boolean> {
+    const t = this.temps.take(w);
+    if ((await this.send(fillTempOps(t, w))).size > 0) return false;
+    this.temps.forget(w);
+    const swap = await this.client.run([{ op: 'swap', name: t.name, with: w.name }]);
+    if (swap.length === 0) {
+      await this.send([destroyOp(t.name)]);
+      return true;
+    }
+    if (swap[0].error.kind !== 'type-mismatch' || (this.present.get(w.name)?.references ?? 0) > 0) {
+      this.result.failures.push(swap[0].error);
+      await this.send([destroyOp(t.name)]);
+      return false;
+    }
+    const moved = await this.send([
+      { op: 'destroy', name: w.name },
+      { op: 'rename', name: t.name, to: w.name },
+    ]);
+    if (moved.size > 0) await this.send([destroyOp(t.name)]);
+    return moved.size === 0;
+  }
 }
 
 export async function syncSets(
@@ -444,164 +656,13 @@ export async function syncSets(
   cache?.markUsed();
   applyInPlace(checked);
   const wanted = new Map(checked.map((c) => [c.w.name, c.w]));
-  const result: SyncResult = {
-    created: [],
-    updated: [],
-    replaced: [],
-    destroyed: [],
-    retained: [],
-    unchanged: 0,
-    leftoversRemoved: [],
-    added: 0,
-    deleted: 0,
-    messages: { read: 0, mutating: 0 },
-    failures: [],
-  };
 
-  /** Destroys of sets no longer wanted: a refusal because the set is in use means "retained". */
-  const doomed = new Map<IpsetOp, string>();
-  const record = async (ops: IpsetOp[]): Promise<Set<number>> => {
-    const failures = await client.run(ops);
-    for (const f of failures) {
-      const name = doomed.get(ops[f.index]);
-      if (name !== undefined && (f.error.kind === 'in-use' || f.error.kind === 'referenced')) result.retained.push(name);
-      else result.failures.push(f.error);
-    }
-    const failed = new Set(failures.map((f) => f.index));
-    ops.forEach((op, i) => {
-      const name = doomed.get(op);
-      if (name !== undefined && !failed.has(i)) result.destroyed.push(name);
-    });
-    return failed;
-  };
-
-  const leftovers = [...present.keys()].filter(isTemp);
-  const fill: IpsetOp[] = leftovers.map((name) => ({ op: 'destroy', name, exist: true }));
-  result.leftoversRemoved.push(...leftovers);
-
-  const respec: KnownSet[] = [];
-  const changed: (Replacement & { type: SetType })[] = [];
-  for (const c of [...checked.filter((x) => x.w.type !== 'list:set'), ...checked.filter((x) => x.w.type === 'list:set')]) {
-    const { w } = c;
-    const cur = present.get(w.name);
-    if (!cur) {
-      fill.push({ op: 'create', name: w.name, type: w.type, family: w.family, options: w.options }, ...addOp(w.name, w, [...w.members.values()]));
-      result.created.push(w.name);
-      result.added += w.members.size;
-    } else if (!cur.known || cur.known.spec !== w.spec) {
-      respec.push(w);
-    } else {
-      const diff = memberChanges(c, cur.known);
-      if (diff.add.length === 0 && diff.del.length === 0) result.unchanged++;
-      else changed.push({ w, type: w.type, ...diff });
-    }
-  }
-
-  const drain: IpsetOp[] = [];
-  if (mode === 'incremental') {
-    for (const { w, add } of changed) fill.push(...addOp(w.name, w, add));
-    for (const { w, del } of listsLast(changed).reverse()) {
-      if (del.length > 0) drain.push({ op: 'del', name: w.name, type: w.type, elements: del, exist: true });
-    }
-    for (const c of changed) {
-      result.added += c.add.length;
-      result.deleted += c.del.length;
-    }
-    result.updated.push(...changed.map((c) => c.w.name));
-  }
-  const doomedSets = prune ? listsLast([...present.values()].filter((s) => !wanted.has(s.name) && !isTemp(s.name)).map((s) => ({ ...s, type: s.typeName }))).reverse() : [];
-  const destroys: IpsetOp[] = doomedSets.map((s) => {
-    const op: IpsetOp = { op: 'destroy', name: s.name, exist: true };
-    doomed.set(op, s.name);
-    return op;
-  });
-
-  const temps = new TempSets(prefix);
-  if (mode === 'incremental' && respec.length === 0) {
-    // Nothing waits for an answer: one ordered stream, additions before removals.
-    await record([...fill, ...drain, ...destroys]);
-  } else {
-    await record(fill);
-    if (mode === 'replace') await replaceChanged(changed);
-    for (const w of respec) {
-      if (await changeSpec(w)) result.replaced.push(w.name);
-    }
-    // Temporaries go first: a swapped-out list:set in one still holds its members.
-    await record([...drain, ...temps.all().map((t): IpsetOp => ({ op: 'destroy', name: t.name, exist: true })), ...destroys]);
-  }
-
+  const plan = planRun(checked, present, wanted, prune, isTemp);
+  const result = await new SyncRun(client, prefix, mode, present).apply(plan);
   result.messages = { read: client.sent.read - before.read, mutating: client.sent.mutating - before.mutating };
   if (result.failures.length === 0) {
-    const retained = doomedSets.filter((s) => result.retained.includes(s.name)).map((s) => ({ name: s.name, typeName: s.typeName }));
+    const retained = plan.doomed.filter((s) => result.retained.includes(s.name)).map((s) => ({ name: s.name, typeName: s.typeName }));
     result.state = new SyncState(prefix, prune, wanted, retained);
   }
   return result;
-
-  /** Rebuilds each changed set in its kind's temporary set and swaps it in. A swap waits for the
-   * answer to its fill (a partly filled set must never be swapped in), so each round sends, per
-   * temporary set, the swap of the set filled in the previous round and the fill of the next. */
-  async function replaceChanged(sets: Replacement[]): Promise<void> {
-    const queues = new Map<string, TempQueue>();
-    for (const r of sets) {
-      const t = temps.take(r.w);
-      const q = queues.get(t.name) ?? { temp: t, todo: [] };
-      q.todo.push(r);
-      queues.set(t.name, q);
-    }
-    for (;;) {
-      const ops: IpsetOp[] = [];
-      const swaps: { at: number; r: Replacement }[] = [];
-      const fills: { from: number; to: number; q: TempQueue; r: Replacement }[] = [];
-      for (const q of queues.values()) {
-        if (q.filled) {
-          swaps.push({ at: ops.length, r: q.filled });
-          ops.push({ op: 'swap', name: q.temp.name, with: q.filled.w.name });
-          q.filled = undefined;
-        }
-        const r = q.todo.shift();
-        if (!r) continue;
-        const from = ops.length;
-        ops.push(...fillTempOps(q.temp, r.w));
-        q.temp = { name: q.temp.name, create: false };
-        fills.push({ from, to: ops.length, q, r });
-      }
-      if (ops.length === 0) return;
-      const failed = await record(ops);
-      for (const f of fills) {
-        let ok = true;
-        for (let i = f.from; i < f.to; i++) if (failed.has(i)) ok = false;
-        if (ok) f.q.filled = f.r;
-      }
-      for (const { at, r } of swaps) {
-        if (failed.has(at)) continue;
-        result.replaced.push(r.w.name);
-        result.added += r.add.length;
-        result.deleted += r.del.length;
-      }
-    }
-  }
-
-  /** A set whose type or options differ: swapped when the kernel allows it (same type and
-   * family); otherwise, if nothing references the old set, destroyed and the new one renamed in. */
-  async function changeSpec(w: KnownSet): Promise<boolean> {
-    const t = temps.take(w);
-    if ((await record(fillTempOps(t, w))).size > 0) return false;
-    temps.forget(w);
-    const swap = await client.run([{ op: 'swap', name: t.name, with: w.name }]);
-    if (swap.length === 0) {
-      await record([{ op: 'destroy', name: t.name, exist: true }]);
-      return true;
-    }
-    if (swap[0].error.kind !== 'type-mismatch' || (present.get(w.name)?.references ?? 0) > 0) {
-      result.failures.push(swap[0].error);
-      await record([{ op: 'destroy', name: t.name, exist: true }]);
-      return false;
-    }
-    const moved = await record([
-      { op: 'destroy', name: w.name },
-      { op: 'rename', name: t.name, to: w.name },
-    ]);
-    if (moved.size > 0) await record([{ op: 'destroy', name: t.name, exist: true }]);
-    return moved.size === 0;
-  }
 }
