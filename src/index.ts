@@ -9,9 +9,11 @@ export { NetlinkError, DecodeError, isNotFound, isAlreadyExists, isBusy, isGener
 // nf_tables: objects, expressions, transactions, read-back, formatting
 export * from './nft/types';
 export * as nftBuild from './nft/build';
-export { Transaction, Operation, commit, CommitOptions, CommitResult, getGeneration, NftTransport } from './nft/transaction';
-export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead, TableContents } from './nft/readback';
-export { formatTable, formatRule, formatRuleBody, formatSet, formatElement, formatOperation } from './nft/format';
+export { Transaction, commit, CommitOptions, CommitResult, OperationEncodeError } from './nft/transaction';
+export { getGeneration, NftTransport } from './nft/generation';
+export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead } from './nft/readback';
+export { formatTable, formatRule, formatRuleBody, formatSet, formatElement } from './nft/format';
+export { formatOperation } from './nft/objects';
 export { describeExpr, encodeExprList, decodeExprList } from './nft/expr';
 export { canonicalExpr, canonicalExprs, ruleKey } from './nft/canonical';
 export { SetTypeError, checkElements } from './nft/check';

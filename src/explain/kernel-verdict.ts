@@ -7,7 +7,7 @@
  * any rate limit. */
 import * as C from '../nft/constants';
 import { formatRule } from '../nft/format';
-import type { TableContents } from '../nft/readback';
+import type { TableContents } from '../nft/types';
 import type { Expr, HookName, NftSet, Rule, SetElement, Verdict } from '../nft/types';
 import { ipAddr } from '../nft/values';
 import type { FlowPacket } from './flow';

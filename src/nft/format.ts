@@ -3,11 +3,9 @@
  * in libnftnl's debug notation so nothing is hidden. */
 import * as C from './constants';
 import { describeExpr } from './expr';
-import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, Table, Verdict } from './types';
+import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
 import { formatIPv4, formatIPv6, TYPE_LEN } from './values';
 import { endianness } from 'node:os';
-import type { Operation } from './transaction';
-import type { TableContents } from './readback';
 
 type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex' | 'fib_addrtype';
 
@@ -352,7 +350,7 @@ function setType(s: NftSet): string {
   return `type ${s.key.join(' . ')}${data}`;
 }
 
-function setFlagNames(s: NftSet): string[] {
+export function setFlagNames(s: NftSet): string[] {
   const names: string[] = [];
   const flags = s.flags ?? 0;
   if (flags & C.NFT_SET_CONSTANT) names.push('constant');
@@ -388,49 +386,4 @@ export function formatTable(t: TableContents): string {
   }
   const comment = t.table.comment !== undefined ? `\tcomment "${t.table.comment}"\n${parts.length ? '\n' : ''}` : '';
   return `table ${t.table.family} ${t.table.name} {\n${comment}${parts.join('\n\n')}\n}\n`;
-}
-
-function tableRef(t: Pick<Table, 'family' | 'name'>): string {
-  return `${t.family} ${t.name}`;
-}
-
-/** One transaction operation as an nft command. */
-export function formatOperation(op: Operation): string {
-  switch (op.kind) {
-    case 'table': {
-      const t = op.table;
-      if ((op.verb !== 'add' && op.verb !== 'create') || (t.comment === undefined && !t.flags)) return `${op.verb} table ${tableRef(t)}`;
-      const flags = [[C.NFT_TABLE_F_DORMANT, 'dormant'], [C.NFT_TABLE_F_OWNER, 'owner'], [C.NFT_TABLE_F_PERSIST, 'persist']].filter(([bit]) => (t.flags ?? 0) & (bit as number)).map(([, name]) => name);
-      const parts = [...(flags.length ? [`flags ${flags.join(',')};`] : []), ...(t.comment !== undefined ? [`comment "${t.comment}";`] : [])];
-      return `${op.verb} table ${tableRef(t)} { ${parts.join(' ')} }`;
-    }
-    case 'chain': {
-      const c = op.chain;
-      const ref = `${c.family} ${c.table} ${c.name}`;
-      if ((op.verb === 'add' || op.verb === 'create') && c.base) {
-        return `${op.verb} chain ${ref} { type ${c.base.type} hook ${c.base.hook} priority ${c.base.priority}; policy ${c.base.policy}; }`;
-      }
-      return `${op.verb} chain ${ref}`;
-    }
-    case 'rule': {
-      const r = op.rule;
-      const ref = `${r.family} ${r.table} ${r.chain}`;
-      if (op.verb === 'delete' || op.verb === 'destroy') return `${op.verb} rule ${ref} handle ${r.handle}`;
-      const where = op.verb === 'replace' ? ` handle ${r.handle}` : r.position !== undefined ? ` position ${r.position}` : '';
-      return `${op.verb} rule ${ref}${where} ${formatRule({ ...r, handle: undefined })}`;
-    }
-    case 'set': {
-      const s = op.set;
-      const ref = `${s.family} ${s.table} ${s.name}`;
-      if (op.verb === 'add' || op.verb === 'create') {
-        const flags = setFlagNames(s);
-        return `${op.verb} ${s.data ? 'map' : 'set'} ${ref} { type ${s.key.join(' . ')}${s.data ? ` : ${s.data}` : ''};${flags.length ? ` flags ${flags.join(',')};` : ''} }`;
-      }
-      return `${op.verb} ${s.data ? 'map' : 'set'} ${ref}`;
-    }
-    case 'element': {
-      const s = op.set;
-      return `${op.verb} element ${s.family} ${s.table} ${s.name} { ${op.elements.map((e) => formatElement(s, e)).join(', ')} }`;
-    }
-  }
 }

@@ -321,3 +321,34 @@ export interface SetElement {
 export interface Generation {
   id: number;
 }
+
+// --- transactions and read-back ---------------------------------------------------------------
+
+export type TableVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type ChainVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type RuleVerb = 'add' | 'insert' | 'replace' | 'delete' | 'destroy';
+export type SetVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type ElementVerb = 'add' | 'create' | 'delete' | 'destroy';
+
+/** One change of a transaction: a verb applied to one object (or to elements of one set). */
+export type Operation =
+  | { kind: 'table'; verb: TableVerb; table: Table }
+  | { kind: 'chain'; verb: ChainVerb; chain: Chain }
+  | { kind: 'rule'; verb: RuleVerb; rule: Rule }
+  | { kind: 'set'; verb: SetVerb; set: NftSet }
+  | { kind: 'element'; verb: ElementVerb; set: NftSet; elements: SetElement[] };
+
+export type ObjectKind = Operation['kind'];
+export type OperationOf<K extends ObjectKind> = Extract<Operation, { kind: K }>;
+export type VerbOf<K extends ObjectKind> = OperationOf<K>['verb'];
+
+/** Everything in one table, as read back or as desired. */
+export interface TableContents {
+  table: Table;
+  chains: Chain[];
+  /** Rules in kernel order, per chain. */
+  rules: Rule[];
+  sets: NftSet[];
+  /** Elements per set name, as user-level (inclusive) ranges. */
+  elements: Map<string, SetElement[]>;
+}
