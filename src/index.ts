@@ -19,7 +19,8 @@ export { canonicalExpr, canonicalExprs, ruleKey } from './nft/canonical';
 export { SetTypeError, checkElements } from './nft/check';
 // Set flags for NftSet.flags (default 0: a plain set or map).
 export { NFT_SET_CONSTANT, NFT_SET_INTERVAL, NFT_SET_TIMEOUT, NFT_SET_EVAL } from './nft/constants';
-export { ipv4, ipv6, ipAddr, cidrRange, concatKey, be16, be32 } from './nft/values';
+export { ipv4, ipv6, ipAddr, cidrRange } from './net/ip-bytes';
+export { concatKey, be16, be32 } from './nft/values';
 
 // Desired-vs-kernel comparison
 export { RulesetModel, modelFromKernel, modelToContents } from './ruleset/model';

@@ -4,7 +4,9 @@
 import * as C from './constants';
 import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
-import { formatIPv4, formatIPv6, TYPE_LEN } from './values';
+import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
+import { CT_STATE, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
+import { TYPE_LEN } from './values';
 import { endianness } from 'node:os';
 
 type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex' | 'fib_addrtype';
@@ -17,14 +19,7 @@ interface Loaded {
   impliesL4?: boolean;
 }
 
-const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp' };
-const CT_STATES: [number, string][] = [
-  [1, 'invalid'],
-  [2, 'established'],
-  [4, 'related'],
-  [8, 'new'],
-  [64, 'untracked'],
-];
+const CT_STATES = Object.entries(CT_STATE).map(([name, bit]) => [bit, name] as const);
 const META_KEYS: Record<number, [string, ValueKind]> = {
   [C.NFT_META_MARK]: ['meta mark', 'mark'],
   [C.NFT_META_IIFNAME]: ['iifname', 'ifname'],
@@ -88,9 +83,9 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     case 'inet_service':
       return String(b.readUInt16BE(0));
     case 'inet_proto':
-      return PROTO_NAMES[b[0]] ?? String(b[0]);
+      return IPPROTO_NAME[b[0]] ?? String(b[0]);
     case 'nfproto':
-      return b[0] === 2 ? 'ipv4' : b[0] === 10 ? 'ipv6' : String(b[0]);
+      return b[0] === NFPROTO_IPV4 ? 'ipv4' : b[0] === NFPROTO_IPV6 ? 'ipv6' : String(b[0]);
     case 'ifname': {
       const nul = b.indexOf(0);
       return `"${b.toString('utf8', 0, nul < 0 ? b.length : nul)}"`;
@@ -214,11 +209,11 @@ export function formatRuleBody(exprs: Expr[]): string {
         }
         lastBitwise = undefined;
         if (src.text === 'meta nfproto' && e.op === 'eq') {
-          l3 = e.data[0] === 2 ? 'ip' : e.data[0] === 10 ? 'ip6' : undefined;
+          l3 = e.data[0] === NFPROTO_IPV4 ? 'ip' : e.data[0] === NFPROTO_IPV6 ? 'ip6' : undefined;
           out[out.length - 1].dependencyOf = 'l3';
         }
-        if (src.text === 'meta l4proto' && e.op === 'eq' && PROTO_NAMES[e.data[0]]) {
-          l4 = PROTO_NAMES[e.data[0]];
+        if (src.text === 'meta l4proto' && e.op === 'eq' && IPPROTO_NAME[e.data[0]]) {
+          l4 = IPPROTO_NAME[e.data[0]];
           out[out.length - 1].dependencyOf = 'l4';
         }
         continue;
@@ -261,7 +256,7 @@ export function formatRuleBody(exprs: Expr[]): string {
       case 'nat': {
         const addr = e.regAddrMin !== undefined ? immData.get(e.regAddrMin) : undefined;
         const port = e.regProtoMin !== undefined ? immData.get(e.regProtoMin) : undefined;
-        const fam = e.family === 2 ? 'ip' : e.family === 10 ? 'ip6' : undefined;
+        const fam = e.family === NFPROTO_IPV4 ? 'ip' : e.family === NFPROTO_IPV6 ? 'ip6' : undefined;
         if (!fam || (e.regAddrMin !== undefined && !addr) || (e.regProtoMin !== undefined && !port)) break;
         let to = addr ? (fam === 'ip' ? formatIPv4(addr) : `[${formatIPv6(addr)}]`) : '';
         if (port) to += `:${port.readUInt16BE(0)}`;

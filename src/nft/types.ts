@@ -1,9 +1,10 @@
 /** nf_tables objects as plain typed data. Encoding and decoding live in codec modules. */
+import { NFPROTO_ARP, NFPROTO_BRIDGE, NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, NFPROTO_NETDEV } from '../net/protocols';
 
 export type Family = 'inet' | 'ip' | 'ip6' | 'arp' | 'bridge' | 'netdev';
 
-/** NFPROTO_* values (linux/netfilter.h). */
-export const NFPROTO: Record<Family, number> = { inet: 1, ip: 2, arp: 3, netdev: 5, bridge: 7, ip6: 10 };
+/** The NFPROTO_* number of each family. */
+export const NFPROTO: Record<Family, number> = { inet: NFPROTO_INET, ip: NFPROTO_IPV4, arp: NFPROTO_ARP, netdev: NFPROTO_NETDEV, bridge: NFPROTO_BRIDGE, ip6: NFPROTO_IPV6 };
 
 export interface Table {
   family: Family;

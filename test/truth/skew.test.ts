@@ -9,7 +9,7 @@ import { NetlinkSocket } from '../../src/netlink/socket';
 import { readTable } from '../../src/nft/readback';
 import { getGeneration } from '../../src/nft/generation';
 import { commit, Transaction } from '../../src/nft/transaction';
-import { ipv4 } from '../../src/nft/values';
+import { ipv4 } from '../../src/net/ip-bytes';
 import { modelFromKernel } from '../../src/ruleset/model';
 import { Sandbox, withSandbox } from '../helpers/netns';
 import { baseCluster, foreignNft, startAgent, verify } from './harness';

@@ -14,7 +14,7 @@ import * as C from '../../src/nft/constants';
 import { formatRule, formatTable } from '../../src/nft/format';
 import { decodeElementDump } from '../../src/nft/readback';
 import { Chain, Expr, NftSet, NFPROTO, Rule, TableContents } from '../../src/nft/types';
-import { ipv6 } from '../../src/nft/values';
+import { ipv6 } from '../../src/net/ip-bytes';
 import * as b from '../../src/nft/build';
 import { compileFull } from '../../src/policy/compile';
 import { diffRulesets, diffTransaction, formatDiff } from '../../src/ruleset/diff';
