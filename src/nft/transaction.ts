@@ -8,7 +8,7 @@ import { checkTransaction, findMissingReference, kernelSetsReferenced } from './
 import * as C from './constants';
 import { NftTransport } from './generation';
 import { BatchWriter, codecOf, describeOperation, formatOperation, messageKind } from './objects';
-import { msg } from './objects/codec';
+import { msg, OBJECT_BYTES } from './objects/codec';
 import { decodeRule } from './objects/rule';
 import { Chain, NFPROTO, NftSet, Operation, Rule, SetElement, Table } from './types';
 
@@ -76,7 +76,7 @@ class BatchFramer implements BatchWriter {
   family = 0;
 
   constructor(
-    readonly w: AttrWriter,
+    private readonly w: AttrWriter,
     private readonly nextSeq: () => number,
   ) {}
 
@@ -88,6 +88,11 @@ class BatchFramer implements BatchWriter {
 
   end(): void {
     this.w.endMessage(this.last);
+  }
+
+  next(): void {
+    this.end();
+    this.begin();
   }
 }
 
@@ -182,8 +187,11 @@ export class Transaction {
       out.type = kind.type;
       out.flags = NLM_F_REQUEST | kind.flags | (echo && kind.echo ? NLM_F_ECHO : 0);
       out.family = NFPROTO[codec.family(op)];
+      if (codec.empty?.(op)) continue;
       try {
-        codec.encode(out, op);
+        out.begin();
+        codec.encode(w, op, out);
+        out.end();
       } catch (err) {
         throw new OperationEncodeError(opIndex, `${op.verb} ${codec.describe(op)}`, err);
       }
@@ -202,7 +210,7 @@ export class Transaction {
  * batches still start small. Pages the batch does not reach are never touched. */
 function sizeHint(operations: Operation[]): number {
   let bytes = 4096;
-  for (const op of operations) bytes += codecOf(op).sizeHint(op);
+  for (const op of operations) bytes += codecOf(op).sizeHint?.(op) ?? OBJECT_BYTES;
   return bytes;
 }
 

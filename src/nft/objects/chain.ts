@@ -3,7 +3,7 @@ import { AttrMap, AttrWriter } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { Chain, ChainType, Family, HookName } from '../types';
-import { familyFromNumber, isCreation, msg, ObjectCodec, objectVerbs, tableReference } from './codec';
+import { familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
 
 // linux/netfilter.h NF_INET_*, NF_NETDEV_*; linux/netfilter_arp.h NF_ARP_IN, NF_ARP_OUT, NF_ARP_FORWARD.
 const INET_HOOKS: HookName[] = ['prerouting', 'input', 'forward', 'output', 'postrouting', 'ingress'];
@@ -72,18 +72,14 @@ export function decodeChain(family: number, payload: Buffer): Chain {
 
 export const chain: ObjectCodec<'chain'> = {
   // Flushing a chain deletes its rules.
-  verbs: { ...objectVerbs(C.NFT_MSG_NEWCHAIN, C.NFT_MSG_DELCHAIN, C.NFT_MSG_DESTROYCHAIN), flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 } },
+  verbs: flushableVerbs(C.NFT_MSG_NEWCHAIN, C.NFT_MSG_DELCHAIN, C.NFT_MSG_DESTROYCHAIN, C.NFT_MSG_DELRULE),
 
   family: (op) => op.chain.family,
 
-  sizeHint: () => 512,
-
-  encode(out, op) {
-    out.begin();
-    if (isCreation(op.verb)) encodeChain(out.w, op.chain);
-    else if (op.verb === 'flush') out.w.str(C.NFTA_RULE_TABLE, op.chain.table).str(C.NFTA_RULE_CHAIN, op.chain.name);
-    else encodeChainRef(out.w, op.chain);
-    out.end();
+  encode(w, op) {
+    if (isCreation(op.verb)) encodeChain(w, op.chain);
+    else if (op.verb === 'flush') w.str(C.NFTA_RULE_TABLE, op.chain.table).str(C.NFTA_RULE_CHAIN, op.chain.name);
+    else encodeChainRef(w, op.chain);
   },
 
   describe: (op) => `chain ${op.chain.family} ${op.chain.table} ${op.chain.name}`,

@@ -13,13 +13,12 @@ export interface MessageKind {
   echo?: boolean;
 }
 
-/** Where an operation's codec writes: the batch's one buffer, and the framing of each message.
- * begin() writes the header for the operation's verb (type, flags, next sequence number,
- * family); most operations are one message, an element list may be several. */
+/** The batch an operation is encoded into. Its first message is begun before encode is called
+ * and ended after; an operation that needs more (a long element list) calls next() to end the
+ * current one and begin another with the same header (type, flags, family; the next sequence
+ * number). */
 export interface BatchWriter {
-  readonly w: AttrWriter;
-  begin(): void;
-  end(): void;
+  next(): void;
 }
 
 /** An object an operation needs to exist, for naming the missing one after a refusal. */
@@ -36,10 +35,14 @@ export interface ObjectCodec<K extends ObjectKind> {
   /** The netlink message each verb becomes. */
   readonly verbs: Record<VerbOf<K>, MessageKind>;
   family(op: OperationOf<K>): Family;
-  /** A generous guess at the bytes the operation takes in a batch. */
-  sizeHint(op: OperationOf<K>): number;
-  /** Writes the operation's message(s); throws, naming the field, for what cannot be encoded. */
-  encode(out: BatchWriter, op: OperationOf<K>): void;
+  /** True when the operation sends no message at all (an empty element list); absent: never. */
+  empty?(op: OperationOf<K>): boolean;
+  /** A generous guess at the bytes the operation takes in a batch, when more than one object's
+   * message (OBJECT_BYTES). */
+  sizeHint?(op: OperationOf<K>): number;
+  /** Writes the attributes of the operation's message(s) into w; throws, naming the field, for
+   * what cannot be encoded. */
+  encode(w: AttrWriter, op: OperationOf<K>, batch: BatchWriter): void;
   /** The object the operation changes, e.g. `rule inet nfkube pod_x_in handle 4`. */
   describe(op: OperationOf<K>): string;
   /** The operation as an nft command. */
@@ -47,6 +50,9 @@ export interface ObjectCodec<K extends ObjectKind> {
   /** The objects the operation needs to exist before it. */
   references(op: OperationOf<K>): Reference[];
 }
+
+/** A generous guess at one object's message: a rule is about 500 bytes. */
+export const OBJECT_BYTES = 512;
 
 export const msg = (m: number) => nfMsgType(NFNL_SUBSYS_NFTABLES, m);
 
@@ -59,6 +65,12 @@ export function objectVerbs(newType: number, delType: number, destroyType: numbe
     delete: { type: msg(delType), flags: 0 },
     destroy: { type: msg(destroyType), flags: 0 },
   };
+}
+
+/** objectVerbs plus flush, which deletes what the object holds: a message of `flushType`
+ * (NFT_MSG_DELRULE for a table's or chain's rules, NFT_MSG_DELSETELEM for a set's elements). */
+export function flushableVerbs(newType: number, delType: number, destroyType: number, flushType: number): Record<'add' | 'create' | 'delete' | 'destroy' | 'flush', MessageKind> {
+  return { ...objectVerbs(newType, delType, destroyType), flush: { type: msg(flushType), flags: 0 } };
 }
 
 export const isCreation = (verb: string) => verb === 'add' || verb === 'create';

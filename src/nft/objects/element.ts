@@ -148,17 +148,18 @@ export const element: ObjectCodec<'element'> = {
 
   family: (op) => op.set.family,
 
+  empty: (op) => op.elements.length === 0,
+
   sizeHint: (op) => 64 * op.elements.length,
 
-  encode(out, op) {
+  encode(w, op, batch) {
     const elems = kernelElements(op.set, op.elements);
     const removing = isRemoval(op.verb);
     // Without the set's id: elements name their set by name.
     const ref = { table: op.set.table, name: op.set.name };
-    for (let i = 0; i < elems.length; ) {
-      out.begin();
-      i = encodeSetElements(out.w, ref, elems, i, removing);
-      out.end();
+    for (let i = encodeSetElements(w, ref, elems, 0, removing); i < elems.length; ) {
+      batch.next();
+      i = encodeSetElements(w, ref, elems, i, removing);
     }
   },
 

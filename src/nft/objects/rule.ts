@@ -81,20 +81,12 @@ export const rule: ObjectCodec<'rule'> = {
 
   family: (op) => op.rule.family,
 
-  sizeHint: () => 512,
-
-  encode(out, op) {
+  encode(w, op) {
     const r = op.rule;
-    if (op.verb === 'add' || op.verb === 'insert') {
-      out.begin();
-      encodeRule(out.w, r, NEW_RULE);
-    } else {
-      if (r.handle === undefined) throw new Error('the rule has no handle');
-      out.begin();
-      if (op.verb === 'replace') encodeRule(out.w, r, REPLACEMENT_RULE);
-      else encodeRuleRef(out.w, r as Rule & { handle: bigint });
-    }
-    out.end();
+    if (op.verb === 'add' || op.verb === 'insert') encodeRule(w, r, NEW_RULE);
+    else if (r.handle === undefined) throw new Error('the rule has no handle');
+    else if (op.verb === 'replace') encodeRule(w, r, REPLACEMENT_RULE);
+    else encodeRuleRef(w, { table: r.table, chain: r.chain, handle: r.handle });
   },
 
   describe: (op) => `rule ${op.rule.family} ${op.rule.table} ${op.rule.chain}${op.rule.handle !== undefined ? ` handle ${op.rule.handle}` : ''}`,

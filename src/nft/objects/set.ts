@@ -5,7 +5,7 @@ import * as C from '../constants';
 import { setFlagNames } from '../format';
 import { NFT_TYPE, NftSet, NftTypeName } from '../types';
 import { keyLength, TYPE_LEN } from '../values';
-import { familyFromNumber, isCreation, msg, ObjectCodec, objectVerbs, tableReference } from './codec';
+import { familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
 
 // nftables src/datatype.h: concatenated type ids are built 6 bits per field.
 const TYPE_BITS = 6;
@@ -115,19 +115,15 @@ const nextSetId = () => (lastSetId = (lastSetId + 1) % 0x7fffffff || 1);
 
 export const set: ObjectCodec<'set'> = {
   // Flushing a set deletes its elements.
-  verbs: { ...objectVerbs(C.NFT_MSG_NEWSET, C.NFT_MSG_DELSET, C.NFT_MSG_DESTROYSET), flush: { type: msg(C.NFT_MSG_DELSETELEM), flags: 0 } },
+  verbs: flushableVerbs(C.NFT_MSG_NEWSET, C.NFT_MSG_DELSET, C.NFT_MSG_DESTROYSET, C.NFT_MSG_DELSETELEM),
 
   family: (op) => op.set.family,
 
-  sizeHint: () => 512,
-
-  encode(out, op) {
+  encode(w, op) {
     const s = op.set;
-    out.begin();
-    if (isCreation(op.verb)) encodeSet(out.w, s, s.id ?? nextSetId());
-    else if (op.verb === 'flush') out.w.str(C.NFTA_SET_ELEM_LIST_TABLE, s.table).str(C.NFTA_SET_ELEM_LIST_SET, s.name);
-    else encodeSetRef(out.w, s);
-    out.end();
+    if (isCreation(op.verb)) encodeSet(w, s, s.id ?? nextSetId());
+    else if (op.verb === 'flush') w.str(C.NFTA_SET_ELEM_LIST_TABLE, s.table).str(C.NFTA_SET_ELEM_LIST_SET, s.name);
+    else encodeSetRef(w, s);
   },
 
   describe: (op) => `set ${op.set.family} ${op.set.table} ${op.set.name}`,

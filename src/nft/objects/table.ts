@@ -2,7 +2,7 @@
 import { AttrMap, AttrWriter } from '../../netlink/attr';
 import * as C from '../constants';
 import { Table } from '../types';
-import { commentUdata, decodeComment, familyFromNumber, isCreation, msg, ObjectCodec, objectVerbs, tableReference, UDATA_TABLE_COMMENT } from './codec';
+import { commentUdata, decodeComment, familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference, UDATA_TABLE_COMMENT } from './codec';
 
 // Encoders write a message's attributes into the caller's writer (one buffer per batch).
 
@@ -42,18 +42,14 @@ const FLAG_NAMES: [number, string][] = [
 
 export const table: ObjectCodec<'table'> = {
   // Flushing a table deletes the rules of all its chains.
-  verbs: { ...objectVerbs(C.NFT_MSG_NEWTABLE, C.NFT_MSG_DELTABLE, C.NFT_MSG_DESTROYTABLE), flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 } },
+  verbs: flushableVerbs(C.NFT_MSG_NEWTABLE, C.NFT_MSG_DELTABLE, C.NFT_MSG_DESTROYTABLE, C.NFT_MSG_DELRULE),
 
   family: (op) => op.table.family,
 
-  sizeHint: () => 512,
-
-  encode(out, op) {
-    out.begin();
-    if (isCreation(op.verb)) encodeTable(out.w, op.table);
-    else if (op.verb === 'flush') out.w.str(C.NFTA_RULE_TABLE, op.table.name);
-    else encodeTableRef(out.w, op.table);
-    out.end();
+  encode(w, op) {
+    if (isCreation(op.verb)) encodeTable(w, op.table);
+    else if (op.verb === 'flush') w.str(C.NFTA_RULE_TABLE, op.table.name);
+    else encodeTableRef(w, op.table);
   },
 
   describe: (op) => `table ${op.table.family} ${op.table.name}`,
