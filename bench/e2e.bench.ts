@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { stringify } from 'yaml';
 import { Netns } from '../src/netlink/netns';
 import { NetlinkSocket } from '../src/netlink/socket';
-import { getGeneration } from '../src/nft/transaction';
+import { getGeneration } from '../src/nft/generation';
 import { compileFull } from '../src/policy/compile';
 import { TestApiServer } from '../test/helpers/apiserver';
 import { buildCluster, Cluster, makePod, NODE, podIp, rng } from './cluster';

@@ -4,7 +4,7 @@
  * CLOCK_MONOTONIC (process.hrtime) is one clock for every process on the machine.
  * Run: node dist/bench/generation-poller.js (runs until killed). */
 import { NetlinkSocket } from '../src/netlink/socket';
-import { getGeneration } from '../src/nft/transaction';
+import { getGeneration } from '../src/nft/generation';
 
 async function main(): Promise<void> {
   const socket = NetlinkSocket.open();

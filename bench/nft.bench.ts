@@ -7,7 +7,7 @@ import * as b from '../src/nft/build';
 import { listTable } from '../src/nft/readback';
 import { commit, Transaction } from '../src/nft/transaction';
 import { NftSet, Rule } from '../src/nft/types';
-import { ipv4 } from '../src/nft/values';
+import { ipv4 } from '../src/net/ip-bytes';
 import { openSandbox } from '../test/helpers/netns';
 import { median, ms, ratio, table } from './harness';
 

@@ -9,15 +9,18 @@ export { NetlinkError, DecodeError, isNotFound, isAlreadyExists, isBusy, isGener
 // nf_tables: objects, expressions, transactions, read-back, formatting
 export * from './nft/types';
 export * as nftBuild from './nft/build';
-export { Transaction, Operation, commit, CommitOptions, CommitResult, getGeneration, NftTransport } from './nft/transaction';
-export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead, TableContents } from './nft/readback';
-export { formatTable, formatRule, formatRuleBody, formatSet, formatElement, formatOperation } from './nft/format';
+export { Transaction, commit, CommitOptions, CommitResult, OperationEncodeError } from './nft/transaction';
+export { getGeneration, NftTransport } from './nft/generation';
+export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead } from './nft/readback';
+export { formatTable, formatRule, formatRuleBody, formatSet, formatElement } from './nft/format';
+export { formatOperation } from './nft/objects';
 export { describeExpr, encodeExprList, decodeExprList } from './nft/expr';
 export { canonicalExpr, canonicalExprs, ruleKey } from './nft/canonical';
 export { SetTypeError, checkElements } from './nft/check';
 // Set flags for NftSet.flags (default 0: a plain set or map).
 export { NFT_SET_CONSTANT, NFT_SET_INTERVAL, NFT_SET_TIMEOUT, NFT_SET_EVAL } from './nft/constants';
-export { ipv4, ipv6, ipAddr, cidrRange, concatKey, be16, be32 } from './nft/values';
+export { ipv4, ipv6, ipAddr, cidrRange } from './net/ip-bytes';
+export { concatKey, be16, be32 } from './nft/values';
 
 // Desired-vs-kernel comparison
 export { RulesetModel, modelFromKernel, modelToContents } from './ruleset/model';

@@ -18,7 +18,8 @@
 import * as b from '../nft/build';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
-import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
+import { ipv4, ipv6 } from '../net/ip-bytes';
+import { be16, concatKey } from '../nft/values';
 import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
 import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
 import { formatLabel } from './labels';

@@ -2,7 +2,7 @@
  * --proxy, --no-policy, --cluster-cidr CIDR[,CIDR], --nodeport-addresses CIDR,...|primary,
  * --masquerade-all, --proxy-table T. */
 import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
-import { parseCidr } from '../policy/ip';
+import { parseCidr } from '../net/ip';
 import { ProxyComponent, ProxyOptions } from '../proxy/component';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
 import { OptionTable, tableName } from './options';

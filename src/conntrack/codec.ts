@@ -5,7 +5,7 @@
 import { AttrMap, AttrWriter } from '../netlink/attr';
 import { DecodeError } from '../netlink/errors';
 import { AF_INET, AF_INET6, encodeNfMessage, nfMsgType, NfMessage, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from '../netlink/message';
-import { formatIPv4, formatIPv6, ipv4, ipv6 } from '../nft/values';
+import { formatIPv4, formatIPv6, ipv4, ipv6 } from '../net/ip-bytes';
 import * as C from './constants';
 
 export type CtFamily = 'v4' | 'v6';

@@ -32,6 +32,3 @@ export const CTA_PROTO_NUM = 1;
 export const CTA_PROTO_SRC_PORT = 2;
 export const CTA_PROTO_DST_PORT = 3;
 
-export const IPPROTO_TCP = 6;
-export const IPPROTO_UDP = 17;
-export const IPPROTO_SCTP = 132;

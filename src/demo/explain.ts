@@ -1,7 +1,7 @@
 /** Why the demo's blocked cells are blocked: evaluates a TCP connection against the compiled
  * intent (the same PolicyIR the agent renders) and names the side that isolates it (the target's
  * ingress, the source's egress) with the NetworkPolicies that select it, none of which allows it. */
-import { canonicalIp, parseIp } from '../policy/ip';
+import { canonicalIp, parseIp } from '../net/ip';
 import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
 
 export interface Denial {

@@ -2,7 +2,7 @@
  * read back from the kernel, what decides each, and whether they agree. */
 import { PolicyModes } from '../deny/modes';
 import { formatRule } from '../nft/format';
-import type { TableContents } from '../nft/readback';
+import type { TableContents } from '../nft/types';
 import type { PolicyIR } from '../policy/ir';
 import type { FlowPacket } from './flow';
 import { evaluateKernel, KernelVerdict } from './kernel-verdict';

@@ -1,6 +1,6 @@
 /** The flow `nfkube explain` is asked about: one packet opening a connection (ct state new) from
  * SRC to DST, per address family both ends have. */
-import { canonicalIp } from '../policy/ip';
+import { canonicalIp } from '../net/ip';
 import type { PodInfo } from '../k8s/model';
 
 export type FlowProtocol = 'tcp' | 'udp' | 'sctp';

@@ -7,9 +7,10 @@
  * any rate limit. */
 import * as C from '../nft/constants';
 import { formatRule } from '../nft/format';
-import type { TableContents } from '../nft/readback';
+import type { TableContents } from '../nft/types';
 import type { Expr, HookName, NftSet, Rule, SetElement, Verdict } from '../nft/types';
-import { ipAddr } from '../nft/values';
+import { ipAddr } from '../net/ip-bytes';
+import { CT_STATE, IPPROTO } from '../net/protocols';
 import type { FlowPacket } from './flow';
 
 export interface KernelStep {
@@ -27,8 +28,6 @@ export interface KernelVerdict {
   steps: KernelStep[];
 }
 
-const IPPROTO = { tcp: 6, udp: 17, sctp: 132 } as const;
-const CT_STATE_NEW = 8;
 const MAX_DEPTH = 16;
 
 /** Register bytes: the verdict register's 16, then NFT_REG_1..4 (= NFT_REG32_00..15). */
@@ -154,7 +153,7 @@ class Evaluator {
       case 'ct': {
         if (e.key !== C.NFT_CT_STATE || e.dreg === undefined) throw new Unsupported(`ct key ${e.key}`);
         const state = Buffer.alloc(4);
-        state.writeUInt32LE(CT_STATE_NEW);
+        state.writeUInt32LE(CT_STATE.new);
         store(e.dreg, state);
         return true;
       }

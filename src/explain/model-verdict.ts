@@ -4,7 +4,7 @@
  * policy isolates that pod on this node. Names the rule entry that allows, or the policies that
  * isolate and allow nothing; audit mode lets a denied side through. */
 import { namespaceOf, PolicyModes } from '../deny/modes';
-import { canonicalIp, parseIp } from '../policy/ip';
+import { canonicalIp, parseIp } from '../net/ip';
 import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
 import type { FlowPacket } from './flow';
 

@@ -10,7 +10,7 @@
  * only after its release is on disk; a live pod's address is never released by GC. */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { formatIp, IpFamily, parseCidr, parseIp, ParsedCidr } from '../policy/ip';
+import { formatCidr, formatIp, IpFamily, parseCidr, parseIp, ParsedCidr } from '../net/ip';
 import { ApiError, IpamApi, isConflict, isUnknown, NodeInfo, PodInfo } from './api';
 import { IpamMetrics, IpamUsage } from './metrics';
 import { blockManifest, claimManifest, KObject, PLURALS, PodRef, readBlock, readClaim } from './objects';
@@ -517,7 +517,7 @@ export class IpamAgent {
 
   /** Creates the block's IPBlock. Resolves true only when the API confirms this node holds it. */
   private async tryClaim(name: string, pool: Pool, cidr: ParsedCidr): Promise<boolean> {
-    const manifest = blockManifest({ name, pool: pool.name, cidr: `${formatCidrText(cidr)}`, node: this.nodeName });
+    const manifest = blockManifest({ name, pool: pool.name, cidr: formatCidr(cidr), node: this.nodeName });
     for (let attempt = 0; ; attempt++) {
       let obj: KObject | undefined;
       try {
@@ -890,10 +890,6 @@ function podOf(args: Record<string, string> | undefined): PodRef | undefined {
   if (!namespace || !name) return undefined;
   const uid = args?.K8S_POD_UID;
   return { namespace, name, ...(uid ? { uid } : {}) };
-}
-
-function formatCidrText(c: ParsedCidr): string {
-  return `${formatIp(c.family, c.first)}/${c.prefix}`;
 }
 
 /** The block CIDR encoded in an IPBlock name (the inverse of blockName). */

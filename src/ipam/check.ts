@@ -4,7 +4,7 @@
  *   blocks or pools);
  * - leak: an address held for a pod that no longer exists (or exists with another uid);
  * - orphan: a block or claim of a Node that no longer exists, or a block outside every pool. */
-import { formatIp, parseCidr, parseIp } from '../policy/ip';
+import { formatIp, parseCidr, parseIp } from '../net/ip';
 import { NodeInfo, PodInfo } from './api';
 import { BlockObject, ClaimObject, KObject, PodRef, readBlock, readClaim } from './objects';
 import { overlappingPools, overlaps, parsePool, Pool, rangeOf } from './pool';

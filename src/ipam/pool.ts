@@ -1,7 +1,7 @@
 /** IPPool objects as typed data: validation (every error names the pool and the field), the
  * blocks a pool divides into, their object names, and which addresses of a block may be handed
  * out. Pure: no I/O. */
-import { formatCidr, formatIp, IpFamily, parseCidr, parseIp, ParsedCidr } from '../policy/ip';
+import { formatCidr, formatIp, IpFamily, parseCidr, parseIp, ParsedCidr } from '../net/ip';
 import { KObject, LabelSelector, matchesSelector } from './objects';
 
 export const DEFAULT_BLOCK_PREFIX: Record<IpFamily, number> = { v4: 26, v6: 122 };

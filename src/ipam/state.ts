@@ -1,7 +1,7 @@
 /** One node's IPAM state in memory: the blocks it holds (a use mark per ordinal) and its
  * allocations by handle. Every change here is synchronous, so two requests in one agent can never
  * pick the same ordinal; durability and the API are the agent's job. */
-import { formatIp, IpFamily, parseIp, ParsedCidr } from '../policy/ip';
+import { formatIp, IpFamily, parseIp, ParsedCidr } from '../net/ip';
 import { PodRef } from './objects';
 import { blockSize, PoolRange, reservedInRange } from './pool';
 

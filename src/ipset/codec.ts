@@ -15,11 +15,12 @@ import {
 } from '../netlink/message';
 import * as C from './constants';
 import { parseDottedQuad } from '../net/ip-text';
+import { NFPROTO_IPV4, NFPROTO_IPV6, NFPROTO_UNSPEC } from '../net/protocols';
 import { Addr, elementKey, ElementSyntaxError, parseMember } from './element';
 import { Element, IpsetSet, isSetType, SetFamily, SetOptions, SetType, supportsNomatch } from './types';
 
 const NBO = NLA_F_NET_BYTEORDER;
-const NFPROTO: Record<SetFamily, number> = { unspec: 0, inet: 2, inet6: 10 };
+const NFPROTO: Record<SetFamily, number> = { unspec: NFPROTO_UNSPEC, inet: NFPROTO_IPV4, inet6: NFPROTO_IPV6 };
 
 /** Newest revision of each type whose attributes this codec writes; the client lowers it to what
  * the kernel reports with IPSET_CMD_TYPE. */
@@ -39,7 +40,7 @@ export function familyOf(type: SetType, family?: 'inet' | 'inet6'): SetFamily {
 }
 
 export function familyFromNfproto(n: number): SetFamily | undefined {
-  return n === 2 ? 'inet' : n === 10 ? 'inet6' : n === 0 ? 'unspec' : undefined;
+  return n === NFPROTO_IPV4 ? 'inet' : n === NFPROTO_IPV6 ? 'inet6' : n === NFPROTO_UNSPEC ? 'unspec' : undefined;
 }
 
 interface Header {

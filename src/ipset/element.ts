@@ -2,7 +2,9 @@
  * carry, both ways. A member is kept as its canonical text (its key): parsing normalises exactly
  * as the kernel stores (networks masked, host prefixes dropped), so a desired member and one read
  * back compare equal as strings, and every key parses back to the same fields. */
-import { longestZeroRun, parseDottedQuad, parseIPv6Groups } from '../net/ip-text';
+import { parseIPv6Bytes } from '../net/ip-bytes';
+import { formatDottedQuad, longestZeroRun, parseDottedQuad } from '../net/ip-text';
+import { IPPROTO, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_NAME } from '../net/protocols';
 import { Element, SetFamily, SetType } from './types';
 
 /** A member text that does not fit the set; the message names the member and the problem. */
@@ -28,24 +30,8 @@ export interface MemberParts {
   name?: string;
 }
 
-const IPPROTO_ICMP = 1;
-const IPPROTO_ICMPV6 = 58;
-const PROTO_BY_NAME: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, udplite: 136, icmp: IPPROTO_ICMP, 'ipv6-icmp': IPPROTO_ICMPV6, icmpv6: IPPROTO_ICMPV6 };
-const PROTO_NAME: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
-const PORT_PROTOS = new Set([6, 17, 132, 136]);
-
-/** IPv6 text to its 16 bytes, or undefined when the text is not an address. */
-export function parseIPv6(s: string): Buffer | undefined {
-  const groups = parseIPv6Groups(s);
-  if (!groups) return undefined;
-  const out = Buffer.alloc(16);
-  for (let i = 0; i < 8; i++) out.writeUInt16BE(groups[i], i * 2);
-  return out;
-}
-
-export function formatIPv4(n: number): string {
-  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
-}
+const PROTO_BY_NAME: Record<string, number> = { tcp: IPPROTO.tcp, udp: IPPROTO.udp, sctp: IPPROTO.sctp, udplite: IPPROTO.udplite, icmp: IPPROTO_ICMP, 'ipv6-icmp': IPPROTO_ICMPV6, icmpv6: IPPROTO_ICMPV6 };
+const PORT_PROTOS = new Set<number>([IPPROTO.tcp, IPPROTO.udp, IPPROTO.sctp, IPPROTO.udplite]);
 
 /** The text glibc's inet_ntop gives, which is what `ipset save` prints: the longest run (the
  * first on a tie) of two or more zero words becomes `::`; mapped and compatible IPv4 stay dotted. */
@@ -61,7 +47,7 @@ export function formatIPv6(b: Buffer): string {
     }
     if (i > 0) out += ':';
     if (i === 6 && run.start === 0 && (run.length === 6 || (run.length === 5 && words[5] === 0xffff))) {
-      return out + formatIPv4(b.readUInt32BE(12));
+      return out + formatDottedQuad(b.readUInt32BE(12));
     }
     out += words[i].toString(16);
   }
@@ -70,7 +56,7 @@ export function formatIPv6(b: Buffer): string {
 }
 
 export function formatIp(a: Addr): string {
-  return typeof a === 'number' ? formatIPv4(a) : formatIPv6(a);
+  return typeof a === 'number' ? formatDottedQuad(a) : formatIPv6(a);
 }
 
 function addrBits(a: Addr): number {
@@ -98,7 +84,7 @@ function parseAddr(text: string, whole: string, family: SetFamily): Addr {
   if (/^[\d.]+$/.test(text) && /(^|\.)0\d/.test(text)) {
     throw new ElementSyntaxError(whole, `"${text}" has an octet with a leading zero, which the ipset tool reads as octal: write it without`);
   }
-  const v6 = parseIPv6(text);
+  const v6 = parseIPv6Bytes(text);
   if (!v6) throw new ElementSyntaxError(whole, `"${text}" is not an IP address`);
   if (family === 'inet') throw new ElementSyntaxError(whole, `IPv6 address ${text} in an inet set`);
   return v6;
@@ -155,7 +141,7 @@ function netText(ip: Addr, cidr: number): string {
 }
 
 function protoPortText(proto: number, port: number): string {
-  const name = PROTO_NAME[proto] ?? String(proto);
+  const name = IPPROTO_NAME[proto] ?? String(proto);
   if (proto === IPPROTO_ICMP || proto === IPPROTO_ICMPV6) return `${name}:${port >> 8}/${port & 0xff}`;
   return `${name}:${port}`;
 }

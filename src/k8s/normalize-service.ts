@@ -4,7 +4,7 @@
  * (ports in range, addresses and CIDRs parse), because a proxy given half a Service would
  * forward to the wrong place: a malformed Service or EndpointSlice throws, naming the field, and
  * the source keeps the last good version. */
-import { canonicalIp, formatCidr, parseCidr } from '../policy/ip';
+import { canonicalIp, formatCidr, parseCidr } from '../net/ip';
 import { FieldReader, readObject, type NormalizeOptions } from './normalize';
 import type {
   EndpointInfo,

@@ -1,5 +1,5 @@
-/** Address text shared by the nft and policy code: dotted quads and IPv6
- * groups parsed by hand, and RFC 5952 formatting. */
+/** Address text shared by every codec and component: dotted quads and IPv6 groups parsed by
+ * hand, and RFC 5952 formatting. */
 
 /** The run of zero groups that `::` replaces: the longest of two or more (the first on a tie),
  * as RFC 5952 and glibc's inet_ntop choose it; `length` 0 when there is none. */
@@ -119,4 +119,9 @@ export function parseDottedQuad(text: string): number | undefined {
   }
   if (dots !== 3 || digits === 0) return undefined;
   return value * 256 + octet;
+}
+
+/** A 32-bit number as a dotted quad. */
+export function formatDottedQuad(n: number): string {
+  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 }

@@ -61,6 +61,4 @@ export const NF_INET_LOCAL_OUT = 3;
 export const NF_INET_POST_ROUTING = 4;
 
 // NFPROTO_* as nfgenmsg's family in a packet message.
-export const NFPROTO_IPV4 = 2;
-export const NFPROTO_BRIDGE = 7;
-export const NFPROTO_IPV6 = 10;
+export { NFPROTO_BRIDGE, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';

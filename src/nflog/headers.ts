@@ -3,7 +3,8 @@
  * the kernel unasked: a network header that does not fit is a DecodeError; a transport header
  * cut off by the copy range, or behind a non-first fragment, is simply absent. */
 import { DecodeError } from '../netlink/errors';
-import { formatIPv4, formatIPv6 } from '../nft/values';
+import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
+import { IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../net/protocols';
 
 export type TransportName = 'tcp' | 'udp' | 'sctp' | 'icmp' | 'icmpv6';
 
@@ -25,7 +26,7 @@ export interface PacketHeaders {
   fragment?: boolean;
 }
 
-const PROTOCOLS: Record<number, TransportName> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'icmpv6', 132: 'sctp' };
+const PROTOCOLS: Record<number, TransportName> = { [IPPROTO_ICMP]: 'icmp', [IPPROTO_TCP]: 'tcp', [IPPROTO_UDP]: 'udp', [IPPROTO_ICMPV6]: 'icmpv6', [IPPROTO_SCTP]: 'sctp' };
 
 // IPv6 extension headers walked to the transport header (RFC 8200 4.1, AH is RFC 4302).
 const IPV6_HOPOPTS = 0;

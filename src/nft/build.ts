@@ -1,9 +1,11 @@
 /** Expression builders in nft's vocabulary (`ip saddr @s`, `ct state established,related`), so
  * callers write intent and get exactly the expression lists nft itself would generate. */
+import { CT_STATE, CtStateName, IPPROTO, IpProtocolName, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
 import { canonicalRegister } from './canonical';
 import * as C from './constants';
 import { Expr, Verdict } from './types';
-import { be16, ipAddr } from './values';
+import { ipAddr } from '../net/ip-bytes';
+import { be16 } from './values';
 
 /** Header fields nfkube matches on: [base, offset, length, family]. */
 export const FIELDS = {
@@ -16,9 +18,9 @@ export const FIELDS = {
 } as const;
 export type Field = keyof typeof FIELDS;
 
-const NFPROTO_VALUE = { ipv4: 2, ipv6: 10 } as const;
-export const IPPROTO = { icmp: 1, tcp: 6, udp: 17, 'ipv6-icmp': 58, sctp: 132 } as const;
-export type L4Proto = keyof typeof IPPROTO;
+const NFPROTO_VALUE = { ipv4: NFPROTO_IPV4, ipv6: NFPROTO_IPV6 } as const;
+export { IPPROTO };
+export type L4Proto = IpProtocolName;
 
 const REG = C.NFT_REG_1;
 
@@ -106,12 +108,10 @@ export function vmap(set: string, sreg: number = REG): Expr {
   return { type: 'lookup', set, sreg, dreg: C.NFT_REG_VERDICT };
 }
 
-const CT_STATE_BITS = { invalid: 1, established: 2, related: 4, new: 8, untracked: 64 } as const;
-
 /** `ct state established,related` */
-export function ctState(states: (keyof typeof CT_STATE_BITS)[]): Expr[] {
+export function ctState(states: CtStateName[]): Expr[] {
   const mask = Buffer.alloc(4);
-  mask.writeUInt32LE(states.reduce((m, s) => m | CT_STATE_BITS[s], 0));
+  mask.writeUInt32LE(states.reduce((m, s) => m | CT_STATE[s], 0));
   return [
     { type: 'ct', key: C.NFT_CT_STATE, dreg: REG },
     { type: 'bitwise', sreg: REG, dreg: REG, len: 4, op: 'bool', mask, xor: Buffer.alloc(4) },

@@ -7,8 +7,8 @@
 import { NetlinkSocket } from '../netlink/socket';
 import { formatElement } from './format';
 import { listChains, listSets, listTables } from './readback';
-import type { Operation, Transaction } from './transaction';
-import { Expr, Family, NftSet, NftTypeName, SetElement } from './types';
+import { operationReferences } from './objects';
+import { Expr, Family, NftSet, NftTypeName, Operation, SetElement } from './types';
 import { keyLength, TYPE_LEN } from './values';
 
 /** A value that does not fit the set it is meant for. Nothing was sent. */
@@ -139,49 +139,11 @@ export async function kernelSetsReferenced(socket: NetlinkSocket, operations: re
   return out;
 }
 
-interface Reference {
-  kind: 'table' | 'chain' | 'set';
-  family: Family;
-  table: string;
-  name: string;
-  /** How the failing operation uses it. */
-  role: string;
-}
-
-function references(op: Operation): Reference[] {
-  const t = (family: Family, table: string): Reference => ({ kind: 'table', family, table, name: table, role: 'its table' });
-  switch (op.kind) {
-    case 'table':
-      return op.verb === 'add' || op.verb === 'create' ? [] : [{ ...t(op.table.family, op.table.name), role: 'the table' }];
-    case 'chain': {
-      const c = op.chain;
-      return [t(c.family, c.table), ...(op.verb === 'add' || op.verb === 'create' ? [] : [{ kind: 'chain' as const, family: c.family, table: c.table, name: c.name, role: 'the chain' }])];
-    }
-    case 'set':
-    case 'element': {
-      const s = op.set;
-      const self = op.kind === 'element' || (op.verb !== 'add' && op.verb !== 'create');
-      return [t(s.family, s.table), ...(self ? [{ kind: 'set' as const, family: s.family, table: s.table, name: s.name, role: 'the set' }] : [])];
-    }
-    case 'rule': {
-      const r = op.rule;
-      const refs: Reference[] = [t(r.family, r.table), { kind: 'chain', family: r.family, table: r.table, name: r.chain, role: 'its chain' }];
-      for (const e of r.exprs) {
-        if (e.type === 'lookup') refs.push({ kind: 'set', family: r.family, table: r.table, name: e.set, role: 'looked up' });
-        if (e.type === 'immediate' && e.verdict && (e.verdict.kind === 'jump' || e.verdict.kind === 'goto')) {
-          refs.push({ kind: 'chain', family: r.family, table: r.table, name: e.verdict.chain, role: `${e.verdict.kind} target` });
-        }
-      }
-      return refs;
-    }
-  }
-}
-
 /** The first object operation `index` refers to that neither exists in the kernel nor is
  * created earlier in the transaction, described in words; undefined when all exist (or the
  * kernel cannot be read). The batch failed, so the kernel still holds the state before it. */
-export async function findMissingReference(socket: NetlinkSocket, tx: Transaction, index: number): Promise<string | undefined> {
-  const refs = references(tx.operations[index]);
+export async function findMissingReference(socket: NetlinkSocket, operations: readonly Operation[], index: number): Promise<string | undefined> {
+  const refs = operationReferences(operations[index]);
   if (refs.length === 0) return undefined;
   const exists = new Map<string, boolean>();
   const id = (kind: string, family: Family, table: string, name: string) => `${kind} ${family} ${table} ${name}`;
@@ -198,7 +160,7 @@ export async function findMissingReference(socket: NetlinkSocket, tx: Transactio
     return undefined;
   }
   // Replay what the transaction did before the failing operation.
-  for (const op of tx.operations.slice(0, index)) {
+  for (const op of operations.slice(0, index)) {
     const created = op.verb === 'add' || op.verb === 'create';
     const removed = op.verb === 'delete' || op.verb === 'destroy';
     if (!created && !removed) continue;

@@ -1,26 +1,9 @@
-/** nf_tables constants, named as in linux/netfilter/nf_tables.h (same order, same values). */
+/** nf_tables constants, named as in linux/netfilter/nf_tables.h (same order, same values): the
+ * enums nfkube uses, each whole, and the #defines it uses. scripts/nft-constants-usage.js lists
+ * (and with --write removes) what nothing uses any more. */
 
-export const NFT_NAME_MAXLEN = 256;
-export const NFT_USERDATA_MAXLEN = 256;
-export const NFT_OSF_MAXGENRELEN = 16;
-export const NFT_REG_SIZE = 16;
-export const NFT_REG32_SIZE = 4;
 export const NFT_DATA_VALUE_MAXLEN = 64;
-export const NFT_QUEUE_FLAG_BYPASS = 0x01;
-export const NFT_QUEUE_FLAG_CPU_FANOUT = 0x02;
-export const NFT_QUEUE_FLAG_MASK = 0x03;
-export const NFT_SECMARK_CTX_MAXLEN = 4096;
-export const NFT_OBJECT_UNSPEC = 0;
 export const NFT_OBJECT_COUNTER = 1;
-export const NFT_OBJECT_QUOTA = 2;
-export const NFT_OBJECT_CT_HELPER = 3;
-export const NFT_OBJECT_LIMIT = 4;
-export const NFT_OBJECT_CONNLIMIT = 5;
-export const NFT_OBJECT_TUNNEL = 6;
-export const NFT_OBJECT_CT_TIMEOUT = 7;
-export const NFT_OBJECT_SECMARK = 8;
-export const NFT_OBJECT_CT_EXPECT = 9;
-export const NFT_OBJECT_SYNPROXY = 10;
 // enum nft_registers
 export const NFT_REG_VERDICT = 0;
 export const NFT_REG_1 = 1;
@@ -122,11 +105,6 @@ export const NFTA_TABLE_PAD = 5;
 export const NFTA_TABLE_USERDATA = 6;
 export const NFTA_TABLE_OWNER = 7;
 
-// enum nft_chain_flags
-export const NFT_CHAIN_BASE = 1;
-export const NFT_CHAIN_HW_OFFLOAD = 2;
-export const NFT_CHAIN_BINDING = 4;
-
 // enum nft_chain_attributes
 export const NFTA_CHAIN_UNSPEC = 0;
 export const NFTA_CHAIN_TABLE = 1;
@@ -156,16 +134,6 @@ export const NFTA_RULE_ID = 9;
 export const NFTA_RULE_POSITION_ID = 10;
 export const NFTA_RULE_CHAIN_ID = 11;
 
-// enum nft_rule_compat_flags
-export const NFT_RULE_COMPAT_F_UNUSED = 1;
-export const NFT_RULE_COMPAT_F_INV = 2;
-export const NFT_RULE_COMPAT_F_MASK = NFT_RULE_COMPAT_F_INV;
-
-// enum nft_rule_compat_attributes
-export const NFTA_RULE_COMPAT_UNSPEC = 0;
-export const NFTA_RULE_COMPAT_PROTO = 1;
-export const NFTA_RULE_COMPAT_FLAGS = 2;
-
 // enum nft_set_flags
 export const NFT_SET_ANONYMOUS = 1;
 export const NFT_SET_CONSTANT = 2;
@@ -176,10 +144,6 @@ export const NFT_SET_EVAL = 32;
 export const NFT_SET_OBJECT = 64;
 export const NFT_SET_CONCAT = 128;
 export const NFT_SET_EXPR = 256;
-
-// enum nft_set_policies
-export const NFT_SET_POL_PERFORMANCE = 0;
-export const NFT_SET_POL_MEMORY = 1;
 
 // enum nft_set_desc_attributes
 export const NFTA_SET_DESC_UNSPEC = 0;
@@ -276,18 +240,6 @@ export const NFTA_BITWISE_XOR = 5;
 export const NFTA_BITWISE_OP = 6;
 export const NFTA_BITWISE_DATA = 7;
 
-// enum nft_byteorder_ops
-export const NFT_BYTEORDER_NTOH = 0;
-export const NFT_BYTEORDER_HTON = 1;
-
-// enum nft_byteorder_attributes
-export const NFTA_BYTEORDER_UNSPEC = 0;
-export const NFTA_BYTEORDER_SREG = 1;
-export const NFTA_BYTEORDER_DREG = 2;
-export const NFTA_BYTEORDER_OP = 3;
-export const NFTA_BYTEORDER_LEN = 4;
-export const NFTA_BYTEORDER_SIZE = 5;
-
 // enum nft_cmp_ops
 export const NFT_CMP_EQ = 0;
 export const NFT_CMP_NEQ = 1;
@@ -357,9 +309,6 @@ export const NFT_PAYLOAD_CSUM_NONE = 0;
 export const NFT_PAYLOAD_CSUM_INET = 1;
 export const NFT_PAYLOAD_CSUM_SCTP = 2;
 
-// enum nft_payload_csum_flags
-export const NFT_PAYLOAD_L4CSUM_PSEUDOHDR = 1;
-
 // enum nft_payload_attributes
 export const NFTA_PAYLOAD_UNSPEC = 0;
 export const NFTA_PAYLOAD_DREG = 1;
@@ -370,26 +319,6 @@ export const NFTA_PAYLOAD_SREG = 5;
 export const NFTA_PAYLOAD_CSUM_TYPE = 6;
 export const NFTA_PAYLOAD_CSUM_OFFSET = 7;
 export const NFTA_PAYLOAD_CSUM_FLAGS = 8;
-
-// enum nft_exthdr_flags
-export const NFT_EXTHDR_F_PRESENT = 1;
-
-// enum nft_exthdr_op
-export const NFT_EXTHDR_OP_IPV6 = 0;
-export const NFT_EXTHDR_OP_TCPOPT = 1;
-export const NFT_EXTHDR_OP_IPV4 = 2;
-export const NFT_EXTHDR_OP_SCTP = 3;
-export const NFT_EXTHDR_OP_DCCP = 4;
-
-// enum nft_exthdr_attributes
-export const NFTA_EXTHDR_UNSPEC = 0;
-export const NFTA_EXTHDR_DREG = 1;
-export const NFTA_EXTHDR_TYPE = 2;
-export const NFTA_EXTHDR_OFFSET = 3;
-export const NFTA_EXTHDR_LEN = 4;
-export const NFTA_EXTHDR_FLAGS = 5;
-export const NFTA_EXTHDR_OP = 6;
-export const NFTA_EXTHDR_SREG = 7;
 
 // enum nft_meta_keys
 export const NFT_META_LEN = 0;
@@ -429,13 +358,6 @@ export const NFT_META_TIME_HOUR = 32;
 export const NFT_META_SDIF = 33;
 export const NFT_META_SDIFNAME = 34;
 
-// enum nft_rt_keys
-export const NFT_RT_CLASSID = 0;
-export const NFT_RT_NEXTHOP4 = 1;
-export const NFT_RT_NEXTHOP6 = 2;
-export const NFT_RT_TCPMSS = 3;
-export const NFT_RT_XFRM = 4;
-
 // enum nft_hash_types
 export const NFT_HASH_JENKINS = 0;
 export const NFT_HASH_SYM = 1;
@@ -457,23 +379,6 @@ export const NFTA_META_UNSPEC = 0;
 export const NFTA_META_DREG = 1;
 export const NFTA_META_KEY = 2;
 export const NFTA_META_SREG = 3;
-
-// enum nft_rt_attributes
-export const NFTA_RT_UNSPEC = 0;
-export const NFTA_RT_DREG = 1;
-export const NFTA_RT_KEY = 2;
-
-// enum nft_socket_attributes
-export const NFTA_SOCKET_UNSPEC = 0;
-export const NFTA_SOCKET_KEY = 1;
-export const NFTA_SOCKET_DREG = 2;
-export const NFTA_SOCKET_LEVEL = 3;
-
-// enum nft_socket_keys
-export const NFT_SOCKET_TRANSPARENT = 0;
-export const NFT_SOCKET_MARK = 1;
-export const NFT_SOCKET_WILDCARD = 2;
-export const NFT_SOCKET_CGROUPV2 = 3;
 
 // enum nft_ct_keys
 export const NFT_CT_STATE = 0;
@@ -508,10 +413,6 @@ export const NFTA_CT_KEY = 2;
 export const NFTA_CT_DIRECTION = 3;
 export const NFTA_CT_SREG = 4;
 
-// enum nft_offload_attributes
-export const NFTA_FLOW_UNSPEC = 0;
-export const NFTA_FLOW_TABLE_NAME = 1;
-
 // enum nft_limit_type
 export const NFT_LIMIT_PKTS = 0;
 export const NFT_LIMIT_PKT_BYTES = 1;
@@ -528,25 +429,11 @@ export const NFTA_LIMIT_TYPE = 4;
 export const NFTA_LIMIT_FLAGS = 5;
 export const NFTA_LIMIT_PAD = 6;
 
-// enum nft_connlimit_flags
-export const NFT_CONNLIMIT_F_INV = 1;
-
-// enum nft_connlimit_attributes
-export const NFTA_CONNLIMIT_UNSPEC = 0;
-export const NFTA_CONNLIMIT_COUNT = 1;
-export const NFTA_CONNLIMIT_FLAGS = 2;
-
 // enum nft_counter_attributes
 export const NFTA_COUNTER_UNSPEC = 0;
 export const NFTA_COUNTER_BYTES = 1;
 export const NFTA_COUNTER_PACKETS = 2;
 export const NFTA_COUNTER_PAD = 3;
-
-// enum nft_last_attributes
-export const NFTA_LAST_UNSPEC = 0;
-export const NFTA_LAST_SET = 1;
-export const NFTA_LAST_MSECS = 2;
-export const NFTA_LAST_PAD = 3;
 
 // enum nft_log_attributes
 export const NFTA_LOG_UNSPEC = 0;
@@ -556,39 +443,6 @@ export const NFTA_LOG_SNAPLEN = 3;
 export const NFTA_LOG_QTHRESHOLD = 4;
 export const NFTA_LOG_LEVEL = 5;
 export const NFTA_LOG_FLAGS = 6;
-
-// enum nft_log_level
-export const NFT_LOGLEVEL_EMERG = 0;
-export const NFT_LOGLEVEL_ALERT = 1;
-export const NFT_LOGLEVEL_CRIT = 2;
-export const NFT_LOGLEVEL_ERR = 3;
-export const NFT_LOGLEVEL_WARNING = 4;
-export const NFT_LOGLEVEL_NOTICE = 5;
-export const NFT_LOGLEVEL_INFO = 6;
-export const NFT_LOGLEVEL_DEBUG = 7;
-export const NFT_LOGLEVEL_AUDIT = 8;
-
-// enum nft_queue_attributes
-export const NFTA_QUEUE_UNSPEC = 0;
-export const NFTA_QUEUE_NUM = 1;
-export const NFTA_QUEUE_TOTAL = 2;
-export const NFTA_QUEUE_FLAGS = 3;
-export const NFTA_QUEUE_SREG_QNUM = 4;
-
-// enum nft_quota_flags
-export const NFT_QUOTA_F_INV = 1;
-export const NFT_QUOTA_F_DEPLETED = 2;
-
-// enum nft_quota_attributes
-export const NFTA_QUOTA_UNSPEC = 0;
-export const NFTA_QUOTA_BYTES = 1;
-export const NFTA_QUOTA_FLAGS = 2;
-export const NFTA_QUOTA_PAD = 3;
-export const NFTA_QUOTA_CONSUMED = 4;
-
-// enum nft_secmark_attributes
-export const NFTA_SECMARK_UNSPEC = 0;
-export const NFTA_SECMARK_CTX = 1;
 
 // enum nft_reject_types
 export const NFT_REJECT_ICMP_UNREACH = 0;
@@ -620,34 +474,11 @@ export const NFTA_NAT_REG_PROTO_MIN = 5;
 export const NFTA_NAT_REG_PROTO_MAX = 6;
 export const NFTA_NAT_FLAGS = 7;
 
-// enum nft_tproxy_attributes
-export const NFTA_TPROXY_UNSPEC = 0;
-export const NFTA_TPROXY_FAMILY = 1;
-export const NFTA_TPROXY_REG_ADDR = 2;
-export const NFTA_TPROXY_REG_PORT = 3;
-
 // enum nft_masq_attributes
 export const NFTA_MASQ_UNSPEC = 0;
 export const NFTA_MASQ_FLAGS = 1;
 export const NFTA_MASQ_REG_PROTO_MIN = 2;
 export const NFTA_MASQ_REG_PROTO_MAX = 3;
-
-// enum nft_redir_attributes
-export const NFTA_REDIR_UNSPEC = 0;
-export const NFTA_REDIR_REG_PROTO_MIN = 1;
-export const NFTA_REDIR_REG_PROTO_MAX = 2;
-export const NFTA_REDIR_FLAGS = 3;
-
-// enum nft_dup_attributes
-export const NFTA_DUP_UNSPEC = 0;
-export const NFTA_DUP_SREG_ADDR = 1;
-export const NFTA_DUP_SREG_DEV = 2;
-
-// enum nft_fwd_attributes
-export const NFTA_FWD_UNSPEC = 0;
-export const NFTA_FWD_SREG_DEV = 1;
-export const NFTA_FWD_SREG_ADDR = 2;
-export const NFTA_FWD_NFPROTO = 3;
 
 // enum nft_objref_attributes
 export const NFTA_OBJREF_UNSPEC = 0;
@@ -683,118 +514,11 @@ export const NFTA_FIB_F_IIF = 8;
 export const NFTA_FIB_F_OIF = 16;
 export const NFTA_FIB_F_PRESENT = 32;
 
-// enum nft_ct_helper_attributes
-export const NFTA_CT_HELPER_UNSPEC = 0;
-export const NFTA_CT_HELPER_NAME = 1;
-export const NFTA_CT_HELPER_L3PROTO = 2;
-export const NFTA_CT_HELPER_L4PROTO = 3;
-
-// enum nft_ct_timeout_timeout_attributes
-export const NFTA_CT_TIMEOUT_UNSPEC = 0;
-export const NFTA_CT_TIMEOUT_L3PROTO = 1;
-export const NFTA_CT_TIMEOUT_L4PROTO = 2;
-export const NFTA_CT_TIMEOUT_DATA = 3;
-
-// enum nft_ct_expectation_attributes
-export const NFTA_CT_EXPECT_UNSPEC = 0;
-export const NFTA_CT_EXPECT_L3PROTO = 1;
-export const NFTA_CT_EXPECT_L4PROTO = 2;
-export const NFTA_CT_EXPECT_DPORT = 3;
-export const NFTA_CT_EXPECT_TIMEOUT = 4;
-export const NFTA_CT_EXPECT_SIZE = 5;
-
-// enum nft_object_attributes
-export const NFTA_OBJ_UNSPEC = 0;
-export const NFTA_OBJ_TABLE = 1;
-export const NFTA_OBJ_NAME = 2;
-export const NFTA_OBJ_TYPE = 3;
-export const NFTA_OBJ_DATA = 4;
-export const NFTA_OBJ_USE = 5;
-export const NFTA_OBJ_HANDLE = 6;
-export const NFTA_OBJ_PAD = 7;
-export const NFTA_OBJ_USERDATA = 8;
-
-// enum nft_flowtable_flags
-export const NFT_FLOWTABLE_HW_OFFLOAD = 1;
-export const NFT_FLOWTABLE_COUNTER = 2;
-export const NFT_FLOWTABLE_MASK = NFT_FLOWTABLE_HW_OFFLOAD | NFT_FLOWTABLE_COUNTER;
-
-// enum nft_flowtable_attributes
-export const NFTA_FLOWTABLE_UNSPEC = 0;
-export const NFTA_FLOWTABLE_TABLE = 1;
-export const NFTA_FLOWTABLE_NAME = 2;
-export const NFTA_FLOWTABLE_HOOK = 3;
-export const NFTA_FLOWTABLE_USE = 4;
-export const NFTA_FLOWTABLE_HANDLE = 5;
-export const NFTA_FLOWTABLE_PAD = 6;
-export const NFTA_FLOWTABLE_FLAGS = 7;
-
-// enum nft_flowtable_hook_attributes
-export const NFTA_FLOWTABLE_HOOK_UNSPEC = 0;
-export const NFTA_FLOWTABLE_HOOK_NUM = 1;
-export const NFTA_FLOWTABLE_HOOK_PRIORITY = 2;
-export const NFTA_FLOWTABLE_HOOK_DEVS = 3;
-
-// enum nft_osf_attributes
-export const NFTA_OSF_UNSPEC = 0;
-export const NFTA_OSF_DREG = 1;
-export const NFTA_OSF_TTL = 2;
-export const NFTA_OSF_FLAGS = 3;
-
-// enum nft_osf_flags
-export const NFT_OSF_F_VERSION = 1;
-
 // enum nft_synproxy_attributes
 export const NFTA_SYNPROXY_UNSPEC = 0;
 export const NFTA_SYNPROXY_MSS = 1;
 export const NFTA_SYNPROXY_WSCALE = 2;
 export const NFTA_SYNPROXY_FLAGS = 3;
-
-// enum nft_devices_attributes
-export const NFTA_DEVICE_UNSPEC = 0;
-export const NFTA_DEVICE_NAME = 1;
-
-// enum nft_xfrm_attributes
-export const NFTA_XFRM_UNSPEC = 0;
-export const NFTA_XFRM_DREG = 1;
-export const NFTA_XFRM_KEY = 2;
-export const NFTA_XFRM_DIR = 3;
-export const NFTA_XFRM_SPNUM = 4;
-
-// enum nft_xfrm_keys
-export const NFT_XFRM_KEY_UNSPEC = 0;
-export const NFT_XFRM_KEY_DADDR_IP4 = 1;
-export const NFT_XFRM_KEY_DADDR_IP6 = 2;
-export const NFT_XFRM_KEY_SADDR_IP4 = 3;
-export const NFT_XFRM_KEY_SADDR_IP6 = 4;
-export const NFT_XFRM_KEY_REQID = 5;
-export const NFT_XFRM_KEY_SPI = 6;
-
-// enum nft_trace_attributes
-export const NFTA_TRACE_UNSPEC = 0;
-export const NFTA_TRACE_TABLE = 1;
-export const NFTA_TRACE_CHAIN = 2;
-export const NFTA_TRACE_RULE_HANDLE = 3;
-export const NFTA_TRACE_TYPE = 4;
-export const NFTA_TRACE_VERDICT = 5;
-export const NFTA_TRACE_ID = 6;
-export const NFTA_TRACE_LL_HEADER = 7;
-export const NFTA_TRACE_NETWORK_HEADER = 8;
-export const NFTA_TRACE_TRANSPORT_HEADER = 9;
-export const NFTA_TRACE_IIF = 10;
-export const NFTA_TRACE_IIFTYPE = 11;
-export const NFTA_TRACE_OIF = 12;
-export const NFTA_TRACE_OIFTYPE = 13;
-export const NFTA_TRACE_MARK = 14;
-export const NFTA_TRACE_NFPROTO = 15;
-export const NFTA_TRACE_POLICY = 16;
-export const NFTA_TRACE_PAD = 17;
-
-// enum nft_trace_types
-export const NFT_TRACETYPE_UNSPEC = 0;
-export const NFT_TRACETYPE_POLICY = 1;
-export const NFT_TRACETYPE_RETURN = 2;
-export const NFT_TRACETYPE_RULE = 3;
 
 // enum nft_ng_attributes
 export const NFTA_NG_UNSPEC = 0;
@@ -808,70 +532,3 @@ export const NFTA_NG_SET_ID = 6;
 // enum nft_ng_types
 export const NFT_NG_INCREMENTAL = 0;
 export const NFT_NG_RANDOM = 1;
-
-// enum nft_tunnel_key_ip_attributes
-export const NFTA_TUNNEL_KEY_IP_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY_IP_SRC = 1;
-export const NFTA_TUNNEL_KEY_IP_DST = 2;
-
-// enum nft_tunnel_ip6_attributes
-export const NFTA_TUNNEL_KEY_IP6_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY_IP6_SRC = 1;
-export const NFTA_TUNNEL_KEY_IP6_DST = 2;
-export const NFTA_TUNNEL_KEY_IP6_FLOWLABEL = 3;
-
-// enum nft_tunnel_opts_attributes
-export const NFTA_TUNNEL_KEY_OPTS_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY_OPTS_VXLAN = 1;
-export const NFTA_TUNNEL_KEY_OPTS_ERSPAN = 2;
-export const NFTA_TUNNEL_KEY_OPTS_GENEVE = 3;
-
-// enum nft_tunnel_opts_vxlan_attributes
-export const NFTA_TUNNEL_KEY_VXLAN_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY_VXLAN_GBP = 1;
-
-// enum nft_tunnel_opts_erspan_attributes
-export const NFTA_TUNNEL_KEY_ERSPAN_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY_ERSPAN_VERSION = 1;
-export const NFTA_TUNNEL_KEY_ERSPAN_V1_INDEX = 2;
-export const NFTA_TUNNEL_KEY_ERSPAN_V2_HWID = 3;
-export const NFTA_TUNNEL_KEY_ERSPAN_V2_DIR = 4;
-
-// enum nft_tunnel_opts_geneve_attributes
-export const NFTA_TUNNEL_KEY_GENEVE_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY_GENEVE_CLASS = 1;
-export const NFTA_TUNNEL_KEY_GENEVE_TYPE = 2;
-export const NFTA_TUNNEL_KEY_GENEVE_DATA = 3;
-
-// enum nft_tunnel_flags
-export const NFT_TUNNEL_F_ZERO_CSUM_TX = 1;
-export const NFT_TUNNEL_F_DONT_FRAGMENT = 2;
-export const NFT_TUNNEL_F_SEQ_NUMBER = 4;
-
-// enum nft_tunnel_key_attributes
-export const NFTA_TUNNEL_KEY_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY_ID = 1;
-export const NFTA_TUNNEL_KEY_IP = 2;
-export const NFTA_TUNNEL_KEY_IP6 = 3;
-export const NFTA_TUNNEL_KEY_FLAGS = 4;
-export const NFTA_TUNNEL_KEY_TOS = 5;
-export const NFTA_TUNNEL_KEY_TTL = 6;
-export const NFTA_TUNNEL_KEY_SPORT = 7;
-export const NFTA_TUNNEL_KEY_DPORT = 8;
-export const NFTA_TUNNEL_KEY_OPTS = 9;
-
-// enum nft_tunnel_keys
-export const NFT_TUNNEL_PATH = 0;
-export const NFT_TUNNEL_ID = 1;
-
-// enum nft_tunnel_mode
-export const NFT_TUNNEL_MODE_NONE = 0;
-export const NFT_TUNNEL_MODE_RX = 1;
-export const NFT_TUNNEL_MODE_TX = 2;
-
-// enum nft_tunnel_attributes
-export const NFTA_TUNNEL_UNSPEC = 0;
-export const NFTA_TUNNEL_KEY = 1;
-export const NFTA_TUNNEL_DREG = 2;
-export const NFTA_TUNNEL_MODE = 3;
-

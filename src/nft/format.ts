@@ -3,11 +3,11 @@
  * in libnftnl's debug notation so nothing is hidden. */
 import * as C from './constants';
 import { describeExpr } from './expr';
-import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, Table, Verdict } from './types';
-import { formatIPv4, formatIPv6, TYPE_LEN } from './values';
+import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
+import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
+import { CT_STATE, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
+import { TYPE_LEN } from './values';
 import { endianness } from 'node:os';
-import type { Operation } from './transaction';
-import type { TableContents } from './readback';
 
 type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex' | 'fib_addrtype';
 
@@ -19,14 +19,7 @@ interface Loaded {
   impliesL4?: boolean;
 }
 
-const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp' };
-const CT_STATES: [number, string][] = [
-  [1, 'invalid'],
-  [2, 'established'],
-  [4, 'related'],
-  [8, 'new'],
-  [64, 'untracked'],
-];
+const CT_STATES = Object.entries(CT_STATE).map(([name, bit]) => [bit, name] as const);
 const META_KEYS: Record<number, [string, ValueKind]> = {
   [C.NFT_META_MARK]: ['meta mark', 'mark'],
   [C.NFT_META_IIFNAME]: ['iifname', 'ifname'],
@@ -90,9 +83,9 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     case 'inet_service':
       return String(b.readUInt16BE(0));
     case 'inet_proto':
-      return PROTO_NAMES[b[0]] ?? String(b[0]);
+      return IPPROTO_NAME[b[0]] ?? String(b[0]);
     case 'nfproto':
-      return b[0] === 2 ? 'ipv4' : b[0] === 10 ? 'ipv6' : String(b[0]);
+      return b[0] === NFPROTO_IPV4 ? 'ipv4' : b[0] === NFPROTO_IPV6 ? 'ipv6' : String(b[0]);
     case 'ifname': {
       const nul = b.indexOf(0);
       return `"${b.toString('utf8', 0, nul < 0 ? b.length : nul)}"`;
@@ -216,11 +209,11 @@ export function formatRuleBody(exprs: Expr[]): string {
         }
         lastBitwise = undefined;
         if (src.text === 'meta nfproto' && e.op === 'eq') {
-          l3 = e.data[0] === 2 ? 'ip' : e.data[0] === 10 ? 'ip6' : undefined;
+          l3 = e.data[0] === NFPROTO_IPV4 ? 'ip' : e.data[0] === NFPROTO_IPV6 ? 'ip6' : undefined;
           out[out.length - 1].dependencyOf = 'l3';
         }
-        if (src.text === 'meta l4proto' && e.op === 'eq' && PROTO_NAMES[e.data[0]]) {
-          l4 = PROTO_NAMES[e.data[0]];
+        if (src.text === 'meta l4proto' && e.op === 'eq' && IPPROTO_NAME[e.data[0]]) {
+          l4 = IPPROTO_NAME[e.data[0]];
           out[out.length - 1].dependencyOf = 'l4';
         }
         continue;
@@ -263,7 +256,7 @@ export function formatRuleBody(exprs: Expr[]): string {
       case 'nat': {
         const addr = e.regAddrMin !== undefined ? immData.get(e.regAddrMin) : undefined;
         const port = e.regProtoMin !== undefined ? immData.get(e.regProtoMin) : undefined;
-        const fam = e.family === 2 ? 'ip' : e.family === 10 ? 'ip6' : undefined;
+        const fam = e.family === NFPROTO_IPV4 ? 'ip' : e.family === NFPROTO_IPV6 ? 'ip6' : undefined;
         if (!fam || (e.regAddrMin !== undefined && !addr) || (e.regProtoMin !== undefined && !port)) break;
         let to = addr ? (fam === 'ip' ? formatIPv4(addr) : `[${formatIPv6(addr)}]`) : '';
         if (port) to += `:${port.readUInt16BE(0)}`;
@@ -352,7 +345,7 @@ function setType(s: NftSet): string {
   return `type ${s.key.join(' . ')}${data}`;
 }
 
-function setFlagNames(s: NftSet): string[] {
+export function setFlagNames(s: NftSet): string[] {
   const names: string[] = [];
   const flags = s.flags ?? 0;
   if (flags & C.NFT_SET_CONSTANT) names.push('constant');
@@ -388,49 +381,4 @@ export function formatTable(t: TableContents): string {
   }
   const comment = t.table.comment !== undefined ? `\tcomment "${t.table.comment}"\n${parts.length ? '\n' : ''}` : '';
   return `table ${t.table.family} ${t.table.name} {\n${comment}${parts.join('\n\n')}\n}\n`;
-}
-
-function tableRef(t: Pick<Table, 'family' | 'name'>): string {
-  return `${t.family} ${t.name}`;
-}
-
-/** One transaction operation as an nft command. */
-export function formatOperation(op: Operation): string {
-  switch (op.kind) {
-    case 'table': {
-      const t = op.table;
-      if ((op.verb !== 'add' && op.verb !== 'create') || (t.comment === undefined && !t.flags)) return `${op.verb} table ${tableRef(t)}`;
-      const flags = [[C.NFT_TABLE_F_DORMANT, 'dormant'], [C.NFT_TABLE_F_OWNER, 'owner'], [C.NFT_TABLE_F_PERSIST, 'persist']].filter(([bit]) => (t.flags ?? 0) & (bit as number)).map(([, name]) => name);
-      const parts = [...(flags.length ? [`flags ${flags.join(',')};`] : []), ...(t.comment !== undefined ? [`comment "${t.comment}";`] : [])];
-      return `${op.verb} table ${tableRef(t)} { ${parts.join(' ')} }`;
-    }
-    case 'chain': {
-      const c = op.chain;
-      const ref = `${c.family} ${c.table} ${c.name}`;
-      if ((op.verb === 'add' || op.verb === 'create') && c.base) {
-        return `${op.verb} chain ${ref} { type ${c.base.type} hook ${c.base.hook} priority ${c.base.priority}; policy ${c.base.policy}; }`;
-      }
-      return `${op.verb} chain ${ref}`;
-    }
-    case 'rule': {
-      const r = op.rule;
-      const ref = `${r.family} ${r.table} ${r.chain}`;
-      if (op.verb === 'delete' || op.verb === 'destroy') return `${op.verb} rule ${ref} handle ${r.handle}`;
-      const where = op.verb === 'replace' ? ` handle ${r.handle}` : r.position !== undefined ? ` position ${r.position}` : '';
-      return `${op.verb} rule ${ref}${where} ${formatRule({ ...r, handle: undefined })}`;
-    }
-    case 'set': {
-      const s = op.set;
-      const ref = `${s.family} ${s.table} ${s.name}`;
-      if (op.verb === 'add' || op.verb === 'create') {
-        const flags = setFlagNames(s);
-        return `${op.verb} ${s.data ? 'map' : 'set'} ${ref} { type ${s.key.join(' . ')}${s.data ? ` : ${s.data}` : ''};${flags.length ? ` flags ${flags.join(',')};` : ''} }`;
-      }
-      return `${op.verb} ${s.data ? 'map' : 'set'} ${ref}`;
-    }
-    case 'element': {
-      const s = op.set;
-      return `${op.verb} element ${s.family} ${s.table} ${s.name} { ${op.elements.map((e) => formatElement(s, e)).join(', ')} }`;
-    }
-  }
 }

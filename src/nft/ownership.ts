@@ -11,9 +11,10 @@ import { release } from 'node:os';
 import { isGenerationMismatch } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import * as C from './constants';
-import { listTable, listTables, readTable, TableContents } from './readback';
-import { commit, getGeneration, Transaction } from './transaction';
-import { Family, Table } from './types';
+import { getGeneration } from './generation';
+import { listTable, listTables, readTable } from './readback';
+import { commit, Transaction } from './transaction';
+import { Family, Table, TableContents } from './types';
 
 /** The comment that marks a table as nfkube's. */
 export const TABLE_MARK = 'managed by nfkube';

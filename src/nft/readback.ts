@@ -2,20 +2,10 @@
 import { AttrWriter } from '../netlink/attr';
 import { encodeNfMessage, NFNL_SUBSYS_NFTABLES, NfMessage, nfMsgType, NLM_F_DUMP, NLM_F_REQUEST } from '../netlink/message';
 import { NetlinkSocket } from '../netlink/socket';
-import { checkElements, decodeChain, decodeRule, decodeSet, decodeSetElements, decodeTable, userElements } from './codec';
+import { getGeneration } from './generation';
+import { checkElements, decodeChain, decodeRule, decodeSet, decodeSetElements, decodeTable, userElements } from './objects';
 import * as C from './constants';
-import { getGeneration } from './transaction';
-import { Chain, Family, NFPROTO, NftSet, Rule, SetElement, Table } from './types';
-
-export interface TableContents {
-  table: Table;
-  chains: Chain[];
-  /** Rules in kernel order, per chain. */
-  rules: Rule[];
-  sets: NftSet[];
-  /** Elements per set name, as user-level (inclusive) ranges. */
-  elements: Map<string, SetElement[]>;
-}
+import { Chain, Family, NFPROTO, NftSet, Rule, SetElement, Table, TableContents } from './types';
 
 const msg = (m: number) => nfMsgType(NFNL_SUBSYS_NFTABLES, m);
 

@@ -2,54 +2,15 @@
  * (NFNL_MSG_BATCH_BEGIN .. END): the kernel applies all of it or none of it. */
 import { AttrWriter } from '../netlink/attr';
 import { NetlinkError } from '../netlink/errors';
-import {
-  encodeNfMessage,
-  NFNL_BATCH_GENID,
-  NFNL_MSG_BATCH_BEGIN,
-  NFNL_MSG_BATCH_END,
-  NFNL_SUBSYS_NFTABLES,
-  nfMsgType,
-  NLM_F_ACK,
-  NLM_F_APPEND,
-  NLM_F_CREATE,
-  NLM_F_ECHO,
-  NLM_F_EXCL,
-  NLM_F_REPLACE,
-  NLM_F_REQUEST,
-} from '../netlink/message';
-import { NetlinkSocket, TransactReply } from '../netlink/socket';
-import {
-  decodeGeneration,
-  decodeRule,
-  encodeChain,
-  encodeChainRef,
-  encodeRule,
-  encodeRuleRef,
-  encodeSet,
-  encodeSetElements,
-  encodeSetRef,
-  encodeTable,
-  encodeTableRef,
-  kernelElements,
-  RuleEncodeOptions,
-} from './codec';
+import { NFNL_BATCH_GENID, NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END, NFNL_SUBSYS_NFTABLES, NLM_F_ACK, NLM_F_ECHO, NLM_F_REQUEST } from '../netlink/message';
+import { NetlinkSocket } from '../netlink/socket';
 import { checkTransaction, findMissingReference, kernelSetsReferenced } from './check';
 import * as C from './constants';
-import { formatOperation } from './format';
-import { Chain, NFPROTO, NftSet, Rule, SetElement, Table } from './types';
-
-export type TableVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
-export type ChainVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
-export type RuleVerb = 'add' | 'insert' | 'replace' | 'delete' | 'destroy';
-export type SetVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
-export type ElementVerb = 'add' | 'create' | 'delete' | 'destroy';
-
-export type Operation =
-  | { kind: 'table'; verb: TableVerb; table: Table }
-  | { kind: 'chain'; verb: ChainVerb; chain: Chain }
-  | { kind: 'rule'; verb: RuleVerb; rule: Rule }
-  | { kind: 'set'; verb: SetVerb; set: NftSet }
-  | { kind: 'element'; verb: ElementVerb; set: NftSet; elements: SetElement[] };
+import { NftTransport } from './generation';
+import { BatchWriter, codecOf, describeOperation, formatOperation, messageKind } from './objects';
+import { msg, OBJECT_BYTES } from './objects/codec';
+import { decodeRule } from './objects/rule';
+import { Chain, NFPROTO, NftSet, Operation, Rule, SetElement, Table } from './types';
 
 interface BatchMessage {
   type: number;
@@ -83,12 +44,19 @@ export interface CommitResult {
   byType: Map<string, number>;
 }
 
-const msg = (m: number) => nfMsgType(NFNL_SUBSYS_NFTABLES, m);
-
-// The kernel requires NFTA_SET_ID on every new set. Never reset, so an id cannot be mistaken for
-// one of an earlier transaction.
-let lastSetId = 0;
-const nextSetId = () => (lastSetId = (lastSetId + 1) % 0x7fffffff || 1);
+/** An operation that cannot be encoded (a value out of range, a rule to delete without a
+ * handle): names the operation's index and object. Nothing was sent. */
+export class OperationEncodeError extends Error {
+  constructor(
+    readonly opIndex: number,
+    /** `add rule inet nfkube pod_x_in` */
+    readonly operation: string,
+    override readonly cause: unknown,
+  ) {
+    super(`operation ${opIndex}: ${operation}: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'OperationEncodeError';
+  }
+}
 
 const OP_NAMES = new Map<number, string>(
   Object.entries(C)
@@ -96,18 +64,35 @@ const OP_NAMES = new Map<number, string>(
     .map(([k, v]) => [msg(v as number), k]),
 );
 
-function describeObject(op: Operation): string {
-  switch (op.kind) {
-    case 'table':
-      return `table ${op.table.family} ${op.table.name}`;
-    case 'chain':
-      return `chain ${op.chain.family} ${op.chain.table} ${op.chain.name}`;
-    case 'rule':
-      return `rule ${op.rule.family} ${op.rule.table} ${op.rule.chain}${op.rule.handle !== undefined ? ` handle ${op.rule.handle}` : ''}`;
-    case 'set':
-      return `set ${op.set.family} ${op.set.table} ${op.set.name}`;
-    case 'element':
-      return `elements of set ${op.set.family} ${op.set.table} ${op.set.name}`;
+/** Frames the messages of one operation after another into the batch's buffer; the batch
+ * loop sets the current operation's header fields. One per batch: no closure per operation. */
+class BatchFramer implements BatchWriter {
+  readonly messages: BatchMessage[] = [];
+  /** Offset of the last message begun, -1 before the first. */
+  last = -1;
+  opIndex = 0;
+  type = 0;
+  flags = 0;
+  family = 0;
+
+  constructor(
+    private readonly w: AttrWriter,
+    private readonly nextSeq: () => number,
+  ) {}
+
+  begin(): void {
+    const seq = this.nextSeq();
+    this.last = this.w.beginMessage(this.type, this.flags, seq, this.family);
+    this.messages.push({ type: this.type, seq, opIndex: this.opIndex });
+  }
+
+  end(): void {
+    this.w.endMessage(this.last);
+  }
+
+  next(): void {
+    this.end();
+    this.begin();
   }
 }
 
@@ -189,46 +174,34 @@ export class Transaction {
   encodeBatch(nextSeq: () => number, opts: CommitOptions = {}): EncodedBatch {
     const echo = opts.echo ?? true;
     const w = new AttrWriter(sizeHint(this.operations));
-    const messages: BatchMessage[] = [];
     const begin = w.beginMessage(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, nextSeq(), 0, NFNL_SUBSYS_NFTABLES);
     if (opts.genId !== undefined) w.be32(NFNL_BATCH_GENID, opts.genId);
     w.endMessage(begin);
-    let last = -1;
+    const out = new BatchFramer(w, nextSeq);
     // A plain loop writing straight into w: a batch holds thousands of operations.
     for (let opIndex = 0; opIndex < this.operations.length; opIndex++) {
       const op = this.operations[opIndex];
+      const codec = codecOf(op);
       const kind = messageKind(op);
-      const flags = NLM_F_REQUEST | kind.flags | (echo && kind.echo ? NLM_F_ECHO : 0);
-      const family = familyOf(op);
-      if (op.kind === 'element') {
-        const elems = kernelElements(op.set, op.elements);
-        const removing = op.verb === 'delete' || op.verb === 'destroy';
-        // Without the set's id: elements name their set by name.
-        const ref = { table: op.set.table, name: op.set.name };
-        for (let i = 0; i < elems.length; ) {
-          const seq = nextSeq();
-          last = w.beginMessage(kind.type, flags, seq, family);
-          i = encodeSetElements(w, ref, elems, i, removing);
-          w.endMessage(last);
-          messages.push({ type: kind.type, seq, opIndex });
-        }
-        continue;
+      out.opIndex = opIndex;
+      out.type = kind.type;
+      out.flags = NLM_F_REQUEST | kind.flags | (echo && kind.echo ? NLM_F_ECHO : 0);
+      out.family = NFPROTO[codec.family(op)];
+      if (codec.empty?.(op)) continue;
+      try {
+        out.begin();
+        codec.encode(w, op, out);
+        out.end();
+      } catch (err) {
+        throw new OperationEncodeError(opIndex, `${op.verb} ${codec.describe(op)}`, err);
       }
-      if (op.kind === 'rule' && op.verb !== 'add' && op.verb !== 'insert' && op.rule.handle === undefined) {
-        throw new Error(`${op.verb} ${describeObject(op)}: the rule has no handle`);
-      }
-      const seq = nextSeq();
-      last = w.beginMessage(kind.type, flags, seq, family);
-      writeOperation(w, op);
-      w.endMessage(last);
-      messages.push({ type: kind.type, seq, opIndex });
     }
     // Only the last message asks for an ack: its ack proves the whole batch was processed;
     // failures are always reported.
-    if (last >= 0) w.addMessageFlags(last, NLM_F_ACK);
+    if (out.last >= 0) w.addMessageFlags(out.last, NLM_F_ACK);
     const end = w.beginMessage(NFNL_MSG_BATCH_END, NLM_F_REQUEST, nextSeq(), 0, NFNL_SUBSYS_NFTABLES);
     w.endMessage(end);
-    return { datagram: w.finish(), messages };
+    return { datagram: w.finish(), messages: out.messages };
   }
 }
 
@@ -237,109 +210,8 @@ export class Transaction {
  * batches still start small. Pages the batch does not reach are never touched. */
 function sizeHint(operations: Operation[]): number {
   let bytes = 4096;
-  for (const op of operations) bytes += op.kind === 'element' ? 64 * op.elements.length : 512;
+  for (const op of operations) bytes += codecOf(op).sizeHint?.(op) ?? OBJECT_BYTES;
   return bytes;
-}
-
-/** The netlink message an operation becomes: its type, its flags besides NLM_F_REQUEST, and
- * whether the kernel is to echo it (new rules, for their handles). */
-interface MessageKind {
-  type: number;
-  flags: number;
-  echo?: boolean;
-}
-
-type VerbsOf<K extends Operation['kind']> = Extract<Operation, { kind: K }>['verb'];
-
-/** The verbs every kind of object has: add (created when missing), create (refused when it
- * exists), delete (refused when missing), destroy (not). */
-function objectVerbs(newType: number, delType: number, destroyType: number): Record<'add' | 'create' | 'delete' | 'destroy', MessageKind> {
-  return {
-    add: { type: msg(newType), flags: NLM_F_CREATE },
-    create: { type: msg(newType), flags: NLM_F_CREATE | NLM_F_EXCL },
-    delete: { type: msg(delType), flags: 0 },
-    destroy: { type: msg(destroyType), flags: 0 },
-  };
-}
-
-const MESSAGE_KINDS: { [K in Operation['kind']]: Record<VerbsOf<K>, MessageKind> } = {
-  // Flushing a table or chain deletes its rules; flushing a set, its elements.
-  table: { ...objectVerbs(C.NFT_MSG_NEWTABLE, C.NFT_MSG_DELTABLE, C.NFT_MSG_DESTROYTABLE), flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 } },
-  chain: { ...objectVerbs(C.NFT_MSG_NEWCHAIN, C.NFT_MSG_DELCHAIN, C.NFT_MSG_DESTROYCHAIN), flush: { type: msg(C.NFT_MSG_DELRULE), flags: 0 } },
-  rule: {
-    add: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_CREATE | NLM_F_APPEND, echo: true },
-    insert: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_CREATE, echo: true },
-    replace: { type: msg(C.NFT_MSG_NEWRULE), flags: NLM_F_REPLACE, echo: true },
-    delete: { type: msg(C.NFT_MSG_DELRULE), flags: 0 },
-    destroy: { type: msg(C.NFT_MSG_DESTROYRULE), flags: 0 },
-  },
-  set: { ...objectVerbs(C.NFT_MSG_NEWSET, C.NFT_MSG_DELSET, C.NFT_MSG_DESTROYSET), flush: { type: msg(C.NFT_MSG_DELSETELEM), flags: 0 } },
-  element: objectVerbs(C.NFT_MSG_NEWSETELEM, C.NFT_MSG_DELSETELEM, C.NFT_MSG_DESTROYSETELEM),
-};
-
-function familyOf(op: Operation): number {
-  switch (op.kind) {
-    case 'table':
-      return NFPROTO[op.table.family];
-    case 'chain':
-      return NFPROTO[op.chain.family];
-    case 'rule':
-      return NFPROTO[op.rule.family];
-    default:
-      return NFPROTO[op.set.family];
-  }
-}
-
-function messageKind(op: Operation): MessageKind {
-  return (MESSAGE_KINDS[op.kind] as Record<string, MessageKind>)[op.verb];
-}
-
-const NEW_RULE: RuleEncodeOptions = { without: 'handle' };
-const REPLACEMENT_RULE: RuleEncodeOptions = { without: 'position' };
-
-/** Writes the attributes of one operation other than an element list. */
-function writeOperation(w: AttrWriter, op: Exclude<Operation, { kind: 'element' }>): void {
-  switch (op.kind) {
-    case 'table':
-      if (op.verb === 'add' || op.verb === 'create') encodeTable(w, op.table);
-      else if (op.verb === 'flush') w.str(C.NFTA_RULE_TABLE, op.table.name);
-      else encodeTableRef(w, op.table);
-      return;
-    case 'chain':
-      if (op.verb === 'add' || op.verb === 'create') encodeChain(w, op.chain);
-      else if (op.verb === 'flush') w.str(C.NFTA_RULE_TABLE, op.chain.table).str(C.NFTA_RULE_CHAIN, op.chain.name);
-      else encodeChainRef(w, op.chain);
-      return;
-    case 'rule':
-      if (op.verb === 'add' || op.verb === 'insert') encodeRule(w, op.rule, NEW_RULE);
-      else if (op.verb === 'replace') encodeRule(w, op.rule, REPLACEMENT_RULE);
-      // encodeBatch refused a delete without a handle.
-      else encodeRuleRef(w, op.rule as Rule & { handle: bigint });
-      return;
-    case 'set':
-      if (op.verb === 'add' || op.verb === 'create') encodeSet(w, op.set, op.set.id ?? nextSetId());
-      else if (op.verb === 'flush') w.str(C.NFTA_SET_ELEM_LIST_TABLE, op.set.table).str(C.NFTA_SET_ELEM_LIST_SET, op.set.name);
-      else encodeSetRef(w, op.set);
-      return;
-  }
-}
-
-/** What commit needs of a socket (a NetlinkSocket is one): tests record batches with their own.
- * Only a NetlinkSocket is asked, after a refusal, which referenced object is missing. */
-export interface NftTransport {
-  transact(datagrams: Buffer[]): Promise<TransactReply>;
-  nextSeq(): number;
-}
-
-/** Reads the current ruleset generation (NFT_MSG_GETGEN). */
-export async function getGeneration(socket: NftTransport): Promise<number> {
-  const req = encodeNfMessage({ type: msg(C.NFT_MSG_GETGEN), flags: NLM_F_REQUEST | NLM_F_ACK, seq: socket.nextSeq(), family: 0 });
-  const reply = await socket.transact([req]);
-  const failed = reply.acks.find((a) => a.errno !== 0);
-  if (failed) throw new NetlinkError({ code: failed.code ?? `E${failed.errno}`, errno: failed.errno, op: 'NFT_MSG_GETGEN' });
-  const gen = reply.messages.find((m) => m.type === msg(C.NFT_MSG_NEWGEN));
-  if (!gen) throw new NetlinkError({ code: 'EPROTO', errno: 71, op: 'NFT_MSG_GETGEN', message: 'NFT_MSG_GETGEN: no NEWGEN reply' });
-  return decodeGeneration(gen.payload);
 }
 
 /** Commits tx as one batch. On any failure nothing was applied, and the error names the
@@ -368,8 +240,8 @@ export async function commit(socket: NftTransport, tx: Transaction, opts: Commit
     if (index === undefined) throw new NetlinkError({ ...fields, op: 'NFNL_MSG_BATCH_BEGIN', object: 'batch' });
     const m = messages[index];
     // Which reference is missing is read back from the kernel: only a socket can.
-    const missing = (fields.code === 'ENOENT' || fields.code === 'EINVAL') && socket instanceof NetlinkSocket ? await findMissingReference(socket, tx, m.opIndex) : undefined;
-    throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeObject(tx.operations[m.opIndex]), missing });
+    const missing = (fields.code === 'ENOENT' || fields.code === 'EINVAL') && socket instanceof NetlinkSocket ? await findMissingReference(socket, tx.operations, m.opIndex) : undefined;
+    throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeOperation(tx.operations[m.opIndex]), missing });
   }
   const lastSeq = messages[messages.length - 1].seq;
   if (!reply.acks.some((a) => a.seq === lastSeq)) {

@@ -1,9 +1,10 @@
 /** nf_tables objects as plain typed data. Encoding and decoding live in codec modules. */
+import { NFPROTO_ARP, NFPROTO_BRIDGE, NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, NFPROTO_NETDEV } from '../net/protocols';
 
 export type Family = 'inet' | 'ip' | 'ip6' | 'arp' | 'bridge' | 'netdev';
 
-/** NFPROTO_* values (linux/netfilter.h). */
-export const NFPROTO: Record<Family, number> = { inet: 1, ip: 2, arp: 3, netdev: 5, bridge: 7, ip6: 10 };
+/** The NFPROTO_* number of each family. */
+export const NFPROTO: Record<Family, number> = { inet: NFPROTO_INET, ip: NFPROTO_IPV4, arp: NFPROTO_ARP, netdev: NFPROTO_NETDEV, bridge: NFPROTO_BRIDGE, ip6: NFPROTO_IPV6 };
 
 export interface Table {
   family: Family;
@@ -320,4 +321,35 @@ export interface SetElement {
 
 export interface Generation {
   id: number;
+}
+
+// --- transactions and read-back ---------------------------------------------------------------
+
+export type TableVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type ChainVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type RuleVerb = 'add' | 'insert' | 'replace' | 'delete' | 'destroy';
+export type SetVerb = 'add' | 'create' | 'delete' | 'destroy' | 'flush';
+export type ElementVerb = 'add' | 'create' | 'delete' | 'destroy';
+
+/** One change of a transaction: a verb applied to one object (or to elements of one set). */
+export type Operation =
+  | { kind: 'table'; verb: TableVerb; table: Table }
+  | { kind: 'chain'; verb: ChainVerb; chain: Chain }
+  | { kind: 'rule'; verb: RuleVerb; rule: Rule }
+  | { kind: 'set'; verb: SetVerb; set: NftSet }
+  | { kind: 'element'; verb: ElementVerb; set: NftSet; elements: SetElement[] };
+
+export type ObjectKind = Operation['kind'];
+export type OperationOf<K extends ObjectKind> = Extract<Operation, { kind: K }>;
+export type VerbOf<K extends ObjectKind> = OperationOf<K>['verb'];
+
+/** Everything in one table, as read back or as desired. */
+export interface TableContents {
+  table: Table;
+  chains: Chain[];
+  /** Rules in kernel order, per chain. */
+  rules: Rule[];
+  sets: NftSet[];
+  /** Elements per set name, as user-level (inclusive) ranges. */
+  elements: Map<string, SetElement[]>;
 }

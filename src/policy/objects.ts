@@ -4,7 +4,7 @@
 import { hash } from 'node:crypto';
 import type { ContainerPortInfo, NamespaceInfo, PodInfo } from '../k8s/model';
 import type { PortTriple, Protocol } from './ir';
-import { canonicalIp } from './ip';
+import { canonicalIp } from '../net/ip';
 
 export const PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP']);
 

@@ -3,7 +3,7 @@
 
 import type { NetworkPolicyInfo, PeerInfo, PolicyPortInfo, PolicyRuleInfo } from '../k8s/model';
 import type { CompiledPolicy, CompiledRule, Direction, IpBlockSet, PeerRef, PolicyError, PortMatch, Protocol } from './ir';
-import { formatCidr, formatIp, parseCidr, subtractRanges, type ParsedCidr } from './ip';
+import { formatCidr, formatIp, parseCidr, subtractRanges, type ParsedCidr } from '../net/ip';
 import { PROTOCOLS, compact, compareStrings, podKey, shortId } from './objects';
 import { compileSelector, type CompiledSelector, type FieldError } from './selector';
 

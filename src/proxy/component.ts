@@ -15,7 +15,7 @@ import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
 import type { SetElement } from '../nft/types';
 import type { Component, SyncKind, TableRef } from '../pipeline/component';
-import { parseCidr } from '../policy/ip';
+import { parseCidr } from '../net/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
 import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
 import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { ConntrackClient } from '../conntrack/client';
 import type { CtEntry } from '../conntrack/codec';
-import { IPPROTO_UDP } from '../conntrack/constants';
+import { IPPROTO_UDP } from '../net/protocols';
 import type { Fam } from './service-ports';
 
 /** One UDP service port of one family as programmed: its destinations and endpoints. */

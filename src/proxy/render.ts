@@ -20,8 +20,10 @@ import { endianness } from 'node:os';
 import * as b from '../nft/build';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement, Verdict } from '../nft/types';
-import { be16, concatKey, ipv4, ipv6 } from '../nft/values';
-import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../policy/ip';
+import { ipv4, ipv6 } from '../net/ip-bytes';
+import { K8S_IPPROTO, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
+import { be16, concatKey } from '../nft/values';
+import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../net/ip';
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
 import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
 import type { Fam, ServicePortView } from './service-ports';
@@ -98,9 +100,9 @@ export interface Contribution {
   reachable: ProxyEndpoint[];
 }
 
-const IPPROTO: Record<string, number> = { TCP: 6, UDP: 17, SCTP: 132 };
+const IPPROTO: Record<string, number> = K8S_IPPROTO;
 const L4: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
-const ADDR = { v4: { saddr: 'ip saddr', daddr: 'ip daddr', key: 'ipv4_addr', nfproto: 2 }, v6: { saddr: 'ip6 saddr', daddr: 'ip6 daddr', key: 'ipv6_addr', nfproto: 10 } } as const;
+const ADDR = { v4: { saddr: 'ip saddr', daddr: 'ip daddr', key: 'ipv4_addr', nfproto: NFPROTO_IPV4 }, v6: { saddr: 'ip6 saddr', daddr: 'ip6 daddr', key: 'ipv6_addr', nfproto: NFPROTO_IPV6 } } as const;
 const RTN_LOCAL = 2;
 const NF_NAT_RANGE_MAP_IPS = 1;
 const NF_NAT_RANGE_PROTO_SPECIFIED = 2;

@@ -3,7 +3,7 @@
  * the service port of the same name and protocol; an endpoint is keyed by address and port (the
  * first slice naming it wins, unless a later one says it is local); only the family of the
  * slice's addressType. Headless, ExternalName and other proxies' services yield nothing. */
-import { canonicalIp, parseCidr } from '../policy/ip';
+import { canonicalIp, parseCidr } from '../net/ip';
 import type { EndpointSliceInfo, ServiceInfo, ServicePortInfo } from '../k8s/service-model';
 import type { ProxyEndpoint } from './endpoints';
 

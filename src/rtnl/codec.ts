@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import { AttrMap, AttrWriter, parseAttrs } from '../netlink/attr';
 import { DecodeError } from '../netlink/errors';
 import { AF_INET, AF_INET6, AF_UNSPEC, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_HDRLEN } from '../netlink/message';
-import { formatIPv4, formatIPv6, ipAddr } from '../nft/values';
+import { formatIPv4, formatIPv6, ipAddr } from '../net/ip-bytes';
 import {
   IFA_ADDRESS, IFA_FLAGS, IFA_LOCAL, IFADDRMSG_LEN, IFINFOMSG_LEN, IFLA_AF_SPEC, IFLA_ADDRESS, IFLA_IFNAME,
   IFLA_INET_CONF, IFLA_INET6_ADDR_GEN_MODE, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINKINFO, IFLA_MTU,

@@ -3,7 +3,7 @@
  * read-back of the kernel converts into the same shape. */
 import { sameRuleBody } from '../nft/canonical';
 import { NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
-import { TableContents } from '../nft/readback';
+import { TableContents } from '../nft/types';
 import { Chain, NftSet, Rule, SetElement, Table } from '../nft/types';
 
 export interface ChainModel {

@@ -8,7 +8,7 @@ import { PolicyComponent } from '../../src/agent/policy-component';
 import { Renderer } from '../../src/agent/render';
 import { ClusterChange, ClusterSnapshot } from '../../src/k8s/source';
 import { listTable } from '../../src/nft/readback';
-import { ipv4 } from '../../src/nft/values';
+import { ipv4 } from '../../src/net/ip-bytes';
 import { Agent } from '../../src/pipeline/agent';
 import { Component, SyncKind, TableRef } from '../../src/pipeline/component';
 import { ChangeScope } from '../../src/pipeline/scope';

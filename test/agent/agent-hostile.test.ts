@@ -11,7 +11,7 @@ import { LABEL_MAX_BYTES } from '../../src/agent/labels';
 import { metricsObserver, policyCounterReader } from '../../src/agent/metrics-bridge';
 import { normalizers } from '../../src/k8s/normalize';
 import { listTable } from '../../src/nft/readback';
-import { ipv4 } from '../../src/nft/values';
+import { ipv4 } from '../../src/net/ip-bytes';
 import { AgentMetrics } from '../../src/observe/metrics';
 import { diffRulesets, isEmptyDiff } from '../../src/ruleset/diff';
 import { modelFromKernel, RulesetModel } from '../../src/ruleset/model';

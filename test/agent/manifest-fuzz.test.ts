@@ -22,7 +22,7 @@ import { ManifestSource } from '../../src/k8s/manifest-source';
 import type { ClusterChange, SourceError } from '../../src/k8s/source';
 import { listTable } from '../../src/nft/readback';
 import type { SetElement } from '../../src/nft/types';
-import { ipv4 } from '../../src/nft/values';
+import { ipv4 } from '../../src/net/ip-bytes';
 import { compileFull } from '../../src/policy/compile';
 import { diffRulesets, isEmptyDiff } from '../../src/ruleset/diff';
 import { modelFromKernel, RulesetModel, sameRules } from '../../src/ruleset/model';

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { commit, listRules, listSets, NetlinkError, NFT_SET_INTERVAL, nftBuild as b, NftSet, SetTypeError, Transaction, ruleKey, canonicalExprs } from '../../src/index';
 import { sameRuleBody } from '../../src/nft/canonical';
-import { ipv4, ipv6 } from '../../src/nft/values';
+import { ipv4, ipv6 } from '../../src/net/ip-bytes';
 import { withSandbox } from '../helpers/netns';
 
 const T = { family: 'inet' as const, name: 'lib' };

@@ -7,7 +7,7 @@ import * as C from '../../src/nft/constants';
 import { listTable } from '../../src/nft/readback';
 import { commit, Transaction } from '../../src/nft/transaction';
 import { Chain, Expr, NftSet, Rule, Table } from '../../src/nft/types';
-import { ipv4 } from '../../src/nft/values';
+import { ipv4 } from '../../src/net/ip-bytes';
 import { diffRulesets, diffTransaction, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import { elementMap, emptyModel, modelFromKernel, RulesetModel } from '../../src/ruleset/model';
 import { withSandbox } from '../helpers/netns';

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findOverridingChains, logCoexistence } from '../../src/agent/coexist';
-import { getGeneration } from '../../src/nft/transaction';
+import { getGeneration } from '../../src/nft/generation';
 import { withSandbox } from '../helpers/netns';
 import { baseCluster, foreignState, nfkube, NODE, recordingLogger } from './harness';
 

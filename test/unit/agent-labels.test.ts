@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatLabel, LABEL_MAX_BYTES, parseLabel, RuleLabel, sanitizeLabelText, truncateUtf8, utf8Length } from '../../src/agent/labels';
 import { AttrWriter } from '../../src/netlink/attr';
-import { decodeRule, encodeRule } from '../../src/nft/codec';
+import { decodeRule, encodeRule } from '../../src/nft/objects';
 import * as b from '../../src/nft/build';
 import { mulberry32 } from '../helpers/prng';
 

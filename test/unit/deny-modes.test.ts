@@ -8,7 +8,7 @@ import { ChangeScope } from '../../src/pipeline/scope';
 import { Renderer } from '../../src/agent/render';
 import { PolicyModes } from '../../src/deny/modes';
 import { formatTable } from '../../src/nft/format';
-import { TableContents } from '../../src/nft/readback';
+import { TableContents } from '../../src/nft/types';
 import { PolicyEngine } from '../../src/policy/engine';
 import { isEmptyDelta } from '../../src/policy/ir';
 import { applyDiff, cloneModel, diffRulesets, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';

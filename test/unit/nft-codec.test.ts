@@ -5,7 +5,6 @@ import { DecodeError } from '../../src/netlink/errors';
 import { decodeNfMessages, encodeNfMessage } from '../../src/netlink/message';
 import {
   decodeChain,
-  decodeGeneration,
   decodeRule,
   decodeSet,
   decodeSetElements,
@@ -17,11 +16,13 @@ import {
   encodeTable,
   kernelElements,
   userElements,
-} from '../../src/nft/codec';
+} from '../../src/nft/objects';
+import { decodeGeneration } from '../../src/nft/generation';
 import * as b from '../../src/nft/build';
 import * as C from '../../src/nft/constants';
 import { Chain, NFPROTO, NftSet, Rule, SetElement, Table } from '../../src/nft/types';
-import { be16, cidrRange, concatKey, ipv4, ipv6 } from '../../src/nft/values';
+import { cidrRange, ipv4, ipv6 } from '../../src/net/ip-bytes';
+import { be16, concatKey } from '../../src/nft/values';
 
 function bytes(write: (w: AttrWriter) => void): Buffer {
   const w = new AttrWriter();

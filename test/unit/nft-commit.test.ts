@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NetlinkError } from '../../src/netlink/errors';
-import { commit, Transaction } from '../../src/nft/transaction';
+import * as b from '../../src/nft/build';
+import { commit, OperationEncodeError, Transaction } from '../../src/nft/transaction';
 import { Chain, Table } from '../../src/nft/types';
 import { assertBytes, golden, sideBySide } from '../helpers/golden';
 import { RecordingTransport } from '../helpers/recording-transport';
@@ -88,6 +89,24 @@ test('a delete of a rule without a handle is refused before anything is sent', a
   const t = new RecordingTransport();
   const rule = { family: 'inet' as const, table: 't', chain: 'c', exprs: [] };
   await assert.rejects(commit(t, new Transaction().add({ kind: 'rule', verb: 'delete', rule })), /delete rule inet t c: the rule has no handle/);
+  assert.equal(t.sent.length, 0);
+});
+
+test('an operation that cannot be encoded is named by its index and object; nothing is sent', async () => {
+  const t = new RecordingTransport();
+  const ok = { family: 'inet' as const, table: 't', chain: 'c', exprs: [b.accept()] };
+  const bad = { family: 'inet' as const, table: 't', chain: 'pod_x_in', exprs: [...b.l4proto('tcp'), b.load('th dport'), { type: 'cmp' as const, sreg: 1, op: 'eq' as const, data: Buffer.alloc(0) }] };
+  const big = new Transaction().addTable(table).addChain(chain);
+  for (let i = 0; i < 1232; i++) big.addRule(ok);
+  big.addRule(bad).addRule(ok);
+  await assert.rejects(commit(t, big), (err: unknown) => {
+    assert.ok(err instanceof OperationEncodeError);
+    assert.equal(err.message, 'operation 1234: add rule inet t pod_x_in: cmp.data: 0 bytes, the kernel takes 1..64');
+    assert.equal(err.opIndex, 1234);
+    assert.equal(err.operation, 'add rule inet t pod_x_in');
+    assert.ok(err.cause instanceof RangeError);
+    return true;
+  });
   assert.equal(t.sent.length, 0);
 });
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SelectorIndex, compileSelector, matches } from '../../src/policy/selector';
-import { canonicalIp, formatCidr, formatIp, parseCidr, subtractRanges } from '../../src/policy/ip';
+import { canonicalIp, formatCidr, formatIp, parseCidr, subtractRanges } from '../../src/net/ip';
 
 const sel = (s: Parameters<typeof compileSelector>[0]) => compileSelector(s, 'spec.podSelector');
 

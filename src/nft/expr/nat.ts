@@ -1,11 +1,11 @@
 /** nat: source or destination NAT to addresses/ports held in registers (nft_nat.c). */
 import * as C from '../constants';
-import { NatExpr } from '../types';
+import { NatExpr, NFPROTO } from '../types';
 import { compact, EnumMap, ExprCodec, u32 } from './codec';
 
 const NAT_TYPES = new EnumMap<NatExpr['natType']>('nat.natType', { snat: C.NFT_NAT_SNAT, dnat: C.NFT_NAT_DNAT });
-// libnftnl's family names (utils.c), by NFPROTO_*.
-const FAMILY_TEXT: Record<number, string> = { 1: 'inet', 2: 'ip', 3: 'arp', 5: 'netdev', 7: 'bridge', 10: 'ip6' };
+// libnftnl's family names (utils.c), by NFPROTO_*: nft's own.
+const FAMILY_TEXT: Record<number, string> = Object.fromEntries(Object.entries(NFPROTO).map(([name, n]) => [n, name]));
 
 export const nat: ExprCodec<'nat'> = {
   attrs: [

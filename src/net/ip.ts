@@ -1,7 +1,7 @@
-/** IP address and CIDR arithmetic for policy compilation: parsing to bigints, canonical text,
- * and cidr-minus-excepts as inclusive ranges. */
+/** IP addresses and CIDRs as numbers: parsing to bigints, canonical text, and cidr-minus-excepts
+ * as inclusive ranges (policy ipBlocks, the proxy's source ranges, IPAM blocks). */
 
-import { formatIPv6Groups, parseDottedQuad, parseIPv6Groups } from '../net/ip-text';
+import { formatDottedQuad, formatIPv6Groups, parseDottedQuad, parseIPv6Groups } from './ip-text';
 
 export type IpFamily = 'v4' | 'v6';
 
@@ -45,10 +45,7 @@ export function parseIp(text: string): ParsedIp | undefined {
 }
 
 export function formatIp(family: IpFamily, value: bigint): string {
-  if (family === 'v4') {
-    const n = Number(value & 0xffffffffn);
-    return `${n >>> 24}.${(n >>> 16) & 0xff}.${(n >>> 8) & 0xff}.${n & 0xff}`;
-  }
+  if (family === 'v4') return formatDottedQuad(Number(value & 0xffffffffn));
   const groups: number[] = [];
   for (let i = 7; i >= 0; i--) groups.push(Number((value >> BigInt(i * 16)) & 0xffffn));
   return formatIPv6Groups(groups);
