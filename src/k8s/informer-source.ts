@@ -10,17 +10,12 @@
  * drops state and only real differences are delivered. Connection failures are retried with backoff. */
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import { createLogger } from '../log';
+import { clientNode } from './client-node';
 import { sourceErrorFrom } from './errors';
 import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
 import { rawLister, type ListPage } from './raw-list';
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
-/** client-node takes seconds to load (its generated API is large): only load it when a cluster
- * is the source, so `--manifests` and `render` start at once. */
-function clientNode(): typeof import('@kubernetes/client-node') {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require('@kubernetes/client-node');
-}
 
 /** A kubeconfig file, or the pod's service account when no path is given. */
 export function loadKubeConfig(path?: string): KubeConfig {
