@@ -53,7 +53,10 @@ export function credentialCommandWarning(c: CredentialCommand): string {
 
 export interface InformerSourceOptions extends SourceHandlers {
   kubeConfig: KubeConfig;
-  /** Objects per LIST page, so a re-list never holds the whole cluster's raw objects. */
+  /** Objects per LIST page (default 100), so a re-list never holds the whole cluster's raw
+   * objects. A page's parsed JSON is garbage once normalized: at 100 pods (~400 KB) it dies in
+   * V8's young generation; 500-pod pages measured 25 MB more peak RSS at 5k pods with a 1 MB
+   * semi-space (the DaemonSet's), for the same CPU. */
   pageSize?: number;
   /** Asked of the server per watch; it ends the watch after that long and we resume. */
   watchTimeoutSeconds?: number;
@@ -62,6 +65,8 @@ export interface InformerSourceOptions extends SourceHandlers {
   /** The kinds watched (default POLICY_KINDS; add PROXY_KINDS for the service proxy). */
   kinds?: readonly ObjectKind[];
 }
+
+const DEFAULT_PAGE_SIZE = 100;
 
 interface KindAccess {
   kind: ObjectKind;
@@ -214,7 +219,7 @@ class Reflector {
     let cont: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await this.access.list({ limit: this.opts.pageSize ?? 500, _continue: cont });
+      const page = await this.access.list({ limit: this.opts.pageSize ?? DEFAULT_PAGE_SIZE, _continue: cont });
       for (const item of page.items ?? []) {
         const normalized = this.normalize(item);
         if (normalized) next.set(normalized.key, normalized.object as never);
