@@ -424,7 +424,7 @@ async function main(): Promise<void> {
       informers.map((r) => [r.size, ms(r.cpuToFirstMs), ms(r.firstCommitMs), `${r.hwmAtFirstMB.toFixed(0)} MB`, `${r.hwmEndMB.toFixed(0)} MB`, `${percentile(r.latencies, 50).toFixed(2)} / ${percentile(r.latencies, 99).toFixed(2)} ms`, String(r.missed)]),
     ),
   );
-  out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=${DAEMONSET_ENV.NODE_OPTIONS ?? ''} from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by polling NFT_MSG_GETGEN from a separate poller process (bench/generation-poller.js) every ~50 µs. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution).\n');
+  out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by polling NFT_MSG_GETGEN from a separate poller process (bench/generation-poller.js) every ~50 µs. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution).\n');
   out.push(
     table(
       ['agent over a watched manifests directory', 'time to first commit', 'CPU to first commit', `file write -> committed p50 / p95 / p99 (${EVENTS} events)`, 'missed', 'peak RSS'],
