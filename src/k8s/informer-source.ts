@@ -55,8 +55,8 @@ export interface InformerSourceOptions extends SourceHandlers {
   kubeConfig: KubeConfig;
   /** Objects per LIST page (default 100), so a re-list never holds the whole cluster's raw
    * objects. A page's parsed JSON is garbage once normalized: at 100 pods (~400 KB) it dies in
-   * V8's young generation; 500-pod pages measured 25 MB more peak RSS at 5k pods with a 1 MB
-   * semi-space (the DaemonSet's), for the same CPU. */
+   * V8's young generation; 500-pod pages measured 25 MB more peak RSS at 5k pods with the
+   * DaemonSet's small semi-spaces, for the same CPU. */
   pageSize?: number;
   /** Asked of the server per watch; it ends the watch after that long and we resume. */
   watchTimeoutSeconds?: number;
