@@ -103,7 +103,8 @@ const command: Command = {
     });
     let lastSourceError: string | undefined;
     let sourceErrors = 0;
-    await prepareSource(v);
+    // IPAM has loaded the whole client-node already (its custom resources need the generated API).
+    if (!ipam.enabled) await prepareSource(v);
     const source = openSource(v, {
       onChange: (c) => {
         drops?.apply(c);
