@@ -30,6 +30,14 @@ export function openSource(values: Record<string, string | boolean | undefined>,
   return new InformerSource({ kubeConfig: loadKubeConfig(kubeconfig), kinds, ...handlers });
 }
 
+/** Before openSource() for a cluster: loads the part of client-node the informers use, not its
+ * generated API (src/k8s/client-node.ts). */
+export async function prepareSource(values: Record<string, string | boolean | undefined>): Promise<void> {
+  if (values.manifests) return;
+  const { loadInformerClient } = require('../k8s/client-node') as typeof import('../k8s/client-node');
+  await loadInformerClient();
+}
+
 /** Where cluster state comes from, in words, for the agent's first log line. */
 export function describeSource(values: Record<string, string | boolean | undefined>): string {
   if (values.manifests) return `manifests ${values.manifests as string}`;

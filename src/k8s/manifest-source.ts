@@ -12,7 +12,7 @@
  * good version of its object stays (a NetworkPolicy that cannot be understood fails closed
  * instead, see normalize.ts). A kind nfkube does not read is a warning naming file and kind.
  * When two files define the same object the first file by name wins. */
-import { existsSync, readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { extname, join } from 'node:path';
 import type { Document } from 'yaml';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
@@ -108,7 +108,7 @@ export class ManifestSource implements ClusterSource {
     const path = join(this.opts.dir, name);
     let text: string | undefined;
     try {
-      const stat = existsSync(path) ? statSync(path) : undefined;
+      const stat = statSync(path, { throwIfNoEntry: false });
       const limit = isJsonName(name) ? MAX_MANIFEST_BYTES.json : MAX_MANIFEST_BYTES.yaml;
       if (stat?.isFile() && stat.size > limit) {
         this.opts.onError({ message: `${name}: ${stat.size} bytes, more than the ${limit} this format may have; not read (its previous objects stay)`, file: name });

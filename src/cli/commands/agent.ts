@@ -11,7 +11,7 @@ import { listTables } from '../../nft/readback';
 import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
-import { describeSource, openSource, SOURCE_OPTIONS } from '../source';
+import { describeSource, openSource, prepareSource, SOURCE_OPTIONS } from '../source';
 import { ConntrackClient } from '../../conntrack/client';
 import type { Component } from '../../pipeline/component';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
@@ -103,6 +103,8 @@ const command: Command = {
     });
     let lastSourceError: string | undefined;
     let sourceErrors = 0;
+    // IPAM has loaded the whole client-node already (its custom resources need the generated API).
+    if (!ipam.enabled) await prepareSource(v);
     const source = openSource(v, {
       onChange: (c) => {
         drops?.apply(c);
