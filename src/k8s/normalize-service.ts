@@ -5,6 +5,7 @@
  * forward to the wrong place: a malformed Service or EndpointSlice throws, naming the field, and
  * the source keeps the last good version. */
 import { canonicalIp, formatCidr, parseCidr } from '../policy/ip';
+import { K8sObjectError } from './errors';
 import { FieldReader, readObject, type NormalizeOptions } from './normalize';
 import type {
   EndpointInfo,
@@ -45,6 +46,32 @@ function port(r: FieldReader, v: unknown, field: string, required: boolean): num
   return n;
 }
 
+/** nodePort and healthCheckNodePort: 0 means none (what the API returns for "not allocated",
+ * e.g. allocateLoadBalancerNodePorts: false), as kube-proxy reads them (pkg/proxy/service.go). */
+function optionalPort(r: FieldReader, v: unknown, field: string): number | undefined {
+  return v === 0 ? undefined : port(r, v, field, false);
+}
+
+/** Parses each item of a list. One that fails is left out and reported through opts.onProblem
+ * (the rest of the object still applies, as kube-proxy skips what it cannot parse); without a
+ * sink, or when `required` and no item parses, the first failure throws: the object fails. */
+function parseEach<T>(fns: (() => T)[], opts: NormalizeOptions, required: boolean): T[] {
+  const out: T[] = [];
+  const errors: K8sObjectError[] = [];
+  for (const fn of fns) {
+    try {
+      out.push(fn());
+    } catch (err) {
+      if (!(err instanceof K8sObjectError)) throw err;
+      errors.push(err);
+    }
+  }
+  if (errors.length === 0) return out;
+  if (!opts.onProblem || (required && out.length === 0)) throw errors[0];
+  for (const err of errors) opts.onProblem(err);
+  return out;
+}
+
 function protocol(r: FieldReader, v: unknown, field: string): ServiceProtocol {
   const p = r.optString(v, field) || 'TCP';
   if (!PROTOCOLS.has(p)) r.fail(field, `"${p}" is not TCP, UDP or SCTP`);
@@ -64,8 +91,9 @@ function cidr(r: FieldReader, text: string, field: string): string {
   return formatCidr(c);
 }
 
-function ipList(r: FieldReader, v: unknown, field: string): string[] {
-  return (r.stringList(v, field) ?? []).map((s, i) => ip(r, s, `${field}[${i}]`));
+/** A list of addresses; an entry that is not one is left out (see parseEach). */
+function ipList(r: FieldReader, v: unknown, field: string, opts: NormalizeOptions): string[] {
+  return parseEach((r.optArray(v, field) ?? []).map((s, i) => () => ip(r, s, `${field}[${i}]`)), opts, false);
 }
 
 function dedupe(list: string[]): string[] {
@@ -80,13 +108,18 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
   const type = r.optString(spec.type, 'spec.type') || 'ClusterIP';
   if (!SERVICE_TYPES.has(type)) r.fail('spec.type', `"${type}" is not ClusterIP, NodePort, LoadBalancer or ExternalName`);
 
-  // clusterIPs is authoritative when set; clusterIP is its first entry (or the only field).
-  const rawIPs = r.stringList(spec.clusterIPs, 'spec.clusterIPs');
+  // clusterIPs is authoritative when set; clusterIP is its first entry (or the only field). An
+  // entry that is not an address is left out; a service with none left fails.
+  const rawIPs = r.optArray(spec.clusterIPs, 'spec.clusterIPs');
   const single = r.optString(spec.clusterIP, 'spec.clusterIP');
   const listed = rawIPs && rawIPs.length > 0 ? { list: rawIPs, field: 'spec.clusterIPs' } : { list: single ? [single] : [], field: 'spec.clusterIP' };
   const headless = listed.list.includes('None');
-  const clusterIPs =
-    type === 'ExternalName' || headless ? [] : listed.list.filter((s) => s !== '').map((s, i) => ip(r, s, listed.field === 'spec.clusterIP' ? 'spec.clusterIP' : `spec.clusterIPs[${i}]`));
+  const given = type === 'ExternalName' || headless ? [] : listed.list.filter((s) => s !== '');
+  const clusterIPs = parseEach(
+    given.map((s, i) => () => ip(r, s, listed.field === 'spec.clusterIP' ? 'spec.clusterIP' : `spec.clusterIPs[${i}]`)),
+    opts,
+    true,
+  );
   if (clusterIPs.length === 2 && canonicalIp(clusterIPs[0])!.family === canonicalIp(clusterIPs[1])!.family) {
     r.fail('spec.clusterIPs', 'two addresses of one family');
   }
@@ -109,7 +142,7 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
       // Absent means the same number as port; "8080" (a string of digits) is a number.
       info.targetPort = port(r, typeof target === 'string' ? Number(target) : target, `${f}.targetPort`, false) ?? info.port;
     }
-    const nodePort = port(r, rec.nodePort, `${f}.nodePort`, false);
+    const nodePort = optionalPort(r, rec.nodePort, `${f}.nodePort`);
     if (nodePort !== undefined && (type === 'NodePort' || type === 'LoadBalancer')) info.nodePort = nodePort;
     ports.push(info);
   });
@@ -121,7 +154,7 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
     clusterIPs,
     headless,
     ports,
-    externalIPs: type === 'ExternalName' ? [] : dedupe(ipList(r, spec.externalIPs, 'spec.externalIPs')),
+    externalIPs: type === 'ExternalName' ? [] : dedupe(ipList(r, spec.externalIPs, 'spec.externalIPs', opts)),
     loadBalancerIPs: [],
     loadBalancerSourceRanges: [],
     externalTrafficPolicy: trafficPolicy(r, spec.externalTrafficPolicy, 'spec.externalTrafficPolicy'),
@@ -130,24 +163,33 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
   };
   if (type === 'LoadBalancer') {
     const lb = r.optRecord(status.loadBalancer, 'status.loadBalancer') ?? {};
-    (r.optArray(lb.ingress, 'status.loadBalancer.ingress') ?? []).forEach((entry, i) => {
+    const ingress = (r.optArray(lb.ingress, 'status.loadBalancer.ingress') ?? []).map((entry, i) => (): string | undefined => {
       const f = `status.loadBalancer.ingress[${i}]`;
       const rec = r.record(entry, f);
-      if (rec.ip === undefined || rec.ip === null || rec.ip === '') return;
-      if (r.optString(rec.ipMode, `${f}.ipMode`) === 'Proxy') return;
-      svc.loadBalancerIPs.push(ip(r, rec.ip, `${f}.ip`));
+      if (rec.ip === undefined || rec.ip === null || rec.ip === '') return undefined;
+      // Only VIP mode (or none) is programmed on nodes; Proxy (or any other) mode leaves the IP to
+      // the load balancer (pkg/proxy/util IsVIPMode).
+      const mode = r.optString(rec.ipMode, `${f}.ipMode`);
+      if (mode !== undefined && mode !== 'VIP') return undefined;
+      return ip(r, rec.ip, `${f}.ip`);
     });
-    svc.loadBalancerIPs = dedupe(svc.loadBalancerIPs);
-    const ranges = r.stringList(spec.loadBalancerSourceRanges, 'spec.loadBalancerSourceRanges') ?? [];
-    if (ranges.length > 0) svc.loadBalancerSourceRanges = ranges.map((c, i) => cidr(r, c, `spec.loadBalancerSourceRanges[${i}]`));
+    svc.loadBalancerIPs = dedupe(parseEach(ingress, opts, false).filter((a) => a !== undefined));
+    // Entries are trimmed and those that are not CIDRs left out (proxyutil.MapCIDRsByIPFamily);
+    // a list none of whose entries is a CIDR fails the service rather than open it to all.
+    const field = 'spec.loadBalancerSourceRanges';
+    const ranges = r.optArray(spec.loadBalancerSourceRanges, field) ?? [];
+    if (ranges.length > 0) svc.loadBalancerSourceRanges = parseEach(ranges.map((c, i) => () => cidr(r, r.string(c, `${field}[${i}]`), `${field}[${i}]`)), opts, true);
     else if (annotations[SOURCE_RANGES_ANNOTATION]?.trim()) {
-      svc.loadBalancerSourceRanges = annotations[SOURCE_RANGES_ANNOTATION].split(',').map((c) => cidr(r, c, `metadata.annotations.${SOURCE_RANGES_ANNOTATION}`));
+      const af = `metadata.annotations.${SOURCE_RANGES_ANNOTATION}`;
+      svc.loadBalancerSourceRanges = parseEach(annotations[SOURCE_RANGES_ANNOTATION].split(',').map((c) => () => cidr(r, c, af)), opts, true);
     }
     svc.loadBalancerSourceRanges = dedupe(svc.loadBalancerSourceRanges);
   }
-  // Only externally reachable services have an external policy (the API clears it elsewhere).
-  if (type !== 'NodePort' && type !== 'LoadBalancer') svc.externalTrafficPolicy = 'Cluster';
-  const hc = port(r, spec.healthCheckNodePort, 'spec.healthCheckNodePort', false);
+  // Only externally accessible services have an external policy: NodePort, LoadBalancer, and
+  // ClusterIP with externalIPs (pkg/api/v1/service ExternallyAccessible, ExternalPolicyLocal).
+  const externallyAccessible = type === 'NodePort' || type === 'LoadBalancer' || (type === 'ClusterIP' && (r.optArray(spec.externalIPs, 'spec.externalIPs') ?? []).length > 0);
+  if (!externallyAccessible) svc.externalTrafficPolicy = 'Cluster';
+  const hc = optionalPort(r, spec.healthCheckNodePort, 'spec.healthCheckNodePort');
   if (hc !== undefined && type === 'LoadBalancer' && svc.externalTrafficPolicy === 'Local') svc.healthCheckNodePort = hc;
   const affinity = r.optString(spec.sessionAffinity, 'spec.sessionAffinity') || 'None';
   if (affinity !== 'None' && affinity !== 'ClientIP') r.fail('spec.sessionAffinity', `"${affinity}" is not None or ClientIP`);
@@ -178,48 +220,55 @@ export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}
   const addressType = r.optString(obj.addressType, 'addressType');
   if (addressType !== 'IPv4' && addressType !== 'IPv6' && addressType !== 'FQDN') r.fail('addressType', `expected IPv4, IPv6 or FQDN, got ${JSON.stringify(addressType)}`);
 
-  const ports: EndpointPortInfo[] = (r.optArray(obj.ports, 'ports') ?? []).map((p, i) => {
+  // A port or endpoint that cannot be read is left out, the rest of the slice applies (as
+  // kube-proxy's EndpointSliceCache skips them); port 0 is no port (it matches nothing).
+  const portFns = (r.optArray(obj.ports, 'ports') ?? []).map((p, i) => (): EndpointPortInfo => {
     const f = `ports[${i}]`;
     const rec = r.record(p, f);
     const out: EndpointPortInfo = { name: r.optString(rec.name, `${f}.name`) ?? '', protocol: protocol(r, rec.protocol, `${f}.protocol`) };
-    const n = port(r, rec.port, `${f}.port`, false);
+    const n = optionalPort(r, rec.port, `${f}.port`);
     if (n !== undefined) out.port = n;
     return out;
   });
+  const ports = parseEach(portFns, opts, false);
 
-  const endpoints: EndpointInfo[] = [];
+  const endpointFns: (() => EndpointInfo)[] = [];
   if (addressType !== 'FQDN') {
     const family = addressType === 'IPv4' ? 'v4' : 'v6';
-    (r.optArray(obj.endpoints, 'endpoints') ?? []).forEach((e, i) => {
-      const f = `endpoints[${i}]`;
-      const rec = r.record(e, f);
-      const addresses = r.stringList(rec.addresses, `${f}.addresses`) ?? [];
-      if (addresses.length === 0) r.fail(`${f}.addresses`, 'missing');
-      const address = ip(r, addresses[0], `${f}.addresses[0]`);
-      if (canonicalIp(address)!.family !== family) r.fail(`${f}.addresses[0]`, `"${address}" is not an ${addressType} address`);
-      const cond = r.optRecord(rec.conditions, `${f}.conditions`) ?? {};
-      const ep: EndpointInfo = {
-        address,
-        ready: r.optBoolean(cond.ready, `${f}.conditions.ready`) ?? true,
-        serving: r.optBoolean(cond.serving, `${f}.conditions.serving`) ?? true,
-        terminating: r.optBoolean(cond.terminating, `${f}.conditions.terminating`) ?? false,
-      };
-      const nodeName = r.optString(rec.nodeName, `${f}.nodeName`);
-      if (nodeName) ep.nodeName = nodeName;
-      const zone = r.optString(rec.zone, `${f}.zone`);
-      if (zone) ep.zone = zone;
-      const hints = r.optRecord(rec.hints, `${f}.hints`);
-      if (hints) {
-        const names = (v: unknown, hf: string) =>
-          (r.optArray(v, hf) ?? []).map((h, j) => r.string(r.record(h, `${hf}[${j}]`).name, `${hf}[${j}].name`)).sort();
-        const zoneHints = names(hints.forZones, `${f}.hints.forZones`);
-        const nodeHints = names(hints.forNodes, `${f}.hints.forNodes`);
-        if (zoneHints.length > 0) ep.zoneHints = zoneHints;
-        if (nodeHints.length > 0) ep.nodeHints = nodeHints;
-      }
-      endpoints.push(ep);
-    });
+    (r.optArray(obj.endpoints, 'endpoints') ?? []).forEach((e, i) =>
+      endpointFns.push(() => {
+        const f = `endpoints[${i}]`;
+        const rec = r.record(e, f);
+        const addresses = r.optArray(rec.addresses, `${f}.addresses`) ?? [];
+        if (addresses.length === 0) r.fail(`${f}.addresses`, 'missing');
+        const address = ip(r, addresses[0], `${f}.addresses[0]`);
+        if (canonicalIp(address)!.family !== family) r.fail(`${f}.addresses[0]`, `"${address}" is not an ${addressType} address`);
+        const cond = r.optRecord(rec.conditions, `${f}.conditions`) ?? {};
+        // Absent conditions: ready and serving, not terminating (EndpointSliceCache.addEndpoints).
+        const ep: EndpointInfo = {
+          address,
+          ready: r.optBoolean(cond.ready, `${f}.conditions.ready`) ?? true,
+          serving: r.optBoolean(cond.serving, `${f}.conditions.serving`) ?? true,
+          terminating: r.optBoolean(cond.terminating, `${f}.conditions.terminating`) ?? false,
+        };
+        const nodeName = r.optString(rec.nodeName, `${f}.nodeName`);
+        if (nodeName) ep.nodeName = nodeName;
+        const zone = r.optString(rec.zone, `${f}.zone`);
+        if (zone) ep.zone = zone;
+        const hints = r.optRecord(rec.hints, `${f}.hints`);
+        if (hints) {
+          const names = (v: unknown, hf: string) =>
+            (r.optArray(v, hf) ?? []).map((h, j) => r.string(r.record(h, `${hf}[${j}]`).name, `${hf}[${j}].name`)).sort();
+          const zoneHints = names(hints.forZones, `${f}.hints.forZones`);
+          const nodeHints = names(hints.forNodes, `${f}.hints.forNodes`);
+          if (zoneHints.length > 0) ep.zoneHints = zoneHints;
+          if (nodeHints.length > 0) ep.nodeHints = nodeHints;
+        }
+        return ep;
+      }),
+    );
   }
+  const endpoints = parseEach(endpointFns, opts, false);
 
   const slice: EndpointSliceInfo = { namespace: id.namespace!, name: id.name, addressType: addressType as EndpointSliceInfo['addressType'], ports, endpoints };
   const serviceName = labels[SERVICE_NAME_LABEL];
