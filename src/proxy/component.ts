@@ -183,10 +183,11 @@ export class ProxyComponent implements Component {
     const out: { service: string; port: number; localEndpoints: number }[] = [];
     for (const [key, svc] of this.services) {
       if (svc.healthCheckNodePort === undefined || !isProxied(svc)) continue;
+      // kube-proxy's LocalReadyEndpoints: distinct addresses of ready local endpoints that some
+      // service port uses.
+      const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
       const local = new Set<string>();
-      for (const sliceKey of this.slicesOf.get(key) ?? []) {
-        for (const ep of this.slices.get(sliceKey)!.endpoints) if (ep.nodeName === this.opts.nodeName && ep.ready) local.add(ep.address);
-      }
+      for (const view of servicePortViews(svc, slices, this.opts.nodeName)) for (const ep of view.endpoints) if (ep.local && ep.ready) local.add(ep.ip);
       out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: local.size });
     }
     return out;
