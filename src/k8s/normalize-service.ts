@@ -22,6 +22,9 @@ type Obj = Record<string, unknown>;
 
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 export const SERVICE_PROXY_NAME_LABEL = 'service.kubernetes.io/service-proxy-name';
+/** kube-proxy lists Services and EndpointSlices with neither label (cmd/kube-proxy/app/server.go
+ * noProxyName, noHeadlessEndpoints), whatever its value. */
+export const HEADLESS_LABEL = 'service.kubernetes.io/headless';
 export const TRIGGER_TIME_ANNOTATION = 'endpoints.kubernetes.io/last-change-trigger-time';
 const SOURCE_RANGES_ANNOTATION = 'service.beta.kubernetes.io/load-balancer-source-ranges';
 const ZONE_LABEL = 'topology.kubernetes.io/zone';
@@ -204,6 +207,7 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
   }
   const proxyName = labels[SERVICE_PROXY_NAME_LABEL];
   if (proxyName !== undefined) svc.proxyName = proxyName;
+  if (labels[HEADLESS_LABEL] !== undefined) svc.headlessLabel = true;
   return svc;
 }
 
@@ -272,7 +276,7 @@ export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}
 
   const slice: EndpointSliceInfo = { namespace: id.namespace!, name: id.name, addressType: addressType as EndpointSliceInfo['addressType'], ports, endpoints };
   const serviceName = labels[SERVICE_NAME_LABEL];
-  if (serviceName) slice.serviceName = serviceName;
+  if (serviceName && labels[SERVICE_PROXY_NAME_LABEL] === undefined && labels[HEADLESS_LABEL] === undefined) slice.serviceName = serviceName;
   const trigger = annotations[TRIGGER_TIME_ANNOTATION];
   if (trigger) {
     const ms = Date.parse(trigger);

@@ -28,7 +28,7 @@ export const familyOf = (ip: string): Fam => (ip.includes(':') ? 'v6' : 'v4');
 
 /** Whether the proxy programs anything for this service. */
 export function isProxied(svc: ServiceInfo): boolean {
-  return svc.type !== 'ExternalName' && !svc.headless && svc.proxyName === undefined && svc.clusterIPs.length > 0;
+  return svc.type !== 'ExternalName' && !svc.headless && svc.proxyName === undefined && !svc.headlessLabel && svc.clusterIPs.length > 0;
 }
 
 export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSliceInfo>, nodeName: string): ServicePortView[] {

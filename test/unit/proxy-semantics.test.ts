@@ -62,6 +62,8 @@ describe('what kube-proxy ignores (proxyutil.ShouldSkipService, EndpointSliceCac
       svcJson({ type: 'ExternalName', externalName: 'example.com', clusterIP: '198.19.0.10' }),
       svcJson({ clusterIP: 'None' }),
       svcJson({ clusterIP: 'None', clusterIPs: ['None'] }),
+      // kube-proxy's informers select !service-proxy-name,!headless (cmd/kube-proxy/app/server.go).
+      svcJson({}, { labels: { 'service.kubernetes.io/headless': '' } }),
     ]) {
       assert.deepEqual(servicePortViews(service(raw), slices, NODE), [], JSON.stringify(raw.spec));
     }
@@ -77,7 +79,11 @@ describe('what kube-proxy ignores (proxyutil.ShouldSkipService, EndpointSliceCac
     const unlabeled = slice(sliceJson({ endpoints: [endpoint('198.18.1.1')] }, 'web-b', {}));
     const emptyLabel = slice(sliceJson({ endpoints: [endpoint('198.18.1.2')] }, 'web-c', { 'kubernetes.io/service-name': '' }));
     const otherNs = slice({ ...sliceJson({ endpoints: [endpoint('198.18.1.3')] }, 'web-d'), metadata: { namespace: 'y', name: 'web-d', labels: { 'kubernetes.io/service-name': 'web' } } });
-    const slices = [fqdn, unlabeled, emptyLabel, otherNs];
+    const otherProxy = slice(sliceJson({ endpoints: [endpoint('198.18.1.4')] }, 'web-e', { 'kubernetes.io/service-name': 'web', 'service.kubernetes.io/service-proxy-name': 'x' }));
+    const headlessLabel = slice(sliceJson({ endpoints: [endpoint('198.18.1.5')] }, 'web-f', { 'kubernetes.io/service-name': 'web', 'service.kubernetes.io/headless': '' }));
+    assert.equal(otherProxy.serviceName, undefined);
+    assert.equal(headlessLabel.serviceName, undefined);
+    const slices = [fqdn, unlabeled, emptyLabel, otherNs, otherProxy, headlessLabel];
     proxy.start({
       pods: new Map(),
       namespaces: new Map(),
@@ -263,8 +269,14 @@ describe('traffic policies (apiservice.ExternalPolicyLocal, syncProxyRules)', ()
       }),
     );
     const p = { internalLocal: false, externalLocal: false, externallyAccessible: false };
-    for (const annotations of [{}, { 'service.kubernetes.io/topology-mode': 'Auto' }, { 'service.kubernetes.io/topology-mode': 'Disabled' }]) {
-      const svc = service(svcJson({}, { annotations }));
+    // Nor is trafficDistribution: the EndpointSlice controller turns both into hints.
+    for (const [annotations, spec] of [
+      [{}, {}],
+      [{ 'service.kubernetes.io/topology-mode': 'Auto' }, {}],
+      [{ 'service.kubernetes.io/topology-mode': 'Disabled' }, {}],
+      [{}, { trafficDistribution: 'PreferClose' }],
+    ]) {
+      const svc = service(svcJson(spec, { annotations }));
       const [view] = servicePortViews(svc, [hinted], NODE);
       assert.deepEqual(
         categorizeEndpoints(view.endpoints, p, NODE, node.zone).cluster.map((e) => e.ip),
