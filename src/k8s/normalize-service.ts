@@ -288,19 +288,25 @@ export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}
 export function normalizeNode(raw: unknown, opts: NormalizeOptions = {}): NodeInfo {
   const { id, r, obj, meta, spec, status } = readObject('Node', raw, opts);
   const labels = r.stringMap(meta.labels, 'metadata.labels');
-  const addresses: NodeAddressInfo[] = [];
-  (r.optArray(status.addresses, 'status.addresses') ?? []).forEach((a, i) => {
+  // An address or pod CIDR that cannot be read is left out (see parseEach), the rest applies.
+  const addressFns = (r.optArray(status.addresses, 'status.addresses') ?? []).map((a, i) => (): NodeAddressInfo | undefined => {
     const f = `status.addresses[${i}]`;
     const rec = r.record(a, f);
     const type = r.string(rec.type, `${f}.type`);
     // Hostnames and DNS names are addresses too, but not ones the proxy can use.
-    if (type !== 'InternalIP' && type !== 'ExternalIP') return;
-    addresses.push({ type, address: ip(r, rec.address, `${f}.address`) });
+    if (type !== 'InternalIP' && type !== 'ExternalIP') return undefined;
+    return { type, address: ip(r, rec.address, `${f}.address`) };
   });
-  const cidrs = r.stringList(spec.podCIDRs, 'spec.podCIDRs');
+  const addresses = parseEach(addressFns, opts, false).filter((a) => a !== undefined);
+  const cidrs = r.optArray(spec.podCIDRs, 'spec.podCIDRs');
   const single = r.optString(spec.podCIDR, 'spec.podCIDR');
-  const podCIDRs =
-    cidrs && cidrs.length > 0 ? cidrs.map((c, i) => cidr(r, c, `spec.podCIDRs[${i}]`)) : single ? [cidr(r, single, 'spec.podCIDR')] : [];
+  const cidrFns =
+    cidrs && cidrs.length > 0
+      ? cidrs.map((c, i) => () => cidr(r, r.string(c, `spec.podCIDRs[${i}]`), `spec.podCIDRs[${i}]`))
+      : single
+        ? [() => cidr(r, single, 'spec.podCIDR')]
+        : [];
+  const podCIDRs = parseEach(cidrFns, opts, false);
   const node: NodeInfo = { name: id.name, addresses, podCIDRs };
   if (labels[ZONE_LABEL]) node.zone = labels[ZONE_LABEL];
   return node;

@@ -416,6 +416,25 @@ describe('hostile input: skipped with a named problem, the rest programmed; neve
     for (const p of problems) assert.equal(p.object, 'EndpointSlice x/web-a');
   });
 
+  test('a Node address or pod CIDR that cannot be read is left out, named; the rest of the Node applies', () => {
+    const { object, problems } = norm(normalizeNode, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: NODE, labels: { 'topology.kubernetes.io/zone': 'a' } },
+      spec: { podCIDRs: ['198.18.1.0/24', '198.18.0.0/33', 5] },
+      status: { addresses: [{ type: 'InternalIP', address: 'nope' }, { type: 'InternalIP', address: '198.18.0.1' }, { type: 'Hostname', address: NODE }] },
+    });
+    assert.deepEqual(object, { name: NODE, zone: 'a', addresses: [{ type: 'InternalIP', address: '198.18.0.1' }], podCIDRs: ['198.18.1.0/24'] });
+    assert.deepEqual(
+      problems.map((p) => [p.object, p.field]),
+      [
+        ['Node node-1', 'status.addresses[0].address'],
+        ['Node node-1', 'spec.podCIDRs[1]'],
+        ['Node node-1', 'spec.podCIDRs[2]'],
+      ],
+    );
+  });
+
   test('negative, overflowing and non-integer service ports, and non-string fields, fail the service naming the field', () => {
     throwsField(() => service(svcJson({ ports: [{ name: 'http', port: -80 }] })), 'spec.ports[0].port');
     throwsField(() => service(svcJson({ ports: [{ name: 'http', port: 65536 }] })), 'spec.ports[0].port');
