@@ -10,6 +10,7 @@ import { normalizeEndpointSlice, normalizeNode, normalizeService } from '../../s
 import type { EndpointSliceInfo, ServiceInfo } from '../../src/k8s/service-model';
 import { ProxyComponent } from '../../src/proxy/component';
 import { categorizeEndpoints } from '../../src/proxy/endpoints';
+import { HealthCheckServer } from '../../src/proxy/health';
 import { N, protoPortKey, ProxyEnv, ProxyRenderer, tripleKey, type Contribution } from '../../src/proxy/render';
 import { servicePortViews } from '../../src/proxy/service-ports';
 import type { SetElement, Verdict } from '../../src/nft/types';
@@ -228,6 +229,25 @@ describe('ports (EndpointSliceCache.endpointInfoByServicePort, ServiceChangeTrac
     });
     assert.deepEqual(proxy.healthChecks(), [{ service: 'x/web', port: 32000, localEndpoints: 1 }]);
   });
+});
+
+test('the health-check answer carries kube-proxy\'s status, JSON and endpoint-weight header (healthcheck/service_health.go)', async () => {
+  const server = new HealthCheckServer({ host: '127.0.0.1' });
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  try {
+    await server.sync([{ service: 'x/web', port, localEndpoints: 2 }]);
+    const up = await fetch(`http://127.0.0.1:${port}/healthz`);
+    assert.equal(up.status, 200);
+    assert.equal(up.headers.get('x-load-balancing-endpoint-weight'), '2');
+    assert.deepEqual(await up.json(), { service: { namespace: 'x', name: 'web' }, localEndpoints: 2, serviceProxyHealthy: true });
+    await server.sync([{ service: 'x/web', port, localEndpoints: 0 }]);
+    const down = await fetch(`http://127.0.0.1:${port}/`);
+    assert.equal(down.status, 503);
+    assert.equal(down.headers.get('x-load-balancing-endpoint-weight'), '0');
+    await down.body?.cancel();
+  } finally {
+    await server.close();
+  }
 });
 
 describe('traffic policies (apiservice.ExternalPolicyLocal, syncProxyRules)', () => {
