@@ -98,6 +98,16 @@ describe('what kube-proxy ignores (proxyutil.ShouldSkipService, EndpointSliceCac
     assert.deepEqual(verdictOf(render(svc, []), N.noEndpointServices('v4'), tripleKey('198.19.0.10', 'TCP', 80)), { kind: 'goto', chain: N.reject });
   });
 
+  test('a slice joins the Service its label names, whoever manages or owns it (endpointSliceCacheKeys)', () => {
+    const svc = service(svcJson({}));
+    const raw = sliceJson({ endpoints: [endpoint('198.18.1.1')] }, 'custom', { 'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'someone-else' });
+    raw.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Service', name: 'other', uid: 'u' }];
+    assert.deepEqual(
+      servicePortViews(svc, [slice(raw)], NODE)[0].endpoints.map((e) => e.ip),
+      ['198.18.1.1'],
+    );
+  });
+
   test('one address and port in two slices is one endpoint; a later non-terminating copy wins (EndpointSliceCache.addEndpoints)', () => {
     const svc = service(svcJson({}));
     const a = slice(sliceJson({ endpoints: [endpoint('198.18.1.1', { conditions: { ready: false, serving: true, terminating: true } })] }, 'web-a'));
