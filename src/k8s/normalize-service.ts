@@ -36,6 +36,12 @@ const PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP']);
 const SERVICE_TYPES: ReadonlySet<string> = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
 /** IANA_SVC_NAME: what a named targetPort may be (validation.IsValidPortName). */
 const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([a-z0-9]|-(?!-))*$/;
+/** What the API allows for a namespace and a service port name (DNS-1123 label) and a Service name
+ * (DNS-1035 label). Checked because they make the proxy's chain names: within these, the longest
+ * (`endpoint-v6-ns/name/sctp/port__ipv6/65535`) still fits NFT_NAME_MAXLEN, so one hostile name
+ * cannot make the kernel refuse a whole batch. */
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 function port(r: FieldReader, v: unknown, field: string, required: true): number;
 function port(r: FieldReader, v: unknown, field: string, required: false): number | undefined;
@@ -105,6 +111,8 @@ function dedupe(list: string[]): string[] {
 
 export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): ServiceInfo {
   const { id, r, obj, meta, spec, status } = readObject('Service', raw, opts);
+  if (!DNS1123_LABEL.test(id.namespace!)) r.fail('metadata.namespace', 'not a DNS-1123 label (at most 63 of a-z, 0-9 and -)');
+  if (!DNS1035_LABEL.test(id.name)) r.fail('metadata.name', 'not a DNS-1035 label (at most 63 of a-z, 0-9 and -, starting with a letter)');
   const labels = r.stringMap(meta.labels, 'metadata.labels');
   const annotations = r.stringMap(meta.annotations, 'metadata.annotations');
 
@@ -134,6 +142,7 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
     const f = `spec.ports[${i}]`;
     const rec = r.record(p, f);
     const name = r.optString(rec.name, `${f}.name`) ?? '';
+    if (name !== '' && !DNS1123_LABEL.test(name)) r.fail(`${f}.name`, `${JSON.stringify(name.slice(0, 70))} is not a DNS-1123 label`);
     if (seen.has(name)) r.fail(`${f}.name`, name ? `"${name}" is used by two ports` : 'two unnamed ports');
     seen.add(name);
     const info: ServicePortInfo = { name, protocol: protocol(r, rec.protocol, `${f}.protocol`), port: port(r, rec.port, `${f}.port`, true), targetPort: 0 };

@@ -476,6 +476,28 @@ describe('hostile input: skipped with a named problem, the rest programmed; neve
     throwsField(() => service(svcJson({ ports: [{ name: 'http', port: 80, protocol: 'ICMP' }] })), 'spec.ports[0].protocol');
   });
 
+  test('names the API would refuse fail the service; the longest it allows still make kernel-sized chain names', () => {
+    throwsField(() => service(svcJson({}, { name: 'Web' })), 'metadata.name');
+    throwsField(() => service(svcJson({}, { name: 'w'.repeat(64) })), 'metadata.name');
+    throwsField(() => service(svcJson({}, { namespace: 'x_y' })), 'metadata.namespace');
+    throwsField(() => service(svcJson({ ports: [{ name: 'p'.repeat(250), port: 80 }] })), 'spec.ports[0].name');
+    const longest = service(
+      svcJson({ clusterIP: '2001:db8:f::a', sessionAffinity: 'ClientIP', ports: [{ name: 'p'.repeat(63), port: 80, protocol: 'SCTP' }] }, { namespace: 'n'.repeat(63), name: 's'.repeat(63) }),
+    );
+    const s = slice({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { namespace: 'n'.repeat(63), name: 'e', labels: { 'kubernetes.io/service-name': 's'.repeat(63) } },
+      addressType: 'IPv6',
+      ports: [{ name: 'p'.repeat(63), port: 65535, protocol: 'SCTP' }],
+      endpoints: [{ addresses: ['ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe'] }],
+    });
+    const cs = render(longest, [s]);
+    const names = cs.flatMap((c) => [...c.chains.map((ch) => ch.chain.name), ...c.sets.map((st) => st.set.name)]);
+    assert.ok(names.some((n) => n.startsWith('endpoint-v6-')));
+    for (const n of names) assert.ok(n.length <= 255, `${n.length}: ${n}`);
+  });
+
   test('a service with thousands of ports normalizes and renders every one', () => {
     const ports = Array.from({ length: 3000 }, (_, i) => ({ name: `p${i}`, port: 1000 + i }));
     const svc = service(svcJson({ ports }));
