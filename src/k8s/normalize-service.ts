@@ -87,10 +87,22 @@ function protocol(r: FieldReader, v: unknown, field: string): ServiceProtocol {
   return p as ServiceProtocol;
 }
 
+/** An address read as kube-proxy reads it (netutils.ParseIPSloppy): IPv4 octets may carry
+ * leading zeros, read as decimal (legacy objects still have them), and an IPv4-mapped IPv6
+ * address is the IPv4 address. */
+function sloppyIp(text: string): ReturnType<typeof canonicalIp> {
+  const octets = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text.trim());
+  const c = canonicalIp(octets ? octets.slice(1).map((o) => String(Number(o))).join('.') : text);
+  const mapped = c?.family === 'v6' ? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(c.text) : null;
+  if (!mapped) return c;
+  const [hi, lo] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
+  return canonicalIp(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+}
+
 function ip(r: FieldReader, v: unknown, field: string): string {
   const text = r.string(v, field);
-  const c = canonicalIp(text);
-  if (!c) r.fail(field, `"${text}" is not an IP address`);
+  const c = sloppyIp(text);
+  if (!c) r.fail(field, `${JSON.stringify(text.slice(0, 60))} is not an IP address`);
   return c.text;
 }
 

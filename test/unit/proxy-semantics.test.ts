@@ -465,6 +465,18 @@ describe('hostile input: skipped with a named problem, the rest programmed; neve
     );
   });
 
+  test('addresses are read as ParseIPSloppy reads them: leading zeros are decimal, IPv4-mapped IPv6 is IPv4', () => {
+    const svc = service(svcJson({ clusterIP: '198.019.000.010', externalIPs: ['::ffff:198.18.200.1', '2001:DB8::1'] }));
+    assert.deepEqual(svc.clusterIPs, ['198.19.0.10']);
+    assert.deepEqual(svc.externalIPs, ['198.18.200.1', '2001:db8::1']);
+    const s = slice(sliceJson({ endpoints: [{ addresses: ['::ffff:198.18.1.1'] }, { addresses: ['198.18.001.002'] }] }));
+    assert.deepEqual(
+      s.endpoints.map((e) => e.address),
+      ['198.18.1.1', '198.18.1.2'],
+    );
+    throwsField(() => service(svcJson({ clusterIP: '198.18.1.256' })), 'spec.clusterIP');
+  });
+
   test('negative, overflowing and non-integer service ports, and non-string fields, fail the service naming the field', () => {
     throwsField(() => service(svcJson({ ports: [{ name: 'http', port: -80 }] })), 'spec.ports[0].port');
     throwsField(() => service(svcJson({ ports: [{ name: 'http', port: 65536 }] })), 'spec.ports[0].port');
