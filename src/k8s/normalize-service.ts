@@ -3,7 +3,9 @@
  * alike: only the fields below are read. Unlike policies, what a value means is judged here
  * (ports in range, addresses and CIDRs parse), because a proxy given half a Service would
  * forward to the wrong place: a malformed Service or EndpointSlice throws, naming the field, and
- * the source keeps the last good version. */
+ * the source keeps the last good version. Entries of lists kube-proxy reads one by one (cluster,
+ * external and ingress IPs, source ranges, endpoints, slice ports, Node addresses and pod CIDRs)
+ * are skipped as kube-proxy skips them: each reported through onProblem, the rest applied. */
 import { canonicalIp, formatCidr, parseCidr } from '../policy/ip';
 import { K8sObjectError } from './errors';
 import { FieldReader, readObject, type NormalizeOptions } from './normalize';
@@ -257,42 +259,38 @@ export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}
   });
   const ports = parseEach(portFns, opts, false);
 
-  const endpointFns: (() => EndpointInfo)[] = [];
-  if (addressType !== 'FQDN') {
-    const family = addressType === 'IPv4' ? 'v4' : 'v6';
-    (r.optArray(obj.endpoints, 'endpoints') ?? []).forEach((e, i) =>
-      endpointFns.push(() => {
-        const f = `endpoints[${i}]`;
-        const rec = r.record(e, f);
-        const addresses = r.optArray(rec.addresses, `${f}.addresses`) ?? [];
-        if (addresses.length === 0) r.fail(`${f}.addresses`, 'missing');
-        const address = ip(r, addresses[0], `${f}.addresses[0]`);
-        if (canonicalIp(address)!.family !== family) r.fail(`${f}.addresses[0]`, `"${address}" is not an ${addressType} address`);
-        const cond = r.optRecord(rec.conditions, `${f}.conditions`) ?? {};
-        // Absent conditions: ready and serving, not terminating (EndpointSliceCache.addEndpoints).
-        const ep: EndpointInfo = {
-          address,
-          ready: r.optBoolean(cond.ready, `${f}.conditions.ready`) ?? true,
-          serving: r.optBoolean(cond.serving, `${f}.conditions.serving`) ?? true,
-          terminating: r.optBoolean(cond.terminating, `${f}.conditions.terminating`) ?? false,
-        };
-        const nodeName = r.optString(rec.nodeName, `${f}.nodeName`);
-        if (nodeName) ep.nodeName = nodeName;
-        const zone = r.optString(rec.zone, `${f}.zone`);
-        if (zone) ep.zone = zone;
-        const hints = r.optRecord(rec.hints, `${f}.hints`);
-        if (hints) {
-          const names = (v: unknown, hf: string) =>
-            (r.optArray(v, hf) ?? []).map((h, j) => r.string(r.record(h, `${hf}[${j}]`).name, `${hf}[${j}].name`)).sort();
-          const zoneHints = names(hints.forZones, `${f}.hints.forZones`);
-          const nodeHints = names(hints.forNodes, `${f}.hints.forNodes`);
-          if (zoneHints.length > 0) ep.zoneHints = zoneHints;
-          if (nodeHints.length > 0) ep.nodeHints = nodeHints;
-        }
-        return ep;
-      }),
-    );
-  }
+  const family = addressType === 'IPv4' ? 'v4' : 'v6';
+  const listed = addressType === 'FQDN' ? [] : (r.optArray(obj.endpoints, 'endpoints') ?? []);
+  const endpointFns = listed.map((e, i) => (): EndpointInfo => {
+    const f = `endpoints[${i}]`;
+    const rec = r.record(e, f);
+    const addresses = r.optArray(rec.addresses, `${f}.addresses`) ?? [];
+    if (addresses.length === 0) r.fail(`${f}.addresses`, 'missing');
+    const address = ip(r, addresses[0], `${f}.addresses[0]`);
+    if (canonicalIp(address)!.family !== family) r.fail(`${f}.addresses[0]`, `"${address}" is not an ${addressType} address`);
+    const cond = r.optRecord(rec.conditions, `${f}.conditions`) ?? {};
+    // Absent conditions: ready and serving, not terminating (EndpointSliceCache.addEndpoints).
+    const ep: EndpointInfo = {
+      address,
+      ready: r.optBoolean(cond.ready, `${f}.conditions.ready`) ?? true,
+      serving: r.optBoolean(cond.serving, `${f}.conditions.serving`) ?? true,
+      terminating: r.optBoolean(cond.terminating, `${f}.conditions.terminating`) ?? false,
+    };
+    const nodeName = r.optString(rec.nodeName, `${f}.nodeName`);
+    if (nodeName) ep.nodeName = nodeName;
+    const zone = r.optString(rec.zone, `${f}.zone`);
+    if (zone) ep.zone = zone;
+    const hints = r.optRecord(rec.hints, `${f}.hints`);
+    if (hints) {
+      const names = (v: unknown, hf: string) =>
+        (r.optArray(v, hf) ?? []).map((h, j) => r.string(r.record(h, `${hf}[${j}]`).name, `${hf}[${j}].name`)).sort();
+      const zoneHints = names(hints.forZones, `${f}.hints.forZones`);
+      const nodeHints = names(hints.forNodes, `${f}.hints.forNodes`);
+      if (zoneHints.length > 0) ep.zoneHints = zoneHints;
+      if (nodeHints.length > 0) ep.nodeHints = nodeHints;
+    }
+    return ep;
+  });
   const endpoints = parseEach(endpointFns, opts, false);
 
   const slice: EndpointSliceInfo = { namespace: id.namespace!, name: id.name, addressType: addressType as EndpointSliceInfo['addressType'], ports, endpoints };
