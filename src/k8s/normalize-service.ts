@@ -140,11 +140,18 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
   const listed = rawIPs && rawIPs.length > 0 ? { list: rawIPs, field: 'spec.clusterIPs' } : { list: single ? [single] : [], field: 'spec.clusterIP' };
   const headless = listed.list.includes('None');
   const given = type === 'ExternalName' || headless ? [] : listed.list.filter((s) => s !== '');
-  const clusterIPs = parseEach(
+  let clusterIPs = parseEach(
     given.map((s, i) => () => ip(r, s, listed.field === 'spec.clusterIP' ? 'spec.clusterIP' : `spec.clusterIPs[${i}]`)),
     opts,
     true,
   );
+  // Each proxier takes the cluster IP of its family from ipFamilies (GetClusterIPByFamily): one of
+  // a family ipFamilies does not list is not served.
+  const families = r.stringList(spec.ipFamilies, 'spec.ipFamilies');
+  if (families && families.length > 0 && given.length > 0) {
+    clusterIPs = clusterIPs.filter((a) => families.includes(canonicalIp(a)!.family === 'v4' ? 'IPv4' : 'IPv6'));
+    if (clusterIPs.length === 0) r.fail('spec.ipFamilies', `${JSON.stringify(families.slice(0, 2))} names the family of no cluster IP`);
+  }
   if (clusterIPs.length === 2 && canonicalIp(clusterIPs[0])!.family === canonicalIp(clusterIPs[1])!.family) {
     r.fail('spec.clusterIPs', 'two addresses of one family');
   }

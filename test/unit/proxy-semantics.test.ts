@@ -382,6 +382,14 @@ describe('dual-stack (proxyutil.GetClusterIPByFamily, MapIPsByIPFamily)', () => 
     );
   });
 
+  test('a cluster IP of a family ipFamilies does not list is not served; none listed fails the service', () => {
+    const svc = service(svcJson({ clusterIPs: ['198.19.0.10', '2001:db8:f::a'], ipFamilies: ['IPv6'] }));
+    assert.deepEqual(svc.clusterIPs, ['2001:db8:f::a']);
+    assert.deepEqual(service(svcJson({ clusterIPs: ['198.19.0.10', '2001:db8:f::a'] })).clusterIPs, ['198.19.0.10', '2001:db8:f::a'], 'no ipFamilies: every cluster IP');
+    throwsField(() => service(svcJson({ clusterIPs: ['198.19.0.10'], ipFamilies: ['IPv6'] })), 'spec.ipFamilies');
+    assert.equal(service(svcJson({ clusterIP: 'None', ipFamilies: ['IPv4'] })).headless, true);
+  });
+
   test('a single-stack IPv6 service has only IPv6 views; IPv4 slices of it are not its endpoints', () => {
     const svc = service(svcJson({ clusterIP: '2001:db8:f::a', ipFamilies: ['IPv6'], externalIPs: ['198.18.200.1'] }));
     const v4 = slice(sliceJson({ endpoints: [endpoint('198.18.1.1')] }));
