@@ -13,7 +13,7 @@ import { NetlinkSocket } from '../../src/netlink/socket';
 import { Agent } from '../../src/pipeline/agent';
 import { ProxyComponent } from '../../src/proxy/component';
 import { endpoint, node, slice, snapshotOf } from './fixtures';
-import { CLIENT_V4, CLIENT_V6, createServiceNet, Host, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, ServiceNet } from './service-net';
+import { CLIENT_V4, CLIENT_V6, createServiceNet, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, probes, ServiceNet } from './service-net';
 
 const T = { timeout: 60_000 };
 const DROP_MS = 700;
@@ -76,15 +76,6 @@ describe('ETP Local on a ClusterIP service with externalIPs, real packets', () =
     netns?.close();
     net?.close();
   });
-
-  async function probes(from: Host, host: string, p: number, protocol: 'tcp' | 'udp', count: number, timeoutMs = 2000): Promise<string[]> {
-    const out: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const o = await from.probe({ host, port: p, protocol, timeoutMs });
-      out.push('reply' in o ? o.reply : `error ${o.error}`);
-    }
-    return out;
-  }
 
   for (const [k, fam] of [[0, 'v4'] as const, [1, 'v6'] as const]) {
     const clientIP = fam === 'v4' ? CLIENT_V4 : CLIENT_V6;
