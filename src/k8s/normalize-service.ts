@@ -167,9 +167,10 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
     if (seen.has(name)) r.fail(`${f}.name`, name ? `"${name}" is used by two ports` : 'two unnamed ports');
     seen.add(name);
     const info: ServicePortInfo = { name, protocol: protocol(r, rec.protocol, `${f}.protocol`), port: port(r, rec.port, `${f}.port`, true), targetPort: 0 };
-    const target = rec.targetPort;
+    // 0 and "" are absent: the API defaults them to port (SetDefaults_Service).
+    const target = rec.targetPort === 0 || rec.targetPort === '' ? undefined : rec.targetPort;
     if (typeof target === 'string' && !/^[0-9]+$/.test(target)) {
-      if (target.length > 15 || !PORT_NAME.test(target)) r.fail(`${f}.targetPort`, `"${target}" is not a port name`);
+      if (target.length > 15 || !PORT_NAME.test(target)) r.fail(`${f}.targetPort`, `${JSON.stringify(target.slice(0, 40))} is not a port name`);
       info.targetPort = target;
     } else {
       // Absent means the same number as port; "8080" (a string of digits) is a number.

@@ -214,6 +214,18 @@ describe('ports (EndpointSliceCache.endpointInfoByServicePort, ServiceChangeTrac
     for (const c of cs) for (const [m] of c.elements) assert.notEqual(m, N.serviceNodePorts('v4'), 'no node port');
   });
 
+  test('what the API defaults is defaulted here too: targetPort 0 or "" is port, empty type, protocol and policies', () => {
+    const svc = service(svcJson({ type: '', sessionAffinity: '', externalTrafficPolicy: '', internalTrafficPolicy: '', ports: [{ name: 'a', port: 80, targetPort: 0, protocol: '' }, { name: 'b', port: 81, targetPort: '' }] }));
+    assert.deepEqual(
+      svc.ports.map((p) => [p.protocol, p.targetPort]),
+      [
+        ['TCP', 80],
+        ['TCP', 81],
+      ],
+    );
+    assert.deepEqual([svc.type, svc.sessionAffinity, svc.externalTrafficPolicy, svc.internalTrafficPolicy], ['ClusterIP', 'None', 'Cluster', 'Cluster']);
+  });
+
   test('healthCheckNodePort only for LoadBalancer with externalTrafficPolicy Local (apiservice.NeedsHealthCheck)', () => {
     const hc = (spec: Json) => service(svcJson({ healthCheckNodePort: 32000, ports: [{ name: 'http', port: 80, nodePort: 30080 }], ...spec })).healthCheckNodePort;
     assert.equal(hc({ type: 'LoadBalancer', externalTrafficPolicy: 'Local' }), 32000);
