@@ -183,12 +183,12 @@ export class ProxyComponent implements Component {
     const out: { service: string; port: number; localEndpoints: number }[] = [];
     for (const [key, svc] of this.services) {
       if (svc.healthCheckNodePort === undefined || !isProxied(svc)) continue;
-      // kube-proxy's LocalReadyEndpoints: distinct addresses of ready local endpoints that some
-      // service port uses.
+      // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses
+      // of ready local endpoints that some service port uses, so a dual-stack pod counts once.
       const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-      const local = new Set<string>();
-      for (const view of servicePortViews(svc, slices, this.opts.nodeName)) for (const ep of view.endpoints) if (ep.local && ep.ready) local.add(ep.ip);
-      out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: local.size });
+      const local: Record<Fam, Set<string>> = { v4: new Set(), v6: new Set() };
+      for (const view of servicePortViews(svc, slices, this.opts.nodeName)) for (const ep of view.endpoints) if (ep.local && ep.ready) local[view.fam].add(ep.ip);
+      out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: Math.max(local.v4.size, local.v6.size) });
     }
     return out;
   }

@@ -4,6 +4,7 @@
  * port matching, traffic policies, topology, load balancers, affinity, dual-stack, and hostile
  * input (skipped with a named problem, the rest programmed; never a crash). */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { describe, test } from 'node:test';
 import { K8sObjectError } from '../../src/k8s/errors';
 import { normalizeEndpointSlice, normalizeNode, normalizeService } from '../../src/k8s/normalize-service';
@@ -233,10 +234,13 @@ describe('ports (EndpointSliceCache.endpointInfoByServicePort, ServiceChangeTrac
     assert.equal(hc({ type: 'NodePort', externalTrafficPolicy: 'Local' }), undefined);
   });
 
-  test('the health check counts distinct ready local endpoints that some service port uses (EndpointsMap.LocalReadyEndpoints)', () => {
-    const svc = service(svcJson({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', healthCheckNodePort: 32000, ports: [{ name: 'http', port: 80, nodePort: 30080 }] }));
+  test('the health check counts distinct ready local endpoints that some service port uses, per family (EndpointsMap.LocalReadyEndpoints)', () => {
+    const svc = service(
+      svcJson({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', healthCheckNodePort: 32000, clusterIPs: ['198.19.0.10', '2001:db8:f::a'], ports: [{ name: 'http', port: 80, nodePort: 30080 }] }),
+    );
     const used = slice(sliceJson({ endpoints: [endpoint('198.18.1.1', { nodeName: NODE }), endpoint('198.18.1.2', { nodeName: NODE, conditions: { ready: false } })] }, 'web-a'));
     const unused = slice(sliceJson({ ports: [{ name: 'other', port: 9 }], endpoints: [endpoint('198.18.1.9', { nodeName: NODE })] }, 'web-b'));
+    const v6 = slice({ ...sliceJson({ endpoints: [endpoint('2001:db8:1::1', { nodeName: NODE })] }, 'web-c'), addressType: 'IPv6' });
     const proxy = new ProxyComponent({ nodeName: NODE, clusterCIDRs: ['198.18.0.0/16'] });
     proxy.start({
       pods: new Map(),
@@ -246,6 +250,7 @@ describe('ports (EndpointSliceCache.endpointInfoByServicePort, ServiceChangeTrac
       endpointSlices: new Map([
         ['x/web-a', used],
         ['x/web-b', unused],
+        ['x/web-c', v6],
       ]),
       nodes: new Map(),
     });
@@ -255,7 +260,12 @@ describe('ports (EndpointSliceCache.endpointInfoByServicePort, ServiceChangeTrac
 
 test('the health-check answer carries kube-proxy\'s status, JSON and endpoint-weight header (healthcheck/service_health.go)', async () => {
   const server = new HealthCheckServer({ host: '127.0.0.1' });
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as { port: number }).port;
+      probe.close(() => resolve(p));
+    });
+  });
   try {
     await server.sync([{ service: 'x/web', port, localEndpoints: 2 }]);
     const up = await fetch(`http://127.0.0.1:${port}/healthz`);
