@@ -37,6 +37,8 @@ export interface ServiceInfo {
   affinityTimeoutSeconds?: number;
   /** The service.kubernetes.io/service-proxy-name label: another proxy's service. */
   proxyName?: string;
+  /** The service.kubernetes.io/headless label is set: kube-proxy's informers never see it. */
+  headlessLabel?: true;
 }
 
 export interface EndpointPortInfo {
@@ -62,7 +64,9 @@ export interface EndpointInfo {
 export interface EndpointSliceInfo {
   namespace: string;
   name: string;
-  /** The kubernetes.io/service-name label; a slice without it belongs to no Service. */
+  /** The kubernetes.io/service-name label; a slice without it (or with kube-proxy's skip labels,
+   * service.kubernetes.io/service-proxy-name or service.kubernetes.io/headless) belongs to no
+   * Service. */
   serviceName?: string;
   addressType: 'IPv4' | 'IPv6' | 'FQDN';
   ports: EndpointPortInfo[];

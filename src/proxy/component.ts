@@ -183,11 +183,12 @@ export class ProxyComponent implements Component {
     const out: { service: string; port: number; localEndpoints: number }[] = [];
     for (const [key, svc] of this.services) {
       if (svc.healthCheckNodePort === undefined || !isProxied(svc)) continue;
-      const local = new Set<string>();
-      for (const sliceKey of this.slicesOf.get(key) ?? []) {
-        for (const ep of this.slices.get(sliceKey)!.endpoints) if (ep.nodeName === this.opts.nodeName && ep.ready) local.add(ep.address);
-      }
-      out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: local.size });
+      // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses
+      // of ready local endpoints that some service port uses, so a dual-stack pod counts once.
+      const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
+      const local: Record<Fam, Set<string>> = { v4: new Set(), v6: new Set() };
+      for (const view of servicePortViews(svc, slices, this.opts.nodeName)) for (const ep of view.endpoints) if (ep.local && ep.ready) local[view.fam].add(ep.ip);
+      out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: Math.max(local.v4.size, local.v6.size) });
     }
     return out;
   }

@@ -49,7 +49,12 @@ export class HealthCheckServer {
   private answer(check: HealthCheck, res: import('node:http').ServerResponse): void {
     const [namespace, name] = check.service.split('/');
     const body = JSON.stringify({ service: { namespace, name }, localEndpoints: check.localEndpoints, serviceProxyHealthy: true });
-    res.writeHead(check.localEndpoints > 0 ? 200 : 503, { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' });
+    res.writeHead(check.localEndpoints > 0 ? 200 : 503, {
+      'Content-Type': 'application/json',
+      'X-Content-Type-Options': 'nosniff',
+      // Weighted load balancers read the local endpoint count here (service_health.go).
+      'X-Load-Balancing-Endpoint-Weight': String(check.localEndpoints),
+    });
     res.end(body);
   }
 

@@ -288,7 +288,7 @@ export class ProxyRenderer {
     const externallyAccessible = v.port.nodePort !== undefined || v.externalIPs.length > 0 || v.loadBalancerIPs.length > 0;
     const policies: TrafficPolicies = {
       internalLocal: svc.internalTrafficPolicy === 'Local',
-      externalLocal: svc.externalTrafficPolicy === 'Local' && (svc.type === 'NodePort' || svc.type === 'LoadBalancer'),
+      externalLocal: svc.externalTrafficPolicy === 'Local',
       externallyAccessible,
     };
     const cat = categorizeEndpoints(v.endpoints, policies, env.nodeName, env.zone);

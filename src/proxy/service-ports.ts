@@ -1,8 +1,8 @@
 /** Joins a Service with its EndpointSlices into what the proxy programs per service port and
  * address family, as kube-proxy's service and endpoint-slice caches do: a slice port belongs to
  * the service port of the same name and protocol; an endpoint is keyed by address and port (the
- * first slice naming it wins, unless a later one says it is local); only the family of the
- * slice's addressType. Headless, ExternalName and other proxies' services yield nothing. */
+ * first slice naming it wins, unless a later one says it is not terminating); only the family of
+ * the slice's addressType. Headless, ExternalName and other proxies' services yield nothing. */
 import { canonicalIp, parseCidr } from '../net/ip';
 import type { EndpointSliceInfo, ServiceInfo, ServicePortInfo } from '../k8s/service-model';
 import type { ProxyEndpoint } from './endpoints';
@@ -28,7 +28,7 @@ export const familyOf = (ip: string): Fam => (ip.includes(':') ? 'v6' : 'v4');
 
 /** Whether the proxy programs anything for this service. */
 export function isProxied(svc: ServiceInfo): boolean {
-  return svc.type !== 'ExternalName' && !svc.headless && svc.proxyName === undefined && svc.clusterIPs.length > 0;
+  return svc.type !== 'ExternalName' && !svc.headless && svc.proxyName === undefined && !svc.headlessLabel && svc.clusterIPs.length > 0;
 }
 
 export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSliceInfo>, nodeName: string): ServicePortView[] {
@@ -43,16 +43,20 @@ export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSlic
       const byKey = new Map<string, ProxyEndpoint>();
       for (const slice of sorted) {
         if (slice.addressType !== addressType) continue;
-        const sp = slice.ports.find((p) => p.name === port.name && p.protocol === port.protocol);
-        if (!sp || sp.port === undefined) continue;
-        for (const ep of slice.endpoints) {
-          const key = `${ep.address} ${sp.port}`;
-          const local = ep.nodeName === nodeName;
-          if (byKey.has(key) && !local) continue;
-          const pe: ProxyEndpoint = { ip: ep.address, port: sp.port, ready: ep.ready, serving: ep.serving, terminating: ep.terminating, local };
-          if (ep.zoneHints) pe.zoneHints = ep.zoneHints;
-          if (ep.nodeHints) pe.nodeHints = ep.nodeHints;
-          byKey.set(key, pe);
+        // Every slice port of the name and protocol contributes (endpointInfoByServicePort).
+        for (const sp of slice.ports) {
+          if (sp.name !== port.name || sp.protocol !== port.protocol || sp.port === undefined) continue;
+          for (const ep of slice.endpoints) {
+            const key = `${ep.address} ${sp.port}`;
+            // One address and port in two slices (an endpoint moving, or a pod IP reused while
+            // the old pod terminates): the first, unless a later one is not terminating
+            // (EndpointSliceCache.addEndpoints).
+            if (byKey.has(key) && ep.terminating) continue;
+            const pe: ProxyEndpoint = { ip: ep.address, port: sp.port, ready: ep.ready, serving: ep.serving, terminating: ep.terminating, local: ep.nodeName === nodeName };
+            if (ep.zoneHints) pe.zoneHints = ep.zoneHints;
+            if (ep.nodeHints) pe.nodeHints = ep.nodeHints;
+            byKey.set(key, pe);
+          }
         }
       }
       out.push({

@@ -11,7 +11,7 @@ import { NetlinkSocket } from '../../src/netlink/socket';
 import { Agent } from '../../src/pipeline/agent';
 import { ProxyComponent } from '../../src/proxy/component';
 import { endpoint, node, port, service, slice, snapshotOf } from './fixtures';
-import { CLIENT_V4, CLIENT_V6, createServiceNet, Host, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, ServiceNet } from './service-net';
+import { CLIENT_V4, CLIENT_V6, createServiceNet, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, probes, ServiceNet } from './service-net';
 
 const T = { timeout: 60_000 };
 const DROP_MS = 700;
@@ -87,15 +87,6 @@ describe('service proxy, real packets', () => {
     net?.close();
   });
 
-  /** `count` probes; the replies (`name source`) or errors, in order. */
-  async function probes(from: Host, host: string, p: number, protocol: 'tcp' | 'udp', count: number, timeoutMs = 2000): Promise<string[]> {
-    const out: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const o = await from.probe({ host, port: p, protocol, timeoutMs });
-      out.push('reply' in o ? o.reply : `error ${o.error}`);
-    }
-    return out;
-  }
   const servers = (replies: string[]) => new Set(replies.map((r) => r.split(' ')[0]));
 
   for (const fam of ['v4', 'v6'] as const) {

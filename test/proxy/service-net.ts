@@ -24,6 +24,16 @@ export interface Host {
   probe(p: Omit<SvcProbe, 'id' | 'timeoutMs'> & { timeoutMs?: number }): Promise<SvcOutcome>;
 }
 
+/** `count` probes one after another; the replies (`name source`) or errors (`error CODE`), in order. */
+export async function probes(from: Host, host: string, port: number, protocol: 'tcp' | 'udp', count: number, timeoutMs = 2000): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const o = await from.probe({ host, port, protocol, timeoutMs });
+    out.push('reply' in o ? o.reply : `error ${o.error}`);
+  }
+  return out;
+}
+
 export interface ServiceNet {
   nodeNsPath: string;
   client: Host;
