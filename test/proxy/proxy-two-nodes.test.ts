@@ -1,0 +1,146 @@
+/** The service proxy across two nodes (two-node-net.ts): each node's namespace holds its own
+ * nfkube-proxy table, programmed by an Agent for that node's name from the same Services,
+ * EndpointSlices and Nodes (pod ranges from the Nodes' podCIDRs). Pods answer with their name and
+ * the source they saw. Which endpoints serve from which node, which source they see, what is
+ * dropped; topology hints (forZones, forNodes) as kube-proxy's CategorizeEndpoints applies them.
+ * TCP and UDP, IPv4 and IPv6. */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { EndpointInfo, ServiceInfo } from '../../src/k8s/service-model';
+import { port, service, snapshotOf } from './fixtures';
+import { dual, DualEndpoint, dualSlices, httpDns, probes, ProxyAgent, servers, startProxyAgent } from './packet-fixtures';
+import { CLIENT, createTwoNodeNet, NODE_A, NODE_B, nodeObjects, TwoNodeNet } from './two-node-net';
+
+const T = { timeout: 60_000 };
+const DROP_MS = 700;
+
+/** Pod i of node a or b as an endpoint. */
+const a = (i: number, over?: Partial<EndpointInfo>): DualEndpoint => ({ ...NODE_A.pod(i), nodeName: NODE_A.name, over });
+const b = (i: number, over?: Partial<EndpointInfo>): DualEndpoint => ({ ...NODE_B.pod(i), nodeName: NODE_B.name, over });
+const zones = (...z: string[]) => ({ zoneHints: z });
+
+const nodePorts = (tcp: number, udp: number) => [port('http', 'TCP', 80, { targetPort: 'http', nodePort: tcp }), port('dns', 'UDP', 53, { targetPort: 'dns', nodePort: udp })];
+
+const SERVICES: ServiceInfo[] = [
+  service('x', 'web', { clusterIPs: dual(10), ports: httpDns }),
+  service('x', 'np', { type: 'NodePort', clusterIPs: dual(11), ports: nodePorts(30080, 30053) }),
+  service('x', 'np-local', { type: 'NodePort', clusterIPs: dual(12), ports: nodePorts(30081, 30054), externalTrafficPolicy: 'Local' }),
+  service('x', 'np-local-a', { type: 'NodePort', clusterIPs: dual(13), ports: nodePorts(30082, 30055), externalTrafficPolicy: 'Local' }),
+  service('x', 'itp', { clusterIPs: dual(14), ports: httpDns, internalTrafficPolicy: 'Local' }),
+  service('x', 'itp-a', { clusterIPs: dual(15), ports: httpDns, internalTrafficPolicy: 'Local' }),
+  service('x', 'zones', { clusterIPs: dual(16), ports: httpDns }),
+  service('x', 'zones-partial', { clusterIPs: dual(17), ports: httpDns }),
+  service('x', 'zones-elsewhere', { clusterIPs: dual(18), ports: httpDns }),
+  service('x', 'nodes', { clusterIPs: dual(19), ports: httpDns }),
+  service('x', 'nodes-partial', { clusterIPs: dual(20), ports: httpDns }),
+];
+const SLICES = [
+  ...dualSlices('web', [a(0), b(0)]),
+  ...dualSlices('np', [a(0)]),
+  ...dualSlices('np-local', [a(0), b(0), b(1)]),
+  ...dualSlices('np-local-a', [a(0)]),
+  ...dualSlices('itp', [a(0), b(0)]),
+  ...dualSlices('itp-a', [a(0)]),
+  // Every ready endpoint hinted (an unready one without a hint does not count): each zone its own.
+  ...dualSlices('zones', [a(0, zones('a')), b(0, zones('b')), b(1, { ready: false, serving: false })]),
+  // One ready endpoint without a hint: hints are ignored everywhere.
+  ...dualSlices('zones-partial', [a(0, zones('a')), b(0)]),
+  // No endpoint for zone b: node-b ignores the hints, node-a follows them.
+  ...dualSlices('zones-elsewhere', [a(0, zones('a')), b(0, zones('a')), b(1, zones('c'))]),
+  // forNodes, when every ready endpoint has one and one names this node, before forZones.
+  ...dualSlices('nodes', [a(0, { nodeHints: [NODE_A.name], zoneHints: ['a'] }), b(0, { nodeHints: [NODE_B.name], zoneHints: ['a'] }), b(1, { nodeHints: [NODE_B.name], zoneHints: ['b'] })]),
+  // One endpoint without a node hint: node hints are ignored, zone hints apply.
+  ...dualSlices('nodes-partial', [a(0, { nodeHints: [NODE_A.name], zoneHints: ['a'] }), b(0, zones('a')), b(1, zones('b'))]),
+];
+
+describe('service proxy on two nodes, real packets', () => {
+  let net: TwoNodeNet;
+  const agents: ProxyAgent[] = [];
+
+  before(async () => {
+    net = await createTwoNodeNet(2, { tcp: [8080], udp: [5353] });
+    const snapshot = snapshotOf(SERVICES, SLICES, nodeObjects());
+    for (const n of [net.a, net.b]) agents.push(await startProxyAgent(n.nsPath, { nodeName: n.spec.name }, snapshot));
+  });
+
+  after(async () => {
+    for (const ag of agents) await ag.stop();
+    net?.close();
+  });
+
+  for (const fam of ['v4', 'v6'] as const) {
+    const vip = (n: number) => dual(n)[fam === 'v4' ? 0 : 1];
+    const nodeA = NODE_A.addr[fam];
+    const nodeB = NODE_B.addr[fam];
+    const client = CLIENT[fam];
+
+    for (const protocol of ['tcp', 'udp'] as const) {
+      const svcPort = protocol === 'tcp' ? 80 : 53;
+      const np = (tcp: number, udp: number) => (protocol === 'tcp' ? tcp : udp);
+
+      test(`${fam} ${protocol}: a ClusterIP from node-a spreads to endpoints on node-a and node-b, the pod source kept`, T, async () => {
+        const fromPod = await probes(net.a.pods[1], vip(10), svcPort, protocol, 16);
+        assert.deepEqual(servers(fromPod), new Set(['a0', 'b0']), fromPod.join(', '));
+        for (const r of fromPod) assert.equal(r.split(' ')[1], NODE_A.pod(1)[fam], r);
+        // From node-a itself (host-originated) too.
+        const fromNode = await probes(net.a.host, vip(10), svcPort, protocol, 16);
+        assert.deepEqual(servers(fromNode), new Set(['a0', 'b0']), fromNode.join(', '));
+      });
+
+      test(`${fam} ${protocol}: a NodePort (ETP Cluster) on node-b serves an endpoint on node-a, masqueraded to node-b`, T, async () => {
+        for (const r of await probes(net.client, nodeB, np(30080, 30053), protocol, 6)) assert.equal(r, `a0 ${nodeB}`);
+        for (const r of await probes(net.client, nodeA, np(30080, 30053), protocol, 3)) assert.equal(r, `a0 ${nodeA}`);
+      });
+
+      test(`${fam} ${protocol}: a NodePort with ETP Local serves only the node's own endpoints, the client source kept`, T, async () => {
+        const viaB = await probes(net.client, nodeB, np(30081, 30054), protocol, 16);
+        assert.deepEqual(servers(viaB), new Set(['b0', 'b1']), viaB.join(', '));
+        for (const r of viaB) assert.equal(r.split(' ')[1], client, r);
+        for (const r of await probes(net.client, nodeA, np(30081, 30054), protocol, 6)) assert.equal(r, `a0 ${client}`);
+      });
+
+      test(`${fam} ${protocol}: ITP Local: each node's pods reach only that node's endpoints`, T, async () => {
+        assert.deepEqual(servers(await probes(net.a.pods[1], vip(14), svcPort, protocol, 8)), new Set(['a0']));
+        assert.deepEqual(servers(await probes(net.b.pods[1], vip(14), svcPort, protocol, 8)), new Set(['b0']));
+        assert.deepEqual(servers(await probes(net.a.pods[1], vip(15), svcPort, protocol, 4)), new Set(['a0']));
+      });
+
+      test(`${fam} ${protocol}: zone hints: each node uses its zone's endpoints, unless a ready endpoint lacks a hint or its zone has none`, T, async () => {
+        assert.deepEqual(servers(await probes(net.a.pods[1], vip(16), svcPort, protocol, 8)), new Set(['a0']));
+        assert.deepEqual(servers(await probes(net.b.pods[1], vip(16), svcPort, protocol, 8)), new Set(['b0']));
+        const partial = await probes(net.a.pods[1], vip(17), svcPort, protocol, 16);
+        assert.deepEqual(servers(partial), new Set(['a0', 'b0']), partial.join(', '));
+        const inA = await probes(net.a.pods[1], vip(18), svcPort, protocol, 16);
+        assert.deepEqual(servers(inA), new Set(['a0', 'b0']), inA.join(', '));
+        const inB = await probes(net.b.pods[0], vip(18), svcPort, protocol, 30);
+        assert.deepEqual(servers(inB), new Set(['a0', 'b0', 'b1']), inB.join(', '));
+      });
+
+      test(`${fam} ${protocol}: node hints come before zone hints, and only when every ready endpoint has one`, T, async () => {
+        assert.deepEqual(servers(await probes(net.a.pods[1], vip(19), svcPort, protocol, 8)), new Set(['a0']));
+        const inB = await probes(net.b.pods[0], vip(19), svcPort, protocol, 16);
+        assert.deepEqual(servers(inB), new Set(['b0', 'b1']), inB.join(', '));
+        // Zone a holds a0 and b0; node-a's own node hint is not enough.
+        const partial = await probes(net.a.pods[1], vip(20), svcPort, protocol, 16);
+        assert.deepEqual(servers(partial), new Set(['a0', 'b0']), partial.join(', '));
+        assert.deepEqual(servers(await probes(net.b.pods[0], vip(20), svcPort, protocol, 8)), new Set(['b1']));
+      });
+    }
+
+    test(`${fam} tcp: ETP Local on a node without a local endpoint drops external traffic; the node with one serves it`, T, async () => {
+      assert.deepEqual(await probes(net.client, nodeB, 30082, 'tcp', 2, DROP_MS), ['error timeout', 'error timeout']);
+      assert.deepEqual(await probes(net.client, nodeA, 30082, 'tcp', 2), [`a0 ${client}`, `a0 ${client}`]);
+      // Pods on node-b are short-circuited to the cluster-wide endpoints (kube-proxy's behaviour).
+      assert.deepEqual(servers(await probes(net.b.pods[0], nodeB, 30082, 'tcp', 2)), new Set(['a0']));
+    });
+
+    test(`${fam} udp: ETP Local on a node without a local endpoint drops external traffic`, T, async () => {
+      assert.deepEqual(await probes(net.client, nodeB, 30055, 'udp', 2, DROP_MS), ['error timeout', 'error timeout']);
+    });
+
+    test(`${fam} tcp: ITP Local with no endpoint on this node drops the pods' traffic (never another node's endpoint)`, T, async () => {
+      assert.deepEqual(await probes(net.b.pods[1], vip(15), 80, 'tcp', 2, DROP_MS), ['error timeout', 'error timeout']);
+      assert.deepEqual(await probes(net.b.pods[1], vip(15), 53, 'udp', 2, DROP_MS), ['error timeout', 'error timeout']);
+    });
+  }
+});
