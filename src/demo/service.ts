@@ -7,7 +7,7 @@
 import { createServer, isIPv4, type Server } from 'node:net';
 import { constants } from 'node:os';
 import type { Logger } from 'pino';
-import type { EndpointSliceInfo, ServiceInfo } from '../k8s/service-model';
+import { defaultedService, type EndpointSliceInfo } from '../k8s/service-model';
 import type { ClusterChange } from '../k8s/source';
 import { native } from '../native/binding';
 import type { Netns } from '../netlink/netns';
@@ -112,20 +112,10 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
     o.write('  The endpoint pods and the client share no address family: skipped.\n');
     return;
   }
-  const svc: ServiceInfo = {
-    namespace,
-    name: DEMO_SERVICE.name,
-    type: 'ClusterIP',
+  const svc = defaultedService(namespace, DEMO_SERVICE.name, {
     clusterIPs: fams.map((f) => DEMO_SERVICE.clusterIPs[f]),
-    headless: false,
     ports: [{ name: 'echo', protocol: 'TCP', port: DEMO_SERVICE.port, targetPort: 'echo' }],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    loadBalancerSourceRanges: [],
-    externalTrafficPolicy: 'Cluster',
-    internalTrafficPolicy: 'Cluster',
-    sessionAffinity: 'None',
-  };
+  });
   const sliceOf = (f: Fam, pods: SandboxPod[]): EndpointSliceInfo => ({
     namespace,
     name: `${DEMO_SERVICE.name}-${f === 'v4' ? 'ipv4' : 'ipv6'}`,

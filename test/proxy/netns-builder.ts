@@ -6,6 +6,7 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { Addrs, routedPodCommands } from '../helpers/routed-pod';
 import type { SvcOutcome, SvcProbe } from './svc-pod';
 
 export interface Host {
@@ -64,20 +65,10 @@ export class NetnsBuilder {
 
   /** A pod namespace routed from the node: its addresses on eth0, the node's end `hostIf` with
    * host routes to it (source: the node's addresses), default routes back via the node. */
-  addRoutedPod(nodeNs: string, suffix: string, hostIf: string, addr: { v4: string; v6: string }, nodeAddr: { v4: string; v6: string }): string {
+  addRoutedPod(nodeNs: string, suffix: string, hostIf: string, addr: Addrs, nodeAddr: Addrs): string {
     const ns = this.addNetns(suffix);
-    const ip = (args: string[]) => this.ip(args);
-    ip(['-n', nodeNs, 'link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
-    ip(['-n', ns, 'addr', 'add', `${addr.v4}/32`, 'dev', 'eth0']);
-    ip(['-n', ns, 'addr', 'add', `${addr.v6}/128`, 'dev', 'eth0', 'nodad']);
-    ip(['-n', ns, 'link', 'set', 'eth0', 'up']);
-    ip(['-n', ns, 'route', 'add', `${nodeAddr.v4}/32`, 'dev', 'eth0', 'scope', 'link']);
-    ip(['-n', ns, 'route', 'add', 'default', 'via', nodeAddr.v4, 'dev', 'eth0']);
-    ip(['-n', ns, '-6', 'route', 'add', 'default', 'via', 'fe80::1', 'dev', 'eth0']);
-    ip(['-n', nodeNs, 'link', 'set', hostIf, 'up']);
-    ip(['-n', nodeNs, 'addr', 'add', 'fe80::1/64', 'dev', hostIf, 'nodad']);
-    ip(['-n', nodeNs, 'route', 'add', `${addr.v4}/32`, 'dev', hostIf, 'src', nodeAddr.v4]);
-    ip(['-n', nodeNs, '-6', 'route', 'add', `${addr.v6}/128`, 'dev', hostIf, 'src', nodeAddr.v6]);
+    this.ip(['-n', nodeNs, 'link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+    for (const args of routedPodCommands(nodeNs, ns, hostIf, addr, nodeAddr)) this.ip(args);
     return ns;
   }
 
