@@ -7,6 +7,7 @@ import type { ClusterSnapshot } from '../../src/k8s/source';
 import { Netns } from '../../src/netlink/netns';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import { Agent } from '../../src/pipeline/agent';
+import type { Component } from '../../src/pipeline/component';
 import { ProxyComponent, ProxyOptions } from '../../src/proxy/component';
 import { endpoint, port, slice } from './fixtures';
 import type { Host } from './netns-builder';
@@ -54,13 +55,13 @@ export interface ProxyAgent {
   stop(): Promise<void>;
 }
 
-/** The pipeline Agent hosting a ProxyComponent in the namespace at `nsPath`, started on the
- * snapshot (one full commit of the proxy's table). */
-export async function startProxyAgent(nsPath: string, opts: ProxyOptions, snapshot: ClusterSnapshot): Promise<ProxyAgent> {
+/** The pipeline Agent hosting a ProxyComponent (and any `others`) in the namespace at `nsPath`,
+ * started on the snapshot (one full commit of each table). */
+export async function startProxyAgent(nsPath: string, opts: ProxyOptions, snapshot: ClusterSnapshot, others: Component[] = []): Promise<ProxyAgent> {
   const netns = Netns.open(nsPath);
   const socket = NetlinkSocket.open({ netns });
   const proxy = new ProxyComponent(opts);
-  const agent = new Agent({ socket, logger: pino({ level: 'silent' }), components: [proxy] });
+  const agent = new Agent({ socket, logger: pino({ level: 'silent' }), components: [proxy, ...others] });
   const stop = async () => {
     await agent.stop();
     await socket.close();

@@ -2,11 +2,17 @@
  * nfkube-proxy table, programmed by an Agent for that node's name from the same Services,
  * EndpointSlices and Nodes (pod ranges from the Nodes' podCIDRs). Pods answer with their name and
  * the source they saw. Which endpoints serve from which node, which source they see, what is
- * dropped; topology hints (forZones, forNodes) as kube-proxy's CategorizeEndpoints applies them.
+ * dropped; topology hints (forZones, forNodes) as kube-proxy's CategorizeEndpoints applies them;
+ * NetworkPolicy (each node's policy table beside its proxy table) on the translated destination.
  * TCP and UDP, IPv4 and IPv6. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { PolicyComponent } from '../../src/agent/policy-component';
+import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import type { EndpointInfo, ServiceInfo } from '../../src/k8s/service-model';
+import type { ClusterSnapshot } from '../../src/k8s/source';
+import { namespace, pod, policy } from '../agent/fixtures';
 import { port, service, snapshotOf } from './fixtures';
 import { dual, DualEndpoint, dualSlices, httpDns, probes, ProxyAgent, servers, startProxyAgent } from './packet-fixtures';
 import { CLIENT, createTwoNodeNet, NODE_A, NODE_B, nodeObjects, TwoNodeNet } from './two-node-net';
@@ -33,6 +39,7 @@ const SERVICES: ServiceInfo[] = [
   service('x', 'zones-elsewhere', { clusterIPs: dual(18), ports: httpDns }),
   service('x', 'nodes', { clusterIPs: dual(19), ports: httpDns }),
   service('x', 'nodes-partial', { clusterIPs: dual(20), ports: httpDns }),
+  service('x', 'guarded', { clusterIPs: dual(21), ports: httpDns }),
 ];
 const SLICES = [
   ...dualSlices('web', [a(0), b(0)]),
@@ -51,16 +58,40 @@ const SLICES = [
   ...dualSlices('nodes', [a(0, { nodeHints: [NODE_A.name], zoneHints: ['a'] }), b(0, { nodeHints: [NODE_B.name], zoneHints: ['a'] }), b(1, { nodeHints: [NODE_B.name], zoneHints: ['b'] })]),
   // One endpoint without a node hint: node hints are ignored, zone hints apply.
   ...dualSlices('nodes-partial', [a(0, { nodeHints: [NODE_A.name], zoneHints: ['a'] }), b(0, zones('a')), b(1, zones('b'))]),
+  ...dualSlices('guarded', [a(2)]),
 ];
+
+/** NetworkPolicy beside the proxy: pod a2 (the guarded service's endpoint) admits only pods
+ * labelled role=client (a1 and b1). */
+function policyObjects(): Pick<ClusterSnapshot, 'pods' | 'namespaces' | 'policies'> {
+  const pods = [NODE_A, NODE_B].flatMap((n) =>
+    [0, 1, 2].map((i) => {
+      const name = `${n.zone}${i}`;
+      const labels: Record<string, string> = name === 'a2' ? { app: 'guarded' } : i === 1 ? { role: 'client' } : {};
+      return normalizePod(pod('x', name, n.pod(i).v4, labels, { node: n.name, ip6: n.pod(i).v6 }));
+    }),
+  );
+  const np = normalizeNetworkPolicy(
+    policy('x', 'guarded', { podSelector: { matchLabels: { app: 'guarded' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }] }] }),
+  );
+  return {
+    pods: new Map(pods.map((p) => [`x/${p.name}`, p])),
+    namespaces: new Map([['x', normalizeNamespace(namespace('x'))]]),
+    policies: new Map([['x/guarded', np]]),
+  };
+}
 
 describe('service proxy on two nodes, real packets', () => {
   let net: TwoNodeNet;
   const agents: ProxyAgent[] = [];
 
   before(async () => {
-    net = await createTwoNodeNet(2, { tcp: [8080], udp: [5353] });
-    const snapshot = snapshotOf(SERVICES, SLICES, nodeObjects());
-    for (const n of [net.a, net.b]) agents.push(await startProxyAgent(n.nsPath, { nodeName: n.spec.name }, snapshot));
+    net = await createTwoNodeNet(3, { tcp: [8080], udp: [5353] });
+    const snapshot = { ...snapshotOf(SERVICES, SLICES, nodeObjects()), ...policyObjects() };
+    for (const n of [net.a, net.b]) {
+      const policyComponent = new PolicyComponent({ nodeName: n.spec.name, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+      agents.push(await startProxyAgent(n.nsPath, { nodeName: n.spec.name }, snapshot, [policyComponent]));
+    }
   });
 
   after(async () => {
@@ -136,6 +167,18 @@ describe('service proxy on two nodes, real packets', () => {
 
     test(`${fam} udp: ETP Local on a node without a local endpoint drops external traffic`, T, async () => {
       assert.deepEqual(await probes(net.client, nodeB, 30055, 'udp', 2, DROP_MS), ['error timeout', 'error timeout']);
+    });
+
+    test(`${fam}: NetworkPolicy applies to the translated destination, whichever node translated it`, T, async () => {
+      for (const protocol of ['tcp', 'udp'] as const) {
+        const p = protocol === 'tcp' ? 80 : 53;
+        // role=client pods on either node are admitted; the others are dropped by a2's ingress
+        // policy on node-a, after node-a or node-b has DNATed the service address to a2.
+        assert.deepEqual(await probes(net.a.pods[1], vip(21), p, protocol, 2), Array(2).fill(`a2 ${NODE_A.pod(1)[fam]}`));
+        assert.deepEqual(await probes(net.b.pods[1], vip(21), p, protocol, 2), Array(2).fill(`a2 ${NODE_B.pod(1)[fam]}`));
+        assert.deepEqual(await probes(net.a.pods[0], vip(21), p, protocol, 1, DROP_MS), ['error timeout']);
+        assert.deepEqual(await probes(net.b.pods[0], vip(21), p, protocol, 1, DROP_MS), ['error timeout']);
+      }
     });
 
     test(`${fam} tcp: ITP Local with no endpoint on this node drops the pods' traffic (never another node's endpoint)`, T, async () => {
