@@ -1,8 +1,8 @@
-/** Which addresses the proxy answers on, with real packets (service-net.ts, plus a second subnet
+/** Which addresses the proxy answers on and which source endpoints see, with real packets (service-net.ts, plus a second subnet
  * on the node's uplink): `--nodeport-addresses` CIDRs (NodePorts answer on the node's addresses
  * inside them only) and `primary` (the Node object's address of each family), and
  * loadBalancerSourceRanges for IPv6 as for IPv4 (a client reaches one load-balancer IP from a
- * source inside the ranges and another from a source outside them). */
+ * source inside the ranges and another from a source outside them); `--masquerade-all`. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { node, port, service, snapshotOf } from './fixtures';
@@ -55,11 +55,11 @@ describe('service proxy addresses, real packets', () => {
     net?.close();
   });
 
-  const restart = async (nodePortAddresses: string[] | 'primary') => {
+  const restart = async (nodePortAddresses: string[] | 'primary', masqueradeAll = false) => {
     await proxy?.stop();
     proxy = undefined;
     // The table the previous agent left is read back and only the difference committed.
-    proxy = await startProxyAgent(net.nodeNsPath, { nodeName: N1, clusterCIDRs: POD_CIDRS, nodePortAddresses }, snapshotOf(SERVICES, SLICES, NODES));
+    proxy = await startProxyAgent(net.nodeNsPath, { nodeName: N1, clusterCIDRs: POD_CIDRS, nodePortAddresses, masqueradeAll }, snapshotOf(SERVICES, SLICES, NODES));
   };
 
   for (const fam of ['v4', 'v6'] as const) {
@@ -99,6 +99,20 @@ describe('service proxy addresses, real packets', () => {
       assert.match(firewall, new RegExp(`${fam === 'v4' ? 'ip' : 'ip6'} saddr != @sources-${fam}-x/lb-fw/tcp/http drop`), firewall);
       // The same client source through the node port (kube-proxy applies the ranges to LB IPs only).
       assert.match((await probes(net.client, primary, 30083, 'tcp', 1))[0], nodeSource('pod1'));
+    });
+
+    test(`${fam}: --masquerade-all masquerades pod traffic to a ClusterIP too; without it the pod's source is kept`, T, async () => {
+      const vip = dual(12)[fam === 'v4' ? 0 : 1];
+      const podSource = fam === 'v4' ? podV4(1) : podV6(1);
+      for (const masqueradeAll of [true, false]) {
+        await restart('primary', masqueradeAll);
+        for (const protocol of ['tcp', 'udp'] as const) {
+          for (const r of await probes(net.pods[1], vip, protocol === 'tcp' ? 80 : 53, protocol, 3)) {
+            if (masqueradeAll) assert.match(r, nodeSource('pod0'));
+            else assert.equal(r, `pod0 ${podSource}`);
+          }
+        }
+      }
     });
   }
 });
