@@ -15,7 +15,10 @@ import { NetlinkSocket } from '../netlink/socket';
 import { Agent } from '../pipeline/agent';
 import { ProxyComponent } from '../proxy/component';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
-import type { Sandbox, SandboxPod } from './sandbox';
+import { AF_INET, AF_INET6 } from '../netlink/message';
+import { Rtnl } from '../rtnl/client';
+import { RT_SCOPE_LINK } from '../rtnl/constants';
+import { NODE_V4, NODE_V6, type Sandbox, type SandboxPod } from './sandbox';
 
 /** The demo Service's addresses and ports (TEST-NET-2 and the documentation prefix). */
 export const DEMO_SERVICE = { name: 'demo-echo', clusterIPs: { v4: '198.19.0.80', v6: '2001:db8:f::80' }, port: 80, targetPort: 8080 };
@@ -106,10 +109,15 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
     return;
   }
   const { namespace, endpoints, client } = chosen;
-  // Families every endpoint has, and the client too (the node has both).
-  const fams = (['v4', 'v6'] as const).filter((f) => endpoints.every((e) => e.pod.ips.some((ip) => fam(ip) === f)) && (client.ips.length === 0 || client.ips.some((ip) => fam(ip) === f)));
+  // Families every endpoint has, and the client too (the node has both), whose service address
+  // no pod of the manifests uses.
+  const usable = (f: Fam) =>
+    endpoints.every((e) => e.pod.ips.some((ip) => fam(ip) === f)) &&
+    (client.ips.length === 0 || client.ips.some((ip) => fam(ip) === f)) &&
+    !o.sandbox.pods.some((p) => p.pod.ips.includes(DEMO_SERVICE.clusterIPs[f]));
+  const fams = (['v4', 'v6'] as const).filter(usable);
   if (fams.length === 0) {
-    o.write('  The endpoint pods and the client share no address family: skipped.\n');
+    o.write('  The endpoint pods and the client share no address family the demo Service can use: skipped.\n');
     return;
   }
   const svc = defaultedService(namespace, DEMO_SERVICE.name, {
@@ -142,6 +150,7 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
       nodes: new Map(),
     });
     o.write(`  The proxy committed table inet ${DEFAULT_PROXY_TABLE}: ${report.messages} netlink messages, one transaction, ${report.durationMs.toFixed(1)} ms\n`);
+    if (client.ips.length === 0) await routeFromNode(o.sandbox, endpoints[0].hostLink, svc.clusterIPs);
     const look = async () => {
       for (const f of fams) {
         o.step();
@@ -166,6 +175,24 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
     await agent.stop();
     await socket.close();
     await listeners.close();
+  }
+}
+
+/** Host-originated connections are routed before the proxy translates them, and a node's default
+ * route covers the service addresses; the sandbox node has none, so the service addresses are
+ * routed towards one endpoint's link (the DNAT then re-routes each connection to its endpoint). */
+async function routeFromNode(sandbox: Sandbox, link: string, vips: string[]): Promise<void> {
+  const rtnl = Rtnl.open(sandbox.node);
+  try {
+    const l = await rtnl.link(link);
+    if (!l) throw new Error(`node ${sandbox.nodeName}: veth ${link} is missing`);
+    for (const vip of vips) {
+      await rtnl.addRoute(fam(vip) === 'v4'
+        ? { family: AF_INET, dst: vip, dstLen: 32, oif: l.index, scope: RT_SCOPE_LINK, prefsrc: NODE_V4 }
+        : { family: AF_INET6, dst: vip, dstLen: 128, oif: l.index, prefsrc: NODE_V6 });
+    }
+  } finally {
+    await rtnl.close();
   }
 }
 

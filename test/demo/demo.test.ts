@@ -219,3 +219,24 @@ status: {phase: Running, podIPs: [{ip: 198.18.7.1}]}
   assert.match(run.stderr, /RTM_NEWROUTE route 198\.18\.7\.1\/32: EEXIST/);
   assert.deepEqual(hostState(), before);
 });
+
+test('nfkube demo with two pods and no third: the node itself is the Service client', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nfkube-demo-'));
+  const pod = (name: string, ip: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: default}
+spec: {nodeName: node-1, containers: [{name: c, image: x, ports: [{containerPort: 80}]}]}
+status: {phase: Running, podIPs: [{ip: ${ip}}]}
+`;
+  writeFileSync(join(dir, 'pods.yaml'), `${pod('a', '198.18.7.1')}---\n${pod('b', '198.18.7.2')}`);
+  const before = hostState();
+  const run = await runDemo(['--manifests', dir, '--probe-timeout', '2000']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout, /^  Service default\/demo-echo: ClusterIP 198\.19\.0\.80, port 80\/TCP -> 8080 on endpoints default\/a, default\/b$/m);
+  const looks = [...run.stdout.matchAll(/^  node-1 \(node\) -> (.*)$/gm)].map((m) => m[1].replace(/ \d+(,| \()/g, ' N$1'));
+  assert.deepEqual(looks, [
+    '198.19.0.80:80, 16 connections, answered by: default/a N, default/b N (source seen: 198.18.255.1)',
+    '198.19.0.80:80, 16 connections, answered by: default/b N (source seen: 198.18.255.1)',
+  ], run.stdout);
+  assertNothingLeft(run.stdout, before);
+});
