@@ -24,6 +24,7 @@ const DROP_MS = 700;
 const a = (i: number, over?: Partial<EndpointInfo>): DualEndpoint => ({ ...NODE_A.pod(i), nodeName: NODE_A.name, over });
 const b = (i: number, over?: Partial<EndpointInfo>): DualEndpoint => ({ ...NODE_B.pod(i), nodeName: NODE_B.name, over });
 const zones = (...z: string[]) => ({ zoneHints: z });
+const terminating = { ready: false, serving: true, terminating: true };
 
 const nodePorts = (tcp: number, udp: number) => [port('http', 'TCP', 80, { targetPort: 'http', nodePort: tcp }), port('dns', 'UDP', 53, { targetPort: 'dns', nodePort: udp })];
 
@@ -40,6 +41,10 @@ const SERVICES: ServiceInfo[] = [
   service('x', 'nodes', { clusterIPs: dual(19), ports: httpDns }),
   service('x', 'nodes-partial', { clusterIPs: dual(20), ports: httpDns }),
   service('x', 'guarded', { clusterIPs: dual(21), ports: httpDns }),
+  service('x', 'term', { clusterIPs: dual(22), ports: httpDns }),
+  service('x', 'term-only', { clusterIPs: dual(23), ports: httpDns }),
+  service('x', 'term-none', { clusterIPs: dual(24), ports: httpDns }),
+  service('x', 'np-local-term', { type: 'NodePort', clusterIPs: dual(25), ports: nodePorts(30084, 30057), externalTrafficPolicy: 'Local' }),
 ];
 const SLICES = [
   ...dualSlices('web', [a(0), b(0)]),
@@ -59,6 +64,11 @@ const SLICES = [
   // One endpoint without a node hint: node hints are ignored, zone hints apply.
   ...dualSlices('nodes-partial', [a(0, { nodeHints: [NODE_A.name], zoneHints: ['a'] }), b(0, zones('a')), b(1, zones('b'))]),
   ...dualSlices('guarded', [a(2)]),
+  ...dualSlices('term', [a(0), b(0, terminating)]),
+  ...dualSlices('term-only', [a(0, terminating), b(0, { ...terminating, serving: false })]),
+  ...dualSlices('term-none', [a(0, { ...terminating, serving: false })]),
+  // node-b's only local endpoint is terminating: ETP Local there falls back to it, not to a0.
+  ...dualSlices('np-local-term', [a(0), b(1, terminating)]),
 ];
 
 /** NetworkPolicy beside the proxy: pod a2 (the guarded service's endpoint) admits only pods
@@ -155,6 +165,18 @@ describe('service proxy on two nodes, real packets', () => {
         const partial = await probes(net.a.pods[1], vip(20), svcPort, protocol, 16);
         assert.deepEqual(servers(partial), new Set(['a0', 'b0']), partial.join(', '));
         assert.deepEqual(servers(await probes(net.b.pods[0], vip(20), svcPort, protocol, 8)), new Set(['b1']));
+      });
+    }
+
+    for (const protocol of ['tcp', 'udp'] as const) {
+      const svcPort = protocol === 'tcp' ? 80 : 53;
+      test(`${fam} ${protocol}: serving terminating endpoints serve only when none is ready (cluster-wide; per node for ETP Local); none serving rejects`, T, async () => {
+        assert.deepEqual(servers(await probes(net.a.pods[1], vip(22), svcPort, protocol, 8)), new Set(['a0']));
+        assert.deepEqual(servers(await probes(net.b.pods[1], vip(23), svcPort, protocol, 6)), new Set(['a0']));
+        assert.deepEqual(await probes(net.a.pods[1], vip(24), svcPort, protocol, 2), ['error ECONNREFUSED', 'error ECONNREFUSED']);
+        const np = protocol === 'tcp' ? 30084 : 30057;
+        assert.deepEqual(await probes(net.client, nodeB, np, protocol, 4), Array(4).fill(`b1 ${client}`));
+        assert.deepEqual(await probes(net.client, nodeA, np, protocol, 4), Array(4).fill(`a0 ${client}`));
       });
     }
 
