@@ -1,11 +1,13 @@
 /** The service proxy across two nodes (two-node-net.ts): each node's namespace holds its own
  * nfkube-proxy table, programmed by an Agent for that node's name from the same Services,
  * EndpointSlices and Nodes (pod ranges from the Nodes' podCIDRs). Pods answer with their name and
- * the source they saw. Which endpoints serve from which node, which source they see, what is
- * dropped; topology hints (forZones, forNodes) as kube-proxy's CategorizeEndpoints applies them;
+ * the source they saw. Which endpoints serve from which node (ClusterIP, NodePort, a load-balancer
+ * IP and an external IP the client sends to node-b; ETP and ITP Local; serving-terminating
+ * fallback), which source they see, what is dropped or rejected; topology hints (forZones, forNodes) as kube-proxy's CategorizeEndpoints applies them;
  * NetworkPolicy (each node's policy table beside its proxy table) on the translated destination.
  * TCP and UDP, IPv4 and IPv6. */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { PolicyComponent } from '../../src/agent/policy-component';
@@ -25,6 +27,9 @@ const a = (i: number, over?: Partial<EndpointInfo>): DualEndpoint => ({ ...NODE_
 const b = (i: number, over?: Partial<EndpointInfo>): DualEndpoint => ({ ...NODE_B.pod(i), nodeName: NODE_B.name, over });
 const zones = (...z: string[]) => ({ zoneHints: z });
 const terminating = { ready: false, serving: true, terminating: true };
+/** A load-balancer IP and an external IP the client routes via node-b. */
+const LB = { v4: '198.18.201.1', v6: '2001:db8:c9::1' };
+const EXT = { v4: '198.18.200.1', v6: '2001:db8:c8::1' };
 
 const nodePorts = (tcp: number, udp: number) => [port('http', 'TCP', 80, { targetPort: 'http', nodePort: tcp }), port('dns', 'UDP', 53, { targetPort: 'dns', nodePort: udp })];
 
@@ -44,6 +49,15 @@ const SERVICES: ServiceInfo[] = [
   service('x', 'term', { clusterIPs: dual(22), ports: httpDns }),
   service('x', 'term-only', { clusterIPs: dual(23), ports: httpDns }),
   service('x', 'term-none', { clusterIPs: dual(24), ports: httpDns }),
+  service('x', 'lb-local', {
+    type: 'LoadBalancer',
+    clusterIPs: dual(26),
+    ports: nodePorts(30085, 30058),
+    externalTrafficPolicy: 'Local',
+    healthCheckNodePort: 32001,
+    loadBalancerIPs: [LB.v4, LB.v6],
+  }),
+  service('x', 'ext', { clusterIPs: dual(27), ports: httpDns, externalIPs: [EXT.v4, EXT.v6] }),
   service('x', 'np-local-term', { type: 'NodePort', clusterIPs: dual(25), ports: nodePorts(30084, 30057), externalTrafficPolicy: 'Local' }),
 ];
 const SLICES = [
@@ -68,6 +82,8 @@ const SLICES = [
   ...dualSlices('term-only', [a(0, terminating), b(0, { ...terminating, serving: false })]),
   ...dualSlices('term-none', [a(0, { ...terminating, serving: false })]),
   // node-b's only local endpoint is terminating: ETP Local there falls back to it, not to a0.
+  ...dualSlices('lb-local', [a(0), b(0), b(1)]),
+  ...dualSlices('ext', [a(1)]),
   ...dualSlices('np-local-term', [a(0), b(1, terminating)]),
 ];
 
@@ -97,6 +113,9 @@ describe('service proxy on two nodes, real packets', () => {
 
   before(async () => {
     net = await createTwoNodeNet(3, { tcp: [8080], udp: [5353] });
+    for (const f of ['v4', 'v6'] as const) {
+      for (const dst of [LB[f], EXT[f]]) execFileSync('nsenter', [`--net=${net.client.nsPath}`, 'ip', ...(f === 'v6' ? ['-6'] : []), 'route', 'add', dst, 'via', NODE_B.addr[f]]);
+    }
     const snapshot = { ...snapshotOf(SERVICES, SLICES, nodeObjects()), ...policyObjects() };
     for (const n of [net.a, net.b]) {
       const policyComponent = new PolicyComponent({ nodeName: n.spec.name, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
@@ -138,6 +157,13 @@ describe('service proxy on two nodes, real packets', () => {
         assert.deepEqual(servers(viaB), new Set(['b0', 'b1']), viaB.join(', '));
         for (const r of viaB) assert.equal(r.split(' ')[1], client, r);
         for (const r of await probes(net.client, nodeA, np(30081, 30054), protocol, 6)) assert.equal(r, `a0 ${client}`);
+      });
+
+      test(`${fam} ${protocol}: a load-balancer IP sent to node-b (ETP Local) and an external IP sent to node-b (ETP Cluster)`, T, async () => {
+        const viaLB = await probes(net.client, LB[fam], svcPort, protocol, 16);
+        assert.deepEqual(servers(viaLB), new Set(['b0', 'b1']), viaLB.join(', '));
+        for (const r of viaLB) assert.equal(r.split(' ')[1], client, r);
+        for (const r of await probes(net.client, EXT[fam], svcPort, protocol, 4)) assert.equal(r, `a1 ${nodeB}`);
       });
 
       test(`${fam} ${protocol}: ITP Local: each node's pods reach only that node's endpoints`, T, async () => {
