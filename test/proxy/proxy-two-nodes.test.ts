@@ -58,6 +58,7 @@ const SERVICES: ServiceInfo[] = [
     loadBalancerIPs: [LB.v4, LB.v6],
   }),
   service('x', 'ext', { clusterIPs: dual(27), ports: httpDns, externalIPs: [EXT.v4, EXT.v6] }),
+  service('x', 'itp-np', { type: 'NodePort', clusterIPs: dual(28), ports: nodePorts(30086, 30059), internalTrafficPolicy: 'Local' }),
   service('x', 'np-local-term', { type: 'NodePort', clusterIPs: dual(25), ports: nodePorts(30084, 30057), externalTrafficPolicy: 'Local' }),
 ];
 const SLICES = [
@@ -84,6 +85,7 @@ const SLICES = [
   // node-b's only local endpoint is terminating: ETP Local there falls back to it, not to a0.
   ...dualSlices('lb-local', [a(0), b(0), b(1)]),
   ...dualSlices('ext', [a(1)]),
+  ...dualSlices('itp-np', [a(0)]),
   ...dualSlices('np-local-term', [a(0), b(1, terminating)]),
 ];
 
@@ -150,6 +152,8 @@ describe('service proxy on two nodes, real packets', () => {
       test(`${fam} ${protocol}: a NodePort (ETP Cluster) on node-b serves an endpoint on node-a, masqueraded to node-b`, T, async () => {
         for (const r of await probes(net.client, nodeB, np(30080, 30053), protocol, 6)) assert.equal(r, `a0 ${nodeB}`);
         for (const r of await probes(net.client, nodeA, np(30080, 30053), protocol, 3)) assert.equal(r, `a0 ${nodeA}`);
+        // From node-b itself (host-originated) to its own node port.
+        for (const r of await probes(net.b.host, nodeB, np(30080, 30053), protocol, 3)) assert.equal(r, `a0 ${nodeB}`);
       });
 
       test(`${fam} ${protocol}: a NodePort with ETP Local serves only the node's own endpoints, the client source kept`, T, async () => {
@@ -232,6 +236,11 @@ describe('service proxy on two nodes, real packets', () => {
     test(`${fam} tcp: ITP Local with no endpoint on this node drops the pods' traffic (never another node's endpoint)`, T, async () => {
       assert.deepEqual(await probes(net.b.pods[1], vip(15), 80, 'tcp', 2, DROP_MS), ['error timeout', 'error timeout']);
       assert.deepEqual(await probes(net.b.pods[1], vip(15), 53, 'udp', 2, DROP_MS), ['error timeout', 'error timeout']);
+      // ITP Local binds the ClusterIP only: the same service's NodePort (ETP Cluster) on node-b
+      // still reaches node-a's endpoint.
+      assert.deepEqual(await probes(net.b.pods[1], vip(28), 80, 'tcp', 1, DROP_MS), ['error timeout']);
+      assert.deepEqual(await probes(net.client, nodeB, 30086, 'tcp', 2), [`a0 ${nodeB}`, `a0 ${nodeB}`]);
+      assert.deepEqual(await probes(net.client, nodeB, 30059, 'udp', 2), [`a0 ${nodeB}`, `a0 ${nodeB}`]);
     });
   }
 });
