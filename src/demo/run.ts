@@ -1,5 +1,5 @@
 /** `nfkube demo` end to end: a sandbox of namespaces for the manifests' pods on one node, a
- * reachability matrix before any policy, the agent enforcing the NetworkPolicies in the node's
+ * reachability matrix before any policy, a Service answering from its endpoints, the agent enforcing the NetworkPolicies in the node's
  * namespace, the ruleset read back from the kernel, the matrix again, and cleanup whatever
  * happens (an error, or an abort from SIGINT/SIGTERM between steps). */
 import { Writable } from 'node:stream';
@@ -17,6 +17,7 @@ import type { PolicyIR } from '../policy/ir';
 import { explainDenial } from './explain';
 import { CELL, formatLegend, formatMatrix, Matrix } from './matrix';
 import { NODE_V4, NODE_V6, Sandbox } from './sandbox';
+import { showService } from './service';
 import { Listeners, probe } from './traffic';
 import { PolicyModes } from '../deny/modes';
 import { DropLogOptions } from '../deny/tail';
@@ -104,6 +105,9 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     const open = await measure(sandbox, listeners, o.probeTimeoutMs);
     o.write(formatMatrix(open, o.color));
     o.write(`\n${formatLegend(open, { timeoutMs: o.probeTimeoutMs, nodeLabel: open.rows[0].label, changes: false })}`);
+
+    step();
+    await showService({ sandbox, probeTimeoutMs: o.probeTimeoutMs, logger: o.logger, step, write: (text) => o.write(text) });
 
     step();
     socket = NetlinkSocket.open({ netns: sandbox.node });

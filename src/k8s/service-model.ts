@@ -88,3 +88,23 @@ export interface NodeInfo {
   /** spec.podCIDRs (or spec.podCIDR), canonical. */
   podCIDRs: string[];
 }
+
+/** A ClusterIP Service as the API server defaults one: no external addresses, Cluster traffic
+ * policies, no session affinity; `over` sets the rest. */
+export function defaultedService(namespace: string, name: string, over: Partial<ServiceInfo> = {}): ServiceInfo {
+  return {
+    namespace,
+    name,
+    type: 'ClusterIP',
+    clusterIPs: [],
+    headless: false,
+    ports: [],
+    externalIPs: [],
+    loadBalancerIPs: [],
+    loadBalancerSourceRanges: [],
+    externalTrafficPolicy: 'Cluster',
+    internalTrafficPolicy: 'Cluster',
+    sessionAffinity: 'None',
+    ...over,
+  };
+}

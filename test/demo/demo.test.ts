@@ -118,6 +118,20 @@ test('nfkube demo: all open before, exactly the example policies after, the rule
     'shop/db': ['✓', '✓', '·', '·', '✓', '✓'],
     'ops/probe': ['✓', '✓', '✓', '✓', '·', '·'],
   });
+  // The Service section: the proxy serves a ClusterIP from two endpoints (each connection named
+  // by the endpoint that accepted it), then from the one left after the other is removed.
+  const svc = run.stdout.slice(run.stdout.indexOf('A Service answering from its endpoints'), run.stdout.indexOf('The agent committed table inet nfkube '));
+  assert.match(svc, /^  Service shop\/demo-echo: ClusterIP 198\.19\.0\.80, 2001:db8:f::80, port 80\/TCP -> 8080 on endpoints shop\/web, shop\/db$/m, svc);
+  assert.match(svc, /^  The proxy committed table inet nfkube-proxy: \d+ netlink messages, one transaction/m, svc);
+  const looks = [...svc.matchAll(/^  ops\/probe -> (\S+), 16 connections, answered by: (.*)$/gm)].map((m) => `${m[1]} ${m[2]}`);
+  assert.deepEqual(looks.map((l) => l.replace(/ \d+(,| \()/g, ' N$1')), [
+    '198.19.0.80:80 shop/db N, shop/web N (source seen: 198.18.1.20)',
+    '[2001:db8:f::80]:80 shop/db N, shop/web N (source seen: 2001:db8:1::20)',
+    '198.19.0.80:80 shop/db N (source seen: 198.18.1.20)',
+    '[2001:db8:f::80]:80 shop/db N (source seen: 2001:db8:1::20)',
+  ], svc);
+  for (const l of looks.slice(2)) assert.match(l, / shop\/db 16 /);
+  assert.match(svc, /^  Endpoint shop\/web removed from the EndpointSlices: \d+ netlink messages in one transaction/m, svc);
   // default-deny: shop pods take no ingress but what a policy allows; web-http: any pod may reach
   // web:80; db-from-web: only web reaches db:5432, and db may send only to port 53. The node's
   // own traffic (kubelet probes) is never matched; ops/probe has no policy.
@@ -204,4 +218,25 @@ status: {phase: Running, podIPs: [{ip: 198.18.7.1}]}
   assert.equal(run.code, 1);
   assert.match(run.stderr, /RTM_NEWROUTE route 198\.18\.7\.1\/32: EEXIST/);
   assert.deepEqual(hostState(), before);
+});
+
+test('nfkube demo with two pods and no third: the node itself is the Service client', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nfkube-demo-'));
+  const pod = (name: string, ip: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: default}
+spec: {nodeName: node-1, containers: [{name: c, image: x, ports: [{containerPort: 80}]}]}
+status: {phase: Running, podIPs: [{ip: ${ip}}]}
+`;
+  writeFileSync(join(dir, 'pods.yaml'), `${pod('a', '198.18.7.1')}---\n${pod('b', '198.18.7.2')}`);
+  const before = hostState();
+  const run = await runDemo(['--manifests', dir, '--probe-timeout', '2000']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout, /^  Service default\/demo-echo: ClusterIP 198\.19\.0\.80, port 80\/TCP -> 8080 on endpoints default\/a, default\/b$/m);
+  const looks = [...run.stdout.matchAll(/^  node-1 \(node\) -> (.*)$/gm)].map((m) => m[1].replace(/ \d+(,| \()/g, ' N$1'));
+  assert.deepEqual(looks, [
+    '198.19.0.80:80, 16 connections, answered by: default/a N, default/b N (source seen: 198.18.255.1)',
+    '198.19.0.80:80, 16 connections, answered by: default/b N (source seen: 198.18.255.1)',
+  ], run.stdout);
+  assertNothingLeft(run.stdout, before);
 });

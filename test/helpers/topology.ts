@@ -6,6 +6,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
+import { routedPodCommands } from './routed-pod';
 
 const execFileAsync = promisify(execFile);
 
@@ -150,16 +151,7 @@ export function createTopology(kind: TopologyKind, placements: PodPlacement[] = 
       addNetns(podNs);
       sh(['-n', nodeNs, 'link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', podNs]);
       if (kind === 'routed') {
-        sh(['-n', podNs, 'addr', 'add', `${ipv4}/32`, 'dev', 'eth0']);
-        sh(['-n', podNs, 'addr', 'add', `${ipv6}/128`, 'dev', 'eth0', 'nodad']);
-        sh(['-n', podNs, 'link', 'set', 'eth0', 'up']);
-        sh(['-n', podNs, 'route', 'add', `${node.ipv4}/32`, 'dev', 'eth0', 'scope', 'link']);
-        sh(['-n', podNs, 'route', 'add', 'default', 'via', node.ipv4, 'dev', 'eth0']);
-        sh(['-n', podNs, '-6', 'route', 'add', 'default', 'via', 'fe80::1', 'dev', 'eth0']);
-        sh(['-n', nodeNs, 'link', 'set', hostIf, 'up']);
-        sh(['-n', nodeNs, 'addr', 'add', 'fe80::1/64', 'dev', hostIf, 'nodad']);
-        sh(['-n', nodeNs, 'route', 'add', `${ipv4}/32`, 'dev', hostIf, 'src', node.ipv4]);
-        sh(['-n', nodeNs, '-6', 'route', 'add', `${ipv6}/128`, 'dev', hostIf, 'src', node.ipv6]);
+        for (const args of routedPodCommands(nodeNs, podNs, hostIf, { v4: ipv4, v6: ipv6 }, { v4: node.ipv4, v6: node.ipv6 })) sh(args);
       } else {
         sh(['-n', podNs, 'addr', 'add', `${ipv4}/24`, 'dev', 'eth0']);
         sh(['-n', podNs, 'addr', 'add', `${ipv6}/64`, 'dev', 'eth0', 'nodad']);

@@ -1,27 +1,13 @@
 /** Builders of normalized Services, EndpointSlices and Nodes for proxy tests, and a random
  * cluster of them. Addresses: services 198.19.0.0/16 and 2001:db8:f::/64, pods 198.18.x.0/24 and
  * 2001:db8:x::/64, nodes 198.18.0.x. */
-import type { EndpointInfo, EndpointSliceInfo, NodeInfo, ServiceInfo, ServicePortInfo } from '../../src/k8s/service-model';
+import { defaultedService, type EndpointInfo, type EndpointSliceInfo, type NodeInfo, type ServiceInfo, type ServicePortInfo } from '../../src/k8s/service-model';
 import type { ClusterChange, ClusterSnapshot } from '../../src/k8s/source';
 
 export const NODE = 'node-1';
 
 export function service(ns: string, name: string, over: Partial<ServiceInfo> = {}): ServiceInfo {
-  return {
-    namespace: ns,
-    name,
-    type: 'ClusterIP',
-    clusterIPs: [],
-    headless: false,
-    ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    loadBalancerSourceRanges: [],
-    externalTrafficPolicy: 'Cluster',
-    internalTrafficPolicy: 'Cluster',
-    sessionAffinity: 'None',
-    ...over,
-  };
+  return defaultedService(ns, name, { ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }], ...over });
 }
 
 export function port(name: string, protocol: ServicePortInfo['protocol'], p: number, extra: Partial<ServicePortInfo> = {}): ServicePortInfo {

@@ -13,7 +13,8 @@ import { NetlinkSocket } from '../../src/netlink/socket';
 import { Agent } from '../../src/pipeline/agent';
 import { ProxyComponent } from '../../src/proxy/component';
 import { endpoint, node, slice, snapshotOf } from './fixtures';
-import { CLIENT_V4, CLIENT_V6, createServiceNet, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, probes, ServiceNet } from './service-net';
+import { CLIENT_V4, CLIENT_V6, createServiceNet, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, ServiceNet } from './service-net';
+import { probes } from './packet-fixtures';
 
 const T = { timeout: 60_000 };
 const DROP_MS = 700;

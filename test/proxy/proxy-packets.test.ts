@@ -10,27 +10,17 @@ import { Netns } from '../../src/netlink/netns';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import { Agent } from '../../src/pipeline/agent';
 import { ProxyComponent } from '../../src/proxy/component';
-import { endpoint, node, port, service, slice, snapshotOf } from './fixtures';
-import { CLIENT_V4, CLIENT_V6, createServiceNet, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, probes, ServiceNet } from './service-net';
+import { node, port, service, snapshotOf } from './fixtures';
+import { dual, dualSlices, httpDns, probes, servers } from './packet-fixtures';
+import { CLIENT_V4, CLIENT_V6, createServiceNet, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, ServiceNet } from './service-net';
 
 const T = { timeout: 60_000 };
 const DROP_MS = 700;
 const N1 = 'node-1';
 
-const httpDns = [port('http', 'TCP', 80, { targetPort: 'http' }), port('dns', 'UDP', 53, { targetPort: 'dns' })];
-const slicePorts = [
-  { name: 'http', protocol: 'TCP' as const, port: 8080 },
-  { name: 'dns', protocol: 'UDP' as const, port: 5353 },
-];
-const eps4 = (spec: [number, string][]) => spec.map(([i, n]) => endpoint(podV4(i), n));
-const eps6 = (spec: [number, string][]) => spec.map(([i, n]) => endpoint(podV6(i), n));
 function slices(name: string, spec: [number, string][]): EndpointSliceInfo[] {
-  return [
-    slice('x', `${name}-4`, name, { ports: slicePorts, endpoints: eps4(spec) }),
-    slice('x', `${name}-6`, name, { addressType: 'IPv6', ports: slicePorts, endpoints: eps6(spec) }),
-  ];
+  return dualSlices(name, spec.map(([i, nodeName]) => ({ v4: podV4(i), v6: podV6(i), nodeName })));
 }
-const dual = (n: number) => [`198.19.0.${n}`, `2001:db8:f::${n.toString(16)}`];
 
 const SERVICES: ServiceInfo[] = [
   service('x', 'web', { clusterIPs: dual(10), ports: httpDns }),
@@ -86,8 +76,6 @@ describe('service proxy, real packets', () => {
     netns?.close();
     net?.close();
   });
-
-  const servers = (replies: string[]) => new Set(replies.map((r) => r.split(' ')[0]));
 
   for (const fam of ['v4', 'v6'] as const) {
     const vip = (n: number) => dual(n)[fam === 'v4' ? 0 : 1];

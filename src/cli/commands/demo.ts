@@ -19,7 +19,8 @@ const options = {
   'log-level': { ...COMMON_OPTIONS['log-level'], default: 'warn' },
 } as const satisfies OptionTable;
 const usage = usageText('nfkube demo [options]', options, `Runs the pods of node N (default node-1) from DIR (default: the examples/ directory) as network
-namespaces, measures TCP reachability between them, enforces the NetworkPolicies and measures
+namespaces, measures TCP reachability between them, shows a ClusterIP Service over two of them
+answering from its endpoints (the service proxy), enforces the NetworkPolicies and measures
 again. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN for namespaces); leaves nothing behind.`);
 
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
