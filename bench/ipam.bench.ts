@@ -43,6 +43,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, input: string)
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.on('error', rej);
+    child.stdin.on('error', () => {}); // VERSION exits without reading stdin
     child.on('close', (code) => res({ code, out, ms: performance.now() - t0 }));
     child.stdin.end(input);
   });
