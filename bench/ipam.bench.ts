@@ -9,11 +9,9 @@
  * Agents run in this process against the test API server through client-node.
  * Run: npm run build && node dist/bench/ipam.bench.js [--quick] [--plugin: section 2 only] */
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { serveIpamSocket } from '../src/ipam/server';
-import { agentFactory, node, pool, startIpamApiServer } from '../test/ipam/cluster';
-import { COMPILED_PLUGIN, NODE_PLUGIN } from '../test/ipam/plugins';
+import { pool } from '../test/ipam/cluster';
+import { COMPILED_PLUGIN, NODE_PLUGIN, startPluginAgent } from '../test/ipam/plugins';
 import { runScale, ScaleResult } from '../test/ipam/scale';
 import { ms, ratio, table } from './harness';
 
@@ -50,14 +48,9 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, input: string)
 }
 
 async function pluginExec(): Promise<{ add: number[]; compiled: number[]; compiledVersion: number[]; nodeFloor: number[] }> {
-  const server = await startIpamApiServer();
-  server.create(pool('bench', ['198.18.0.0/16']));
-  server.create(node('bench-node'));
-  const f = agentFactory(server);
-  const agent = f.make('bench-node');
-  await agent.start();
-  const sock = await serveIpamSocket(join(f.stateDir, 'ipam.sock'), (req) => agent.handle(req));
-  const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'bench', ipam: { type: 'nfkube-cni-ipam', socket: sock.path } });
+  const warm = await startPluginAgent('bench-node', [pool('bench', ['198.18.0.0/16'])]);
+  const agent = warm.agent;
+  const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'bench', ipam: { type: 'nfkube-cni-ipam', socket: warm.socket.path } });
   // Warm: the first block is claimed before timing.
   await agent.handle({ command: 'ADD', network: 'warm', containerID: 'w', ifname: 'eth0' });
   const add: number[] = [];
@@ -77,9 +70,7 @@ async function pluginExec(): Promise<{ add: number[]; compiled: number[]; compil
     compiled.push(c.ms);
     compiledVersion.push((await run(COMPILED_PLUGIN, [], { CNI_COMMAND: 'VERSION' }, '')).ms);
   }
-  await sock.close();
-  await agent.stop();
-  await server.close();
+  await warm.close();
   return { add, compiled, compiledVersion, nodeFloor };
 }
 

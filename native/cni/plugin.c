@@ -53,6 +53,16 @@ static int remaining_ms(void) {
   return left < 0 ? 0 : (int)left;
 }
 
+/* Waits until fd is ready for events: 1, or 0 once the deadline has passed. */
+static int ready(int fd, short events) {
+  for (;;) {
+    struct pollfd p = {fd, events, 0};
+    int r = poll(&p, 1, remaining_ms());
+    if (r < 0 && errno == EINTR) continue;
+    return r != 0;
+  }
+}
+
 static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);
@@ -180,10 +190,7 @@ static void parse_timeout(void) {
 /* Reads all of stdin into b. 0, or -1 with msg set. */
 static int read_stdin(struct buf *b, char *msg, size_t cap, int *code) {
   for (;;) {
-    struct pollfd p = {0, POLLIN, 0};
-    int r = poll(&p, 1, remaining_ms());
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
+    if (!ready(0, POLLIN)) {
       char s[32];
       seconds_text(s, sizeof s);
       snprintf(msg, cap, "reading the network configuration from stdin: no end of input within %s s", s);
@@ -267,6 +274,15 @@ static int build_request(struct buf *req, const struct buf *conf) {
   return buf_str(req, "}\n");
 }
 
+/* The agent did not answer within the deadline: closes fd, sets msg, gives -1. */
+static int too_late(int fd, const char *path, char *msg, size_t cap) {
+  char secs[32];
+  seconds_text(secs, sizeof secs);
+  close(fd);
+  snprintf(msg, cap, "nfkube ipam agent at %s did not answer within %s s", path, secs);
+  return -1;
+}
+
 /* Connects, sends the request and reads the reply to EOF, all within the deadline. 0, or -1 with
  * msg set (always code 11: the agent is down, slow, or went away). */
 static int exchange(const char *path, const struct buf *req, struct buf *reply, char *msg, size_t cap) {
@@ -279,8 +295,6 @@ static int exchange(const char *path, const struct buf *req, struct buf *reply, 
     snprintf(msg, cap, "nfkube ipam agent at %s: socket %s", path, errno_name(errno));
     return -1;
   }
-  char secs[32];
-  seconds_text(secs, sizeof secs);
   /* A unix socket connects at once or fails; EAGAIN (backlog full) is retried until the deadline. */
   while (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
     int e = errno;
@@ -289,23 +303,16 @@ static int exchange(const char *path, const struct buf *req, struct buf *reply, 
       poll(NULL, 0, remaining_ms() < 5 ? remaining_ms() : 5);
       continue;
     }
+    if (e == EAGAIN) return too_late(fd, path, msg, cap);
     close(fd);
-    if (e == EAGAIN) snprintf(msg, cap, "nfkube ipam agent at %s did not answer within %s s", path, secs);
-    else if (e == ENOENT || e == ECONNREFUSED) snprintf(msg, cap, "nfkube ipam agent is not running (%s: %s); nothing was allocated", path, errno_name(e));
+    if (e == ENOENT || e == ECONNREFUSED) snprintf(msg, cap, "nfkube ipam agent is not running (%s: %s); nothing was allocated", path, errno_name(e));
     else snprintf(msg, cap, "nfkube ipam agent at %s: connect %s %s", path, errno_name(e), path);
     return -1;
   }
   size_t sent = 0;
   int write_failed = 0;
   while (sent < req->n && !write_failed) {
-    struct pollfd p = {fd, POLLOUT, 0};
-    int r = poll(&p, 1, remaining_ms());
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
-      close(fd);
-      snprintf(msg, cap, "nfkube ipam agent at %s did not answer within %s s", path, secs);
-      return -1;
-    }
+    if (!ready(fd, POLLOUT)) return too_late(fd, path, msg, cap);
     ssize_t w = send(fd, req->p + sent, req->n - sent, MSG_NOSIGNAL);
     if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     /* The agent may have answered already (a request it refuses as too large): read that. */
@@ -313,14 +320,7 @@ static int exchange(const char *path, const struct buf *req, struct buf *reply, 
     else sent += (size_t)w;
   }
   for (;;) {
-    struct pollfd p = {fd, POLLIN, 0};
-    int r = poll(&p, 1, remaining_ms());
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
-      close(fd);
-      snprintf(msg, cap, "nfkube ipam agent at %s did not answer within %s s", path, secs);
-      return -1;
-    }
+    if (!ready(fd, POLLIN)) return too_late(fd, path, msg, cap);
     if (buf_reserve(reply, 16384) < 0) {
       close(fd);
       snprintf(msg, cap, "nfkube ipam agent at %s: out of memory", path);

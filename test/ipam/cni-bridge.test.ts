@@ -12,16 +12,15 @@ import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Netns } from '../../src/netlink/netns';
 import { IpamAgent } from '../../src/ipam/agent';
-import { IpamSocketServer, serveIpamSocket } from '../../src/ipam/server';
-import { TestApiServer } from '../helpers/apiserver';
-import { agentFactory, node, pool, startIpamApiServer } from './cluster';
-import { COMPILED_PLUGIN, NODE_PLUGIN } from './plugins';
+import { IpamSocketServer } from '../../src/ipam/server';
+import { pool } from './cluster';
+import { COMPILED_PLUGIN, NODE_PLUGIN, PluginAgent, startPluginAgent } from './plugins';
 
 const BRIDGE = '/usr/lib/cni/bridge';
 const PLUGIN = COMPILED_PLUGIN ?? NODE_PLUGIN;
 const skip = !existsSync(BRIDGE) ? 'containernetworking-plugins is not installed' : process.getuid?.() !== 0 ? 'needs root for network namespaces' : false;
 
-let server: TestApiServer;
+let warm: PluginAgent;
 let agent: IpamAgent;
 let socket: IpamSocketServer;
 let host: Netns;
@@ -100,13 +99,8 @@ function startEcho(ns: Netns): import('node:child_process').ChildProcess {
 
 before(async () => {
   if (skip) return;
-  server = await startIpamApiServer();
-  server.create(pool('cni', ['198.18.64.0/24', '2001:db8:64::/120'], { ipv4: 28, ipv6: 124 }));
-  server.create(node('cni-node'));
-  const f = agentFactory(server);
-  agent = f.make('cni-node');
-  await agent.start();
-  socket = await serveIpamSocket(join(f.stateDir, 'ipam.sock'), (req) => agent.handle(req));
+  warm = await startPluginAgent('cni-node', [pool('cni', ['198.18.64.0/24', '2001:db8:64::/120'], { ipv4: 28, ipv6: 124 })]);
+  ({ agent, socket } = warm);
   pluginDir = mkdtempSync(join(tmpdir(), 'nfkube-cni-bin-'));
   symlinkSync(PLUGIN, join(pluginDir, 'nfkube-cni-ipam'));
   nodePluginDir = mkdtempSync(join(tmpdir(), 'nfkube-cni-bin-node-'));
@@ -118,9 +112,7 @@ before(async () => {
 
 after(async () => {
   if (skip) return;
-  await socket.close();
-  await agent.stop();
-  await server.close();
+  await warm.close();
   for (const p of pods) p.close();
   nodePod.close();
   host.close();

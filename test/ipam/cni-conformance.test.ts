@@ -10,35 +10,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { IpamAgent } from '../../src/ipam/agent';
-import { IpamSocketServer, serveIpamSocket } from '../../src/ipam/server';
-import { TestApiServer } from '../helpers/apiserver';
-import { agentFactory, node, pool, startIpamApiServer } from './cluster';
-import { PLUGINS, PluginRun, runPlugin } from './plugins';
+import { IpamSocketServer } from '../../src/ipam/server';
+import { pool } from './cluster';
+import { PLUGINS, PluginAgent, PluginRun, runPlugin, startPluginAgent } from './plugins';
 
 const SUPPORTED = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
 
-let server: TestApiServer;
+let warm: PluginAgent;
 let agent: IpamAgent;
 let socket: IpamSocketServer;
 let dir: string;
 const extraServers: Server[] = [];
 
 before(async () => {
-  server = await startIpamApiServer();
-  server.create(pool('conf', ['198.18.80.0/24', '2001:db8:80::/120'], { ipv4: 27, ipv6: 123 }));
-  server.create(node('conf-node'));
-  const f = agentFactory(server);
-  agent = f.make('conf-node');
-  await agent.start();
-  socket = await serveIpamSocket(join(f.stateDir, 'ipam.sock'), (req) => agent.handle(req));
+  warm = await startPluginAgent('conf-node', [pool('conf', ['198.18.80.0/24', '2001:db8:80::/120'], { ipv4: 27, ipv6: 123 })]);
+  ({ agent, socket } = warm);
   dir = mkdtempSync(join(tmpdir(), 'nfkube-cni-conf-'));
 });
 
 after(async () => {
   for (const s of extraServers) await new Promise<void>((r) => s.close(() => r()));
-  await socket.close();
-  await agent.stop();
-  await server.close();
+  await warm.close();
 });
 
 /** A unix socket whose "agent" accepts and then does `behave` to each connection. */
@@ -189,7 +181,7 @@ const CASES: Array<{ name: string; run(c: Ctx): Promise<string | undefined> }> =
     name: 'an agent that hangs up without answering, or never answers (bounded wait)',
     async run(c) {
       const hangup = await fakeAgent(`hangup-${c.network}`, (s) => s.once('data', () => s.end()));
-      const silent = await fakeAgent(`silent-${c.network}`, (s) => s.on('error', () => {}));
+      const silent = await fakeAgent(`silent-${c.network}`, (s) => s.on('error', () => {}).resume()); // reads, never answers
       const closed = await c.exec('ADD', 'x', c.conf({}, '1.0.0', { socket: hangup }));
       assert.equal(cniError(closed).msg, `nfkube ipam agent at ${hangup} closed the connection without an answer`);
       const t0 = Date.now();

@@ -2,9 +2,14 @@
  * compiled one (native/cni/, built by npm install or shipped in prebuilds/), for tests and the
  * benchmark to run from one table. */
 import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { findCompiledPlugin } from '../../src/cni/install';
+import { IpamAgent } from '../../src/ipam/agent';
+import { KObject } from '../../src/ipam/objects';
+import { IpamSocketServer, serveIpamSocket } from '../../src/ipam/server';
+import { TestApiServer } from '../helpers/apiserver';
+import { agentFactory, node, startIpamApiServer } from './cluster';
 
 export interface PluginUnderTest {
   name: 'node' | 'compiled';
@@ -45,4 +50,33 @@ export function runPlugin(argv: string[], env: Record<string, string>, stdin: st
     child.on('close', (status, signal) => res({ status, signal, out, err, ms: performance.now() - t0 }));
     child.stdin.end(stdin);
   });
+}
+
+/** One node's agent, started against a fresh test API server holding `pools`, serving its socket
+ * in its state directory: what the plugins talk to. */
+export interface PluginAgent {
+  server: TestApiServer;
+  agent: IpamAgent;
+  socket: IpamSocketServer;
+  close(): Promise<void>;
+}
+
+export async function startPluginAgent(nodeName: string, pools: KObject[]): Promise<PluginAgent> {
+  const server = await startIpamApiServer();
+  for (const p of pools) server.create(p);
+  server.create(node(nodeName));
+  const f = agentFactory(server);
+  const agent = f.make(nodeName);
+  await agent.start();
+  const socket = await serveIpamSocket(join(f.stateDir, 'ipam.sock'), (req) => agent.handle(req));
+  return {
+    server,
+    agent,
+    socket,
+    async close() {
+      await socket.close();
+      await agent.stop();
+      await server.close();
+    },
+  };
 }
