@@ -1,6 +1,7 @@
 # nfkube agent image. The build stage compiles the N-API addon and the TypeScript; the final
 # stage, built from scratch, holds only node and the shared libraries it loads, the compiled
-# code, production dependencies and the addon: no shell and no package manager.
+# code, production dependencies, the addon and the compiled CNI plugin (static; the init container
+# copies it to the host): no shell and no package manager.
 # nfkube speaks nfnetlink itself, so the runtime stage installs no iptables, ipset, nft or
 # iproute2 (test/ship/image.test.ts checks the built image for them).
 #
@@ -29,9 +30,10 @@ COPY native/ native/
 COPY src/ src/
 COPY bin/ bin/
 COPY scripts/ scripts/
-# The package's install script builds the addon (node-gyp), prepare compiles the TypeScript.
+# The package's install script builds the addon and the CNI plugin (node-gyp), prepare compiles
+# the TypeScript.
 RUN npm ci && npm prune --omit=dev \
- && test -f build/Release/nfnl.node && test -f dist/src/cli/main.js
+ && test -f build/Release/nfnl.node && test -f build/Release/nfkube-cni-ipam && test -f dist/src/cli/main.js
 
 # The runtime root filesystem, distroless-style: node, the shared libraries node and the addon
 # load (as ldd lists them), the minimum of /etc, and nothing else from the base image: no shell,
@@ -56,6 +58,7 @@ COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules/ node_modules/
 COPY --from=build /src/dist/src/ dist/src/
 COPY --from=build /src/build/Release/nfnl.node build/Release/
+COPY --from=build /src/build/Release/nfkube-cni-ipam build/Release/
 COPY --from=build /src/bin/ bin/
 ENV NODE_ENV=production
 ENTRYPOINT ["/usr/local/bin/node", "/opt/nfkube/bin/nfkube"]

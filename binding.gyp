@@ -19,6 +19,16 @@
       "conditions": [
         ["OS!='linux'", { "sources=": [] }]
       ]
+    },
+    {
+      "target_name": "nfkube-cni-ipam",
+      "type": "executable",
+      "sources": ["native/cni/plugin.c", "native/cni/json.c"],
+      "cflags": ["-std=c11", "-Wall", "-Wextra", "-fstack-protector-strong", "-D_FORTIFY_SOURCE=2"],
+      "ldflags": ["<!@(node native/cni/ldflags.js)"],
+      "conditions": [
+        ["OS!='linux'", { "type": "none", "sources=": [] }]
+      ]
     }
   ]
 }

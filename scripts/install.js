@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // npm's install step. Where the prebuilt addon for this platform loads (linux-x64 and
 // linux-arm64 with glibc), nothing is compiled; elsewhere (another architecture, musl, an older
-// glibc), or with NFKUBE_BUILD_FROM_SOURCE=1, node-gyp builds it from native/ as before.
+// glibc), or with NFKUBE_BUILD_FROM_SOURCE=1, node-gyp builds it from native/ as before, and with
+// it the compiled CNI plugin, build/Release/nfkube-cni-ipam (its prebuilt twin sits next to the
+// prebuilt addon; `nfkube install --cni` falls back to the Node plugin where neither exists).
 'use strict';
 const { execFileSync } = require('node:child_process');
 const { existsSync } = require('node:fs');

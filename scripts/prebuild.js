@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Builds the prebuilt addon binaries shipped in the package: prebuilds/linux-<arch>/nfnl.node for
-// each architecture asked for (default: x64 and arm64), with node-gyp and, for another
+// Builds the prebuilt binaries shipped in the package: prebuilds/linux-<arch>/nfnl.node (the addon)
+// and prebuilds/linux-<arch>/nfkube-cni-ipam (the compiled CNI plugin, static) for each architecture
+// asked for (default: x64 and arm64), with node-gyp and, for another
 // architecture, a cross compiler (arm64: apt-get install g++-aarch64-linux-gnu). Built on Debian
 // 12, they need glibc >= 2.32 and the libstdc++ of GCC >= 11 (Debian 12, Ubuntu 22.04, RHEL 9 and
 // later); linking libstdc++ statically would raise the glibc floor to the build host's own (2.36).
@@ -41,6 +42,10 @@ function build(arch) {
     copyFileSync(join(work, 'build', 'Release', 'nfnl.node'), target);
     execFileSync(native ? 'strip' : `${cross.prefix}strip`, ['--strip-unneeded', target]);
     process.stdout.write(`prebuilds/linux-${arch}/nfnl.node\n`);
+    const plugin = join(out, 'nfkube-cni-ipam');
+    copyFileSync(join(work, 'build', 'Release', 'nfkube-cni-ipam'), plugin);
+    execFileSync(native ? 'strip' : `${cross.prefix}strip`, ['--strip-all', plugin]);
+    process.stdout.write(`prebuilds/linux-${arch}/nfkube-cni-ipam\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

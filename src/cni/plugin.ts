@@ -2,20 +2,20 @@
  * plugin such as bridge) execs it per attachment; it forwards the request to the node agent over
  * its unix socket and prints the agent's answer as a CNI result or CNI error. It loads nothing but
  * node:net and node:fs, so it can be installed as this one file and starts in milliseconds. With
- * the agent down it fails at once (code 11, try again later) having allocated nothing. */
+ * the agent down it fails at once (code 11, try again later) having allocated nothing.
+ * cniCall is also what the agent runs for the compiled plugin (native/cni/), which forwards the
+ * runtime's environment and configuration unread (EXEC): both plugins answer with one code. */
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { IpamReply, IpamRequest } from '../ipam/protocol';
 
 const SUPPORTED = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
 const DEFAULT_SOCKET = '/run/nfkube/ipam.sock';
-/** How long an ADD may wait for the agent (a block claim under API trouble) before giving up. */
+/** How long an ADD may wait for the agent (a block claim under API trouble) before giving up;
+ * NFKUBE_CNI_IPAM_TIMEOUT_MS (a positive integer) overrides it, as in the compiled plugin. */
 const TIMEOUT_MS = 60_000;
 // The CNI error codes this file uses (kept here so the plugin needs no other module at run time).
 const ERR = { incompatibleVersion: 1, invalidEnv: 4, ioFailure: 5, decodeFailure: 6, invalidConfig: 7, tryAgainLater: 11 } as const;
-
-/** The cniVersion errors are reported in: the configuration's, once it has been read. */
-let replyVersion = '1.1.0';
 
 class CniError extends Error {
   constructor(
@@ -27,7 +27,7 @@ class CniError extends Error {
   }
 }
 
-interface NetConf {
+export interface NetConf {
   cniVersion?: string;
   name?: string;
   ipam?: { type?: string; socket?: string; pool?: string };
@@ -52,14 +52,22 @@ function parseCniArgs(text: string | undefined): Record<string, string> {
   return out;
 }
 
-function ask(socketPath: string, req: IpamRequest): Promise<IpamReply> {
+/** Sends one request to the agent; the Node plugin's is the socket, the agent's its own handler. */
+export type Ask = (socketPath: string, req: IpamRequest) => Promise<IpamReply>;
+
+function timeoutMs(env: NodeJS.ProcessEnv): number {
+  const t = env.NFKUBE_CNI_IPAM_TIMEOUT_MS;
+  return t && /^[1-9]\d{0,8}$/.test(t) ? Number(t) : TIMEOUT_MS;
+}
+
+function askSocket(socketPath: string, req: IpamRequest, timeout: number): Promise<IpamReply> {
   return new Promise((resolve, reject) => {
     const sock = connect(socketPath);
     let buf = '';
     const timer = setTimeout(() => {
       sock.destroy();
-      reject(new CniError(ERR.tryAgainLater, `nfkube ipam agent at ${socketPath} did not answer within ${TIMEOUT_MS / 1000} s`));
-    }, TIMEOUT_MS);
+      reject(new CniError(ERR.tryAgainLater, `nfkube ipam agent at ${socketPath} did not answer within ${timeout / 1000} s`));
+    }, timeout);
     sock.setEncoding('utf8');
     sock.on('connect', () => sock.write(JSON.stringify(req) + '\n'));
     sock.on('data', (c: string) => (buf += c));
@@ -95,13 +103,18 @@ function readConf(): NetConf {
   }
 }
 
-async function run(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+/** The cniVersion errors are reported in: the configuration's, once it has been read. */
+interface CallState {
+  replyVersion: string;
+}
+
+async function run(env: NodeJS.ProcessEnv, readConfig: () => NetConf, ask: Ask, state: CallState): Promise<string | undefined> {
   const command = env.CNI_COMMAND;
   if (command === 'VERSION') return JSON.stringify({ cniVersion: '1.1.0', supportedVersions: SUPPORTED });
   if (!command) throw new CniError(ERR.invalidEnv, 'CNI_COMMAND is not set');
-  const conf = readConf();
+  const conf = readConfig();
   const version = conf.cniVersion ?? '0.3.0';
-  if (SUPPORTED.includes(version)) replyVersion = version;
+  if (SUPPORTED.includes(version)) state.replyVersion = version;
   if (!SUPPORTED.includes(version)) throw new CniError(ERR.incompatibleVersion, `cniVersion ${version} is not supported`, `supported: ${SUPPORTED.join(', ')}`);
   if (!conf.name) throw new CniError(ERR.invalidConfig, 'network configuration: name is required');
   const ipam = conf.ipam ?? {};
@@ -145,16 +158,35 @@ async function run(env: NodeJS.ProcessEnv): Promise<string | undefined> {
   return JSON.stringify({ cniVersion: version, ips, dns: {} });
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; out: string }> {
+/** One CNI call: the exit status and stdout of the plugin, given the runtime's environment, a
+ * reader of its configuration and a way to ask the agent. */
+export async function cniCall(env: NodeJS.ProcessEnv, readConfig: () => NetConf, ask: Ask): Promise<{ code: number; out: string }> {
+  const state: CallState = { replyVersion: '1.1.0' };
   try {
-    const out = await run(env);
+    const out = await run(env, readConfig, ask, state);
     return { code: 0, out: out ? out + '\n' : '' };
   } catch (err) {
     const e = err instanceof CniError ? err : new CniError(ERR.ioFailure, (err as Error)?.message ?? String(err));
-    const body: Record<string, unknown> = { cniVersion: replyVersion, code: e.code, msg: e.message };
+    const body: Record<string, unknown> = { cniVersion: state.replyVersion, code: e.code, msg: e.message };
     if (e.details) body.details = e.details;
     return { code: 1, out: JSON.stringify(body) + '\n' };
   }
+}
+
+/** The agent's answer to the compiled plugin's EXEC: the same call, the environment and
+ * configuration as the runtime gave them to the plugin, the agent's own handler as `ask`. */
+export function cniExec(env: unknown, config: unknown, ask: Ask): Promise<{ code: number; out: string }> {
+  const vars: NodeJS.ProcessEnv = {};
+  if (env && typeof env === 'object') for (const [k, v] of Object.entries(env)) if (typeof v === 'string') vars[k] = v;
+  return cniCall(vars, () => {
+    if (!config || typeof config !== 'object') throw new CniError(ERR.decodeFailure, 'network configuration on stdin is not JSON: not an object');
+    return config as NetConf;
+  }, ask);
+}
+
+export function main(env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; out: string }> {
+  const timeout = timeoutMs(env);
+  return cniCall(env, readConf, (socketPath, req) => askSocket(socketPath, req, timeout));
 }
 
 if (require.main === module || process.env.NFKUBE_CNI_IPAM_MAIN === '1') {

@@ -25,6 +25,20 @@ export interface IpamIp {
   family: 'v4' | 'v6';
 }
 
+/** The compiled plugin's request (native/cni/): the runtime's call as it came, the CNI_* environment
+ * and the configuration from stdin, for the agent to answer exactly as the Node plugin would. */
+export interface CniExecRequest {
+  command: 'EXEC';
+  env: Record<string, string>;
+  config: unknown;
+}
+
+/** The answer to an EXEC: the plugin's exit status and its stdout, to be printed as is. */
+export interface CniExecReply {
+  exit: number;
+  stdout: string;
+}
+
 export type IpamReply = { ok: true; ips?: IpamIp[]; released?: number } | { ok: false; code: number; msg: string; details?: string };
 
 /** CNI error codes (spec 1.1, "Error" section). */

@@ -1,10 +1,12 @@
 /** The agent's unix socket for the CNI plugin: one JSON request line in, one JSON reply line out,
  * per connection. The socket is created mode 0600 in a 0700 directory: only root's plugin may ask
- * for addresses. A malformed request gets a CNI decode error, never a crash. */
+ * for addresses. A malformed request gets a CNI decode error, never a crash. An EXEC (the compiled
+ * plugin) is answered by the Node plugin's own CNI code with `handle` as its agent. */
 import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
 import { connect, createServer, Server, Socket } from 'node:net';
 import { dirname } from 'node:path';
-import { CNI_ERR, IpamReply, IpamRequest } from './protocol';
+import { cniExec } from '../cni/plugin';
+import { CniExecReply, CniExecRequest, CNI_ERR, IpamReply, IpamRequest } from './protocol';
 
 export const DEFAULT_IPAM_SOCKET = '/run/nfkube/ipam.sock';
 /** A request larger than this is refused (a GC list of ~10,000 attachments fits). */
@@ -42,7 +44,7 @@ export async function serveIpamSocket(path: string, handle: (req: IpamRequest) =
     socket.on('error', () => socket.destroy());
     let buf = '';
     let answered = false;
-    const answer = (reply: IpamReply) => {
+    const answer = (reply: IpamReply | CniExecReply) => {
       if (answered) return;
       answered = true;
       socket.end(JSON.stringify(reply) + '\n');
@@ -60,6 +62,13 @@ export async function serveIpamSocket(path: string, handle: (req: IpamRequest) =
         if (!req || typeof req !== 'object' || typeof req.command !== 'string') throw new Error('not a request object');
       } catch (err) {
         return answer({ ok: false, code: CNI_ERR.decodeFailure, msg: `ipam request: ${(err as Error).message}` });
+      }
+      if ((req as { command: string }).command === 'EXEC') {
+        const exec = req as unknown as CniExecRequest;
+        return void cniExec(exec.env, exec.config, (_path, r) => handle(r)).then(
+          ({ code, out }) => answer({ exit: code, stdout: out }),
+          (err) => answer({ ok: false, code: CNI_ERR.tryAgainLater, msg: `ipam: ${(err as Error).message}` }),
+        );
       }
       handle(req).then(answer, (err) => answer({ ok: false, code: CNI_ERR.tryAgainLater, msg: `ipam: ${(err as Error).message}` }));
     });

@@ -1,29 +1,35 @@
 /** Real CNI: Debian's reference bridge plugin, invoked exactly as the CNI spec says (CNI_COMMAND,
  * CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_PATH, config on stdin), with nfkube-cni-ipam as its
  * ipam, in namespaces this test creates: two pods get distinct addresses and ping each other; DEL
- * frees; GC frees what the runtime's list omits; with the agent down ADD fails with a CNI error. */
+ * frees; GC frees what the runtime's list omits; with the agent down ADD fails with a CNI error.
+ * The plugin is the compiled one (native/cni/) when this checkout has it; the last case runs bridge
+ * with the Node plugin, the fallback installed where no compiler was. */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Netns } from '../../src/netlink/netns';
 import { IpamAgent } from '../../src/ipam/agent';
-import { IpamSocketServer, serveIpamSocket } from '../../src/ipam/server';
-import { TestApiServer } from '../helpers/apiserver';
-import { agentFactory, node, pool, startIpamApiServer } from './cluster';
+import { IpamSocketServer } from '../../src/ipam/server';
+import { pool } from './cluster';
+import { COMPILED_PLUGIN, NODE_PLUGIN, PluginAgent, startPluginAgent } from './plugins';
 
 const BRIDGE = '/usr/lib/cni/bridge';
-const PLUGIN = resolve(__dirname, '..', '..', '..', 'bin', 'nfkube-cni-ipam');
+const PLUGIN = COMPILED_PLUGIN ?? NODE_PLUGIN;
 const skip = !existsSync(BRIDGE) ? 'containernetworking-plugins is not installed' : process.getuid?.() !== 0 ? 'needs root for network namespaces' : false;
 
-let server: TestApiServer;
+let warm: PluginAgent;
 let agent: IpamAgent;
 let socket: IpamSocketServer;
 let host: Netns;
 let pluginDir: string;
+/** CNI_PATH holding the Node plugin as nfkube-cni-ipam. */
+let nodePluginDir: string;
 const pods: Netns[] = [];
+/** The pod attached through the Node plugin. */
+let nodePod: Netns;
 
 function conf(version = '1.0.0', extra: Record<string, unknown> = {}, socketPath = socket.path): string {
   return JSON.stringify({
@@ -40,7 +46,7 @@ function conf(version = '1.0.0', extra: Record<string, unknown> = {}, socketPath
 
 /** Runs a plugin as a runtime does; the "host" side lives in the test's own namespace. Async:
  * the agent answering the plugin runs in this process. */
-function cni(binary: string, command: string, containerID: string, netns: string, stdin: string): Promise<{ status: number | null; out: string; err: string }> {
+function cni(binary: string, command: string, containerID: string, netns: string, stdin: string, cniPath = pluginDir): Promise<{ status: number | null; out: string; err: string }> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn('nsenter', [`--net=${host.path}`, binary], {
       timeout: 30_000,
@@ -50,7 +56,7 @@ function cni(binary: string, command: string, containerID: string, netns: string
         CNI_CONTAINERID: containerID,
         CNI_NETNS: netns,
         CNI_IFNAME: 'eth0',
-        CNI_PATH: `${pluginDir}:/usr/lib/cni`,
+        CNI_PATH: `${cniPath}:/usr/lib/cni`,
         CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerID}`,
       },
     });
@@ -93,25 +99,22 @@ function startEcho(ns: Netns): import('node:child_process').ChildProcess {
 
 before(async () => {
   if (skip) return;
-  server = await startIpamApiServer();
-  server.create(pool('cni', ['198.18.64.0/24', '2001:db8:64::/120'], { ipv4: 28, ipv6: 124 }));
-  server.create(node('cni-node'));
-  const f = agentFactory(server);
-  agent = f.make('cni-node');
-  await agent.start();
-  socket = await serveIpamSocket(join(f.stateDir, 'ipam.sock'), (req) => agent.handle(req));
+  warm = await startPluginAgent('cni-node', [pool('cni', ['198.18.64.0/24', '2001:db8:64::/120'], { ipv4: 28, ipv6: 124 })]);
+  ({ agent, socket } = warm);
   pluginDir = mkdtempSync(join(tmpdir(), 'nfkube-cni-bin-'));
   symlinkSync(PLUGIN, join(pluginDir, 'nfkube-cni-ipam'));
+  nodePluginDir = mkdtempSync(join(tmpdir(), 'nfkube-cni-bin-node-'));
+  symlinkSync(NODE_PLUGIN, join(nodePluginDir, 'nfkube-cni-ipam'));
   host = Netns.create();
   pods.push(Netns.create(), Netns.create());
+  nodePod = Netns.create();
 });
 
 after(async () => {
   if (skip) return;
-  await socket.close();
-  await agent.stop();
-  await server.close();
+  await warm.close();
   for (const p of pods) p.close();
+  nodePod.close();
   host.close();
 });
 
@@ -151,7 +154,7 @@ test('bridge + nfkube-cni-ipam: two pods get distinct addresses and reach each o
   assert.equal(JSON.parse(wrong.out).code, 100, 'CHECK against other addresses fails');
   const del = await cni(BRIDGE, 'DEL', 'pod1', pods[1].path, conf());
   assert.equal(del.status, 0, del.out);
-  assert.equal(agent.state.allocations.size, 1);
+  assert.equal(agent.state.allocations.size, 1, [...agent.state.allocations.keys()].join());
   const delUnknown = await cni(BRIDGE, 'DEL', 'never-added', pods[1].path, conf());
   assert.equal(delUnknown.status, 0, 'DEL of an unknown attachment succeeds');
 });
@@ -189,4 +192,25 @@ test('with the agent down, ADD fails with a CNI error and allocates nothing', { 
   assert.equal(JSON.parse(bad.out).code, 6);
   const noVersion = await spawnIpam('ADD', 'x', pods[1].path, conf('9.9.9'));
   assert.equal(JSON.parse(noVersion.out).code, 1);
+});
+
+test('bridge + the Node plugin (the fallback): ADD gets a distinct address that reaches a pod of the compiled plugin; DEL frees', { skip }, async () => {
+  const pod = nodePod;
+  const r = await cni(BRIDGE, 'ADD', 'node-pod', pod.path, conf(), nodePluginDir);
+  assert.equal(r.status, 0, `bridge ADD with the Node plugin failed: ${r.out} ${r.err}`);
+  const v4 = (JSON.parse(r.out) as { ips: Array<{ address: string }> }).ips.find((ip) => ip.address.includes('.'))!.address;
+  const pod0 = agent.state.allocations.get('nfkube-test/pod0/eth0')!.ips.find((ip) => ip.address.includes('.'))!.address;
+  assert.notEqual(v4, pod0);
+  assert.match(await inPod(pod, 'ip', ['-o', 'addr', 'show', 'dev', 'eth0']), new RegExp(v4.split('/')[0].replace(/\./g, '\\.')));
+  const echo = startEcho(pods[0]);
+  try {
+    const reply = await inPod(pod, process.execPath, ['-e', UDP_PING, pod0.split('/')[0]]);
+    assert.equal(reply.trim(), `echo from ${pod0.split('/')[0]}`);
+  } finally {
+    echo.kill();
+  }
+  assert.ok(agent.state.allocations.has('nfkube-test/node-pod/eth0'));
+  const del = await cni(BRIDGE, 'DEL', 'node-pod', pod.path, conf(), nodePluginDir);
+  assert.equal(del.status, 0, del.out);
+  assert.equal(agent.state.allocations.has('nfkube-test/node-pod/eth0'), false);
 });

@@ -108,7 +108,7 @@ test('image: builds, holds no firewall tools or compilers, and its agent runs fr
   const app = join(rootfs, 'opt', 'nfkube');
   assert.deepEqual(readdirSync(app).sort(), ['bin', 'build', 'dist', 'node_modules', 'package.json']);
   assert.deepEqual(readdirSync(join(app, 'dist')), ['src']);
-  assert.deepEqual(readdirSync(join(app, 'build', 'Release')), ['nfnl.node']);
+  assert.deepEqual(readdirSync(join(app, 'build', 'Release')).sort(), ['nfkube-cni-ipam', 'nfnl.node']);
   assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'dev dependencies are pruned');
   assert.ok(lstatSync(join(rootfs, 'usr', 'local', 'bin', 'node')).isFile());
 
@@ -127,6 +127,12 @@ test('image: builds, holds no firewall tools or compilers, and its agent runs fr
   assert.equal(execFileSync('chroot', [rootfs, '/usr/local/bin/node', '--version'], { encoding: 'utf8' }).trim(), `v${bases.nodeVersion}`);
   const help = execFileSync('chroot', [rootfs, '/usr/local/bin/node', '/opt/nfkube/bin/nfkube', 'help'], { encoding: 'utf8' });
   assert.match(help, /^usage: nfkube <command>/);
+  // The compiled CNI plugin is static (the init container copies it onto hosts of any libc), and
+  // `install --cni` (the init container's command) installs it rather than the Node plugin.
+  const cniVersion = execFileSync('chroot', [rootfs, '/opt/nfkube/build/Release/nfkube-cni-ipam'], { encoding: 'utf8', env: { CNI_COMMAND: 'VERSION' } });
+  assert.deepEqual(JSON.parse(cniVersion).supportedVersions, ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']);
+  const installed = execFileSync('chroot', [rootfs, '/usr/local/bin/node', '/opt/nfkube/bin/nfkube', 'install', '--cni', '--root', '/tmp/host'], { encoding: 'utf8' });
+  assert.equal(installed, 'write CNI plugin /tmp/host/opt/cni/bin/nfkube-cni-ipam (compiled, from /opt/nfkube/build/Release/nfkube-cni-ipam)\n');
 
   // The agent from the image's filesystem, in a fresh network namespace, against manifests; the
   // host's nft (outside the chroot, same namespace) reads back what it made.

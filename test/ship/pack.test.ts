@@ -21,8 +21,24 @@ function elfMachine(file: string): string {
   return ({ 62: 'x64', 183: 'arm64' } as Record<number, string>)[b.readUInt16LE(18)] ?? `machine ${b.readUInt16LE(18)}`;
 }
 
+/** Whether a 64-bit little-endian ELF executable has a PT_INTERP program header (is dynamic). */
+function hasInterpreter(file: string): boolean {
+  const b = readFileSync(file);
+  const phoff = Number(b.readBigUInt64LE(0x20));
+  const phentsize = b.readUInt16LE(0x36);
+  const phnum = b.readUInt16LE(0x38);
+  for (let i = 0; i < phnum; i++) if (b.readUInt32LE(phoff + i * phentsize) === 3) return true;
+  return false;
+}
+
 test('the prebuilt binaries are for their platforms and built from the current native sources', () => {
   for (const arch of ['x64', 'arm64']) assert.equal(elfMachine(join(root, 'prebuilds', `linux-${arch}`, 'nfnl.node')), arch);
+  for (const arch of ['x64', 'arm64']) {
+    const plugin = join(root, 'prebuilds', `linux-${arch}`, 'nfkube-cni-ipam');
+    assert.equal(elfMachine(plugin), arch);
+    // Static (no PT_INTERP): the init container copies it onto hosts whose libc it cannot know.
+    assert.equal(hasInterpreter(plugin), false, `${plugin} asks for no dynamic loader`);
+  }
   const recorded = readFileSync(join(root, 'prebuilds', 'SOURCES.sha256'), 'utf8').trim();
   assert.equal(recorded, sourcesDigest(root), 'native/ or binding.gyp changed since the prebuilds were made: run npm run prebuilds');
 });
@@ -57,7 +73,7 @@ test('npm pack, then install in another project without a compiler: the prebuilt
     assert.match(listing, /package\/native\/netlink_io\.cc/);
     assert.match(listing, /package\/binding\.gyp/);
     assert.doesNotMatch(listing, /package\/(test|bench|build)\//);
-    for (const f of ['prebuilds/linux-x64/nfnl.node', 'prebuilds/linux-arm64/nfnl.node', 'scripts/install.js', 'dist/src/build-info.json', 'docs/coexistence.md']) {
+    for (const f of ['prebuilds/linux-x64/nfnl.node', 'prebuilds/linux-arm64/nfnl.node', 'prebuilds/linux-x64/nfkube-cni-ipam', 'prebuilds/linux-arm64/nfkube-cni-ipam', 'native/cni/plugin.c', 'scripts/install.js', 'dist/src/build-info.json', 'docs/coexistence.md']) {
       assert.ok(files.has(`package/${f}`), `the package holds ${f}`);
     }
     // Source maps ship with the sources they point at.
@@ -83,6 +99,7 @@ test('npm pack, then install in another project without a compiler: the prebuilt
     // Where no prebuilt loads (another platform, musl, an old glibc), install builds from source.
     execFileSync('npm', ['rebuild', 'nfkube', '--foreground-scripts'], { cwd: app, stdio: 'pipe', env: { ...process.env, NFKUBE_BUILD_FROM_SOURCE: '1' } });
     assert.ok(existsSync(join(pkg, 'build', 'Release', 'nfnl.node')), 'node-gyp built the addon');
+    assert.ok(existsSync(join(pkg, 'build', 'Release', 'nfkube-cni-ipam')), 'and the compiled CNI plugin');
     rmSync(join(pkg, 'prebuilds'), { recursive: true });
     assert.equal(execFileSync(process.execPath, ['-e', LIBRARY_CHECK], { cwd: app, encoding: 'utf8' }).trim(), 'consumer build/Release/nfnl.node');
   } finally {

@@ -7,7 +7,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
 import { OptionTable, parse, usageText } from '../options';
 import { addonPath } from '../../native/binding';
-import { cniPlan, DEFAULT_CNI_BIN_DIR } from '../../cni/install';
+import { CNI_PLUGIN_KINDS, CniPluginKind, cniPlan, DEFAULT_CNI_BIN_DIR } from '../../cni/install';
 
 export const DEFAULT_PREFIX = '/opt/nfkube';
 export const DEFAULT_ENV_FILE = '/etc/nfkube/nfkube.env';
@@ -45,6 +45,7 @@ const options = {
   'system-node': { type: 'boolean', description: 'do not copy node: the unit runs "node" from PATH, which must be Node >= 20' },
   cni: { type: 'boolean', description: 'install the CNI IPAM plugin as one file, nfkube-cni-ipam, into --cni-bin-dir (alone or with --systemd)' },
   'cni-bin-dir': { type: 'string', value: 'DIR', description: 'where the CNI plugin goes', default: DEFAULT_CNI_BIN_DIR },
+  'cni-plugin': { type: 'string', value: 'KIND', description: 'which CNI plugin: compiled (native/cni/, no node needed at run time), node, or auto (compiled when this package has one for this machine)', default: 'auto' },
   root: { type: 'string', value: 'DIR', description: "write everything under DIR (an init container's view of the host) while the paths inside stay the host's", default: '/' },
   'dry-run': { type: 'boolean', description: 'print the plan, change nothing' },
 } as const satisfies OptionTable;
@@ -233,7 +234,13 @@ function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir
   return steps;
 }
 
-function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean; dryRun: boolean; systemd: boolean; cni: boolean; cniBinDir: string; root: string } {
+function cniPluginKind(value: string | undefined): CniPluginKind {
+  const kind = value ?? 'auto';
+  if (!(CNI_PLUGIN_KINDS as readonly string[]).includes(kind)) throw new Error(`option --cni-plugin: ${JSON.stringify(kind)} is not one of ${CNI_PLUGIN_KINDS.join(', ')}`);
+  return kind as CniPluginKind;
+}
+
+function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean; dryRun: boolean; systemd: boolean; cni: boolean; cniBinDir: string; cniPlugin: CniPluginKind; root: string } {
   const v = parse(args, options, usage);
   const path = (name: 'prefix' | 'unit-dir' | 'environment-file' | 'sysusers-dir' | 'cni-bin-dir' | 'root', fallback: string) => {
     const value = v[name] as string | undefined;
@@ -250,6 +257,7 @@ function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: 
     systemd: v.systemd === true,
     cni: v.cni === true,
     cniBinDir: path('cni-bin-dir', DEFAULT_CNI_BIN_DIR),
+    cniPlugin: cniPluginKind(v['cni-plugin'] as string | undefined),
     root: path('root', '/'),
   };
 }
@@ -266,7 +274,7 @@ const command: Command = {
     }
     const steps = [
       ...(o.systemd ? plan(o) : []),
-      ...(o.cni ? cniPlan({ prefix: o.prefix, cniBinDir: o.cniBinDir, root: o.root, systemNode: o.systemNode, nodeCopiedElsewhere: o.systemd }) : []),
+      ...(o.cni ? cniPlan({ prefix: o.prefix, cniBinDir: o.cniBinDir, root: o.root, systemNode: o.systemNode, nodeCopiedElsewhere: o.systemd, plugin: o.cniPlugin }) : []),
     ];
     for (const step of steps) {
       process.stdout.write(`${o.dryRun ? 'would ' : ''}${step.describe}\n`);
