@@ -155,6 +155,9 @@ async function main(): Promise<void> {
     [10000, 5],
   ];
   if (process.env.PROXY_BENCH_BIG === '1') sizes.push([5000, 50]);
+  // PROXY_BENCH_SIZES=1000x5,5000x50 runs only those sizes.
+  const only = process.env.PROXY_BENCH_SIZES;
+  if (only) sizes.splice(0, sizes.length, ...only.split(',').map((s) => s.split('x').map(Number) as [number, number]));
   const rows: string[][] = [];
   for (const [n, k] of sizes) rows.push(...(await run(n, k)));
   process.stdout.write(`## Service proxy (nfkube vs a kube-proxy-style nft -f)\n\n`);

@@ -18,7 +18,7 @@ import type { Component, SyncKind, TableRef } from '../pipeline/component';
 import { parseCidr } from '../policy/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
 import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
-import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
+import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DRAW_IDS, drawBlock, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
 import { Fam, familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
 
 export interface ProxyOptions {
@@ -51,9 +51,54 @@ interface Rendered {
   endpoints: number;
   /** UDP service ports by name and family, for conntrack cleanup. */
   udp: Map<string, UdpServicePort>;
+  /** Load-balancing chains holding a draw id, and its family. */
+  drawChains: Map<string, Fam>;
 }
 
-const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
+const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+
+/** Draw ids of one family's load-balancing chains (render.ts): stable while a chain exists,
+ * reused after, lowest first so blocks stay full. */
+class DrawIds {
+  private readonly ids = new Map<string, number>();
+  private readonly free: number[] = [];
+  private next = 0;
+  /** block -> ids held in it. */
+  readonly blocks = new Map<number, number>();
+
+  get(chain: string): number | undefined {
+    let id = this.ids.get(chain);
+    if (id !== undefined) return id;
+    id = this.free.length > 0 ? this.free.pop()! : this.next < DRAW_IDS ? this.next++ : undefined;
+    if (id === undefined) return undefined;
+    this.ids.set(chain, id);
+    this.blocks.set(drawBlock(id), (this.blocks.get(drawBlock(id)) ?? 0) + 1);
+    return id;
+  }
+
+  /** Frees the chain's id; the block it was in when that block is now empty. */
+  release(chain: string): number | undefined {
+    const id = this.ids.get(chain);
+    if (id === undefined) return undefined;
+    this.ids.delete(chain);
+    this.free.push(id);
+    this.free.sort((a, b) => b - a);
+    const block = drawBlock(id);
+    const left = this.blocks.get(block)! - 1;
+    if (left > 0) {
+      this.blocks.set(block, left);
+      return undefined;
+    }
+    this.blocks.delete(block);
+    return block;
+  }
+
+  clear(): void {
+    this.ids.clear();
+    this.free.length = 0;
+    this.next = 0;
+  }
+}
 
 export class ProxyComponent implements Component {
   readonly name = 'proxy';
@@ -68,6 +113,9 @@ export class ProxyComponent implements Component {
   private readonly rendered = new Map<string, Rendered>();
   /** Shared-map entry -> service keys claiming it, sorted; the first one's element is in force. */
   private readonly claims = new Map<string, string[]>();
+  private readonly drawIds: Record<Fam, DrawIds> = { v4: new DrawIds(), v6: new DrawIds() };
+  /** Endpoint maps a render brought into the model, for the scope. */
+  private readonly createdMaps: string[] = [];
   private env!: ProxyEnv;
   private envKey = '';
   private contents!: BaseContents;
@@ -94,6 +142,7 @@ export class ProxyComponent implements Component {
     this.nodes.clear();
     this.rendered.clear();
     this.claims.clear();
+    for (const f of FAMS) this.drawIds[f].clear();
     for (const [k, n] of snapshot.nodes ?? []) this.nodes.set(k, n);
     for (const [k, s] of snapshot.services ?? []) this.services.set(k, s);
     for (const [k, s] of snapshot.endpointSlices ?? []) this.addSlice(k, s);
@@ -266,10 +315,23 @@ export class ProxyComponent implements Component {
     const svc = this.services.get(key);
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
+    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+    const drawId = (chain: string, f: Fam) => {
+      const id = this.drawIds[f].get(chain);
+      if (id !== undefined) {
+        out.drawChains.set(chain, f);
+        // The first chain of a block brings the block's maps.
+        for (const set of this.renderer.endpointMaps(f, drawBlock(id))) {
+          if (this.desired.sets.has(set.name)) continue;
+          this.desired.sets.set(set.name, { set, elements: new Map() });
+          this.createdMaps.push(set.name);
+        }
+      }
+      return id;
+    };
     for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
       out.endpoints += view.endpoints.length;
-      const c: Contribution = this.renderer.servicePort(view, this.env);
+      const c: Contribution = this.renderer.servicePort(view, this.env, drawId);
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
       for (const [set, e] of c.elements) out.entries.set(`${set} ${elementKey(e)}`, [set, e]);
@@ -292,6 +354,12 @@ export class ProxyComponent implements Component {
     const now = this.render(key);
     if (now === EMPTY) this.rendered.delete(key);
     else this.rendered.set(key, now);
+    const emptied: [Fam, number][] = [];
+    for (const [chain, f] of old.drawChains) {
+      if (now.drawChains.has(chain)) continue;
+      const block = this.drawIds[f].release(chain);
+      if (block !== undefined) emptied.push([f, block]);
+    }
     for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
     const m = this.desired;
     for (const [name, c] of now.chains) {
@@ -325,6 +393,14 @@ export class ProxyComponent implements Component {
       if (was && sameElementValue(was[1], e)) continue;
       this.claim(entry, key, set, e, scope);
     }
+    for (const [f, block] of emptied) {
+      if (this.drawIds[f].blocks.has(block)) continue;
+      for (const set of this.renderer.endpointMaps(f, block)) {
+        m.sets.delete(set.name);
+        scope.sets.add(set.name);
+      }
+    }
+    for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
   }
 
   /** Replaces a set of the model, recording only the elements that differ when only they do. */
