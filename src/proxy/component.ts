@@ -18,7 +18,7 @@ import type { Component, SyncKind, TableRef } from '../pipeline/component';
 import { parseCidr } from '../policy/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
 import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
-import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DRAW_IDS, drawBlock, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
+import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DrawSlot, drawSlot, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
 import { Fam, familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
 
 export interface ProxyOptions {
@@ -51,52 +51,53 @@ interface Rendered {
   endpoints: number;
   /** UDP service ports by name and family, for conntrack cleanup. */
   udp: Map<string, UdpServicePort>;
-  /** Load-balancing chains holding a draw id, and its family. */
+  /** Load-balancing chains that asked for a draw slot, and their family. */
   drawChains: Map<string, Fam>;
 }
 
 const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
 
-/** Draw ids of one family's load-balancing chains (render.ts): stable while a chain exists,
- * reused after, lowest first so blocks stay full. */
-class DrawIds {
-  private readonly ids = new Map<string, number>();
-  private readonly free: number[] = [];
-  private next = 0;
-  /** block -> ids held in it. */
+/** Which load-balancing chains of one family hash to each draw slot (render.ts): a chain holds
+ * its slot while no other chain hashes there. */
+class DrawSlots {
+  private readonly occupants = new Map<string, Set<string>>();
+  /** block -> chains hashing into it. */
   readonly blocks = new Map<number, number>();
 
-  get(chain: string): number | undefined {
-    let id = this.ids.get(chain);
-    if (id !== undefined) return id;
-    id = this.free.length > 0 ? this.free.pop()! : this.next < DRAW_IDS ? this.next++ : undefined;
-    if (id === undefined) return undefined;
-    this.ids.set(chain, id);
-    this.blocks.set(drawBlock(id), (this.blocks.get(drawBlock(id)) ?? 0) + 1);
-    return id;
+  /** Enters the chain; returns the chain whose slot it takes away, and whether its block is new. */
+  enter(chain: string, slot: DrawSlot): { displaced?: string; newBlock: boolean } {
+    const key = `${slot.block} ${slot.id}`;
+    let set = this.occupants.get(key);
+    if (!set) this.occupants.set(key, (set = new Set()));
+    if (set.has(chain)) return { newBlock: false };
+    const displaced = set.size === 1 ? [...set][0] : undefined;
+    set.add(chain);
+    const n = this.blocks.get(slot.block) ?? 0;
+    this.blocks.set(slot.block, n + 1);
+    return { displaced, newBlock: n === 0 };
   }
 
-  /** Frees the chain's id; the block it was in when that block is now empty. */
-  release(chain: string): number | undefined {
-    const id = this.ids.get(chain);
-    if (id === undefined) return undefined;
-    this.ids.delete(chain);
-    this.free.push(id);
-    this.free.sort((a, b) => b - a);
-    const block = drawBlock(id);
-    const left = this.blocks.get(block)! - 1;
-    if (left > 0) {
-      this.blocks.set(block, left);
-      return undefined;
-    }
-    this.blocks.delete(block);
-    return block;
+  holds(chain: string, slot: DrawSlot): boolean {
+    const set = this.occupants.get(`${slot.block} ${slot.id}`);
+    return set !== undefined && set.size === 1 && set.has(chain);
+  }
+
+  /** Removes the chain; returns the chain that now holds the slot alone, and whether the block
+   * is empty. */
+  leave(chain: string, slot: DrawSlot): { restored?: string; emptyBlock: boolean } {
+    const key = `${slot.block} ${slot.id}`;
+    const set = this.occupants.get(key);
+    if (!set?.delete(chain)) return { emptyBlock: false };
+    if (set.size === 0) this.occupants.delete(key);
+    const n = this.blocks.get(slot.block)! - 1;
+    if (n > 0) this.blocks.set(slot.block, n);
+    else this.blocks.delete(slot.block);
+    return { restored: set.size === 1 ? [...set][0] : undefined, emptyBlock: n === 0 };
   }
 
   clear(): void {
-    this.ids.clear();
-    this.free.length = 0;
-    this.next = 0;
+    this.occupants.clear();
+    this.blocks.clear();
   }
 }
 
@@ -113,9 +114,13 @@ export class ProxyComponent implements Component {
   private readonly rendered = new Map<string, Rendered>();
   /** Shared-map entry -> service keys claiming it, sorted; the first one's element is in force. */
   private readonly claims = new Map<string, string[]>();
-  private readonly drawIds: Record<Fam, DrawIds> = { v4: new DrawIds(), v6: new DrawIds() };
+  private readonly drawSlots: Record<Fam, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
+  /** Load-balancing chain -> its service. */
+  private readonly chainService = new Map<string, string>();
   /** Endpoint maps a render brought into the model, for the scope. */
   private readonly createdMaps: string[] = [];
+  /** Services to re-render because a draw slot of theirs was taken or given back. */
+  private readonly slotChanged = new Set<string>();
   private env!: ProxyEnv;
   private envKey = '';
   private contents!: BaseContents;
@@ -142,7 +147,9 @@ export class ProxyComponent implements Component {
     this.nodes.clear();
     this.rendered.clear();
     this.claims.clear();
-    for (const f of FAMS) this.drawIds[f].clear();
+    for (const f of FAMS) this.drawSlots[f].clear();
+    this.chainService.clear();
+    this.slotChanged.clear();
     for (const [k, n] of snapshot.nodes ?? []) this.nodes.set(k, n);
     for (const [k, s] of snapshot.services ?? []) this.services.set(k, s);
     for (const [k, s] of snapshot.endpointSlices ?? []) this.addSlice(k, s);
@@ -156,6 +163,7 @@ export class ProxyComponent implements Component {
     this.desired = m;
     const scratch = new ChangeScope();
     for (const key of [...this.services.keys()].sort()) this.resyncService(key, scratch);
+    this.resyncSlotChanges(scratch);
   }
 
   /** Applies one change; false when it changed nothing of this table. */
@@ -188,6 +196,7 @@ export class ProxyComponent implements Component {
       default:
         return false;
     }
+    this.resyncSlotChanges(scope);
     const touched = scopeSize(scope) !== before;
     if (touched) this.opts.metrics?.queued();
     return touched;
@@ -316,18 +325,20 @@ export class ProxyComponent implements Component {
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
     const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
-    const drawId = (chain: string, f: Fam) => {
-      const id = this.drawIds[f].get(chain);
-      if (id !== undefined) {
-        out.drawChains.set(chain, f);
-        // The first chain of a block brings the block's maps.
-        for (const set of this.renderer.endpointMaps(f, drawBlock(id))) {
-          if (this.desired.sets.has(set.name)) continue;
+    const drawId = (chain: string, f: Fam): DrawSlot | undefined => {
+      const slot = drawSlot(chain);
+      out.drawChains.set(chain, f);
+      this.chainService.set(chain, key);
+      const { displaced, newBlock } = this.drawSlots[f].enter(chain, slot);
+      if (displaced !== undefined) this.slotChanged.add(this.chainService.get(displaced)!);
+      // The first chain of a block brings the block's maps.
+      if (newBlock) {
+        for (const set of this.renderer.endpointMaps(f, slot.block)) {
           this.desired.sets.set(set.name, { set, elements: new Map() });
           this.createdMaps.push(set.name);
         }
       }
-      return id;
+      return this.drawSlots[f].holds(chain, slot) ? slot : undefined;
     };
     for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
       out.endpoints += view.endpoints.length;
@@ -357,8 +368,11 @@ export class ProxyComponent implements Component {
     const emptied: [Fam, number][] = [];
     for (const [chain, f] of old.drawChains) {
       if (now.drawChains.has(chain)) continue;
-      const block = this.drawIds[f].release(chain);
-      if (block !== undefined) emptied.push([f, block]);
+      const slot = drawSlot(chain);
+      const { restored, emptyBlock } = this.drawSlots[f].leave(chain, slot);
+      this.chainService.delete(chain);
+      if (restored !== undefined) this.slotChanged.add(this.chainService.get(restored)!);
+      if (emptyBlock) emptied.push([f, slot.block]);
     }
     for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
     const m = this.desired;
@@ -394,13 +408,21 @@ export class ProxyComponent implements Component {
       this.claim(entry, key, set, e, scope);
     }
     for (const [f, block] of emptied) {
-      if (this.drawIds[f].blocks.has(block)) continue;
+      if (this.drawSlots[f].blocks.has(block)) continue;
       for (const set of this.renderer.endpointMaps(f, block)) {
         m.sets.delete(set.name);
         scope.sets.add(set.name);
       }
     }
     for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
+  }
+
+  /** Re-renders the services whose draw slot was taken or given back by another's change. */
+  private resyncSlotChanges(scope: ChangeScope): void {
+    for (const key of this.slotChanged) {
+      this.slotChanged.delete(key);
+      this.resyncService(key, scope);
+    }
   }
 
   /** Replaces a set of the model, recording only the elements that differ when only they do. */

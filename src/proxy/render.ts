@@ -18,12 +18,13 @@
  * (nft_table_validate): O(table), ~10 ms at 1k services; and the kernel finds a set by name in a
  * list, so per-service sets make every element message O(services); and an interval set's commit
  * walks all its elements (nft_rbtree_commit), so one map for all services is O(endpoints). So
- * each load-balancing chain has a draw id (16 bits) and DNATs in one fixed rule: a draw `numgen
- * random mod 65536`, shifted below the id (key = id . draw), looked up in two interval maps shared
- * by a block of 16 draw ids, @endpoint-addrs-vN-B and @endpoint-ports-vN-B, whose elements give
- * each endpoint an equal share of the chain's draws. Endpoints come and go as elements of those
- * maps and of @hairpin-vN, none of which jump. A chain
- * without a draw id (sessionAffinity ClientIP, or more than 65536 chains of a family) keeps
+ * each load-balancing chain has a draw slot, a hash of its name: one of 512 blocks and a 16-bit
+ * id in it. It DNATs in one fixed rule: a draw `numgen random mod 65536`, shifted below the id
+ * (key = id . draw), looked up in its block's two interval maps, @endpoint-addrs-vN-B and
+ * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws.
+ * Endpoints come and go as elements of those maps and of @hairpin-vN, none of which jump. A chain
+ * without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
+ * and decided by the set of chains alone, so a full render equals the incremental one) keeps
  * kube-proxy's layout (numgen vmap to endpoint-…__ip/port chains that record and honour the
  * client's affinity set). Every object a service port renders belongs to it alone (a
  * Contribution), except elements of the shared maps, which the caller arbitrates. */
@@ -142,10 +143,21 @@ function hostU32(n: number): Buffer {
 
 /** The endpoint choice draws `numgen random mod DRAWS`; draw ids are 16 bits. */
 export const DRAWS = 65536;
-export const DRAW_IDS = 65536;
-/** Draw ids per pair of endpoint maps: small enough that a map's commit stays cheap. */
-export const DRAW_BLOCK = 16;
-export const drawBlock = (id: number) => Math.floor(id / DRAW_BLOCK);
+/** Blocks of draw slots, each a pair of endpoint maps: enough that a map's commit (which walks
+ * it) stays small, few enough that finding a map by name (a list walk) stays cheap. */
+export const DRAW_BLOCKS = 512;
+
+export interface DrawSlot {
+  block: number;
+  id: number;
+}
+
+/** A load-balancing chain's draw slot: FNV-1a of its name. */
+export function drawSlot(chain: string): DrawSlot {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < chain.length; i++) h = Math.imul(h ^ chain.charCodeAt(i), 0x01000193) >>> 0;
+  return { block: (h >>> 16) % DRAW_BLOCKS, id: h & 0xffff };
+}
 
 /** The key `id . rank` of the endpoint maps. numgen writes a host-order u32 and the kernel
  * compares keys bytewise: on a little-endian host the draw is shifted left 16 (its bytes land in
@@ -337,8 +349,8 @@ export class ProxyRenderer {
   }
 
   /** One service port of one family: kube-proxy's syncProxyRules loop body. `drawId` gives a
-   * load-balancing chain its draw id, or none (then it dispatches through endpoint chains). */
-  servicePort(v: ServicePortView, env: ProxyEnv, drawId: (chain: string, fam: Fam) => number | undefined = () => undefined): Contribution {
+   * load-balancing chain its draw slot, or none (then it dispatches through endpoint chains). */
+  servicePort(v: ServicePortView, env: ProxyEnv, drawId: (chain: string, fam: Fam) => DrawSlot | undefined = () => undefined): Contribution {
     const out: Contribution = { chains: [], sets: [], elements: [], reachable: [] };
     const svc = v.service;
     const names = servicePortNames(v);
@@ -459,8 +471,8 @@ export class ProxyRenderer {
     let viaChains = false;
     const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {
       const list = rules(chain);
-      const id = affinity ? undefined : drawId(chain, f);
-      if (id === undefined) {
+      const slot = affinity ? undefined : drawId(chain, f);
+      if (slot === undefined) {
         viaChains = true;
         for (const ep of endpoints) list.push(this.rule(chain, [...b.matchAddrInSet(ADDR[f].saddr, affinitySetName(v, ep)), b.goto(endpointChainName(v, ep))]));
         list.push(this.rule(chain, [{ type: 'numgen', dreg: C.NFT_REG_1, modulus: endpoints.length, ngType: 'random', offset: 0 }, b.vmap(map)]));
@@ -475,15 +487,15 @@ export class ProxyRenderer {
       list.push(
         this.rule(chain, [
           ...b.l4proto(L4[proto]),
-          ...drawExprs(id),
-          { type: 'lookup', set: N.endpointAddrs(f, drawBlock(id)), sreg: C.NFT_REG_3, dreg: C.NFT_REG_1 },
-          { type: 'lookup', set: N.endpointPorts(f, drawBlock(id)), sreg: C.NFT_REG_3, dreg: C.NFT_REG_2 },
+          ...drawExprs(slot.id),
+          { type: 'lookup', set: N.endpointAddrs(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_1 },
+          { type: 'lookup', set: N.endpointPorts(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_2 },
           dnat(C.NFT_REG_1, C.NFT_REG_2),
         ]),
       );
-      drawShares(id, endpoints.length).forEach(([key, keyEnd], i) => {
-        out.elements.push([N.endpointAddrs(f, drawBlock(id)), { key, keyEnd, data: addrBuf(endpoints[i].ip) }]);
-        out.elements.push([N.endpointPorts(f, drawBlock(id)), { key, keyEnd, data: be16(endpoints[i].port) }]);
+      drawShares(slot.id, endpoints.length).forEach(([key, keyEnd], i) => {
+        out.elements.push([N.endpointAddrs(f, slot.block), { key, keyEnd, data: addrBuf(endpoints[i].ip) }]);
+        out.elements.push([N.endpointPorts(f, slot.block), { key, keyEnd, data: be16(endpoints[i].port) }]);
       });
     };
     if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
