@@ -48,6 +48,8 @@ interface Rendered {
   sets: Map<string, SetModel>;
   /** `set key` -> [set, element] in the shared maps. */
   entries: Map<string, [string, SetElement]>;
+  /** The same for the endpoint maps' elements under this service's draw slots (no claims). */
+  owned: Map<string, [string, SetElement]>;
   endpoints: number;
   /** UDP service ports by name and family, for conntrack cleanup. */
   udp: Map<string, UdpServicePort>;
@@ -55,7 +57,7 @@ interface Rendered {
   drawChains: Map<string, Fam>;
 }
 
-const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), owned: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
 
 /** Which load-balancing chains of one family hash to each draw slot (render.ts): a chain holds
  * its slot while no other chain hashes there. */
@@ -230,7 +232,7 @@ export class ProxyComponent implements Component {
     let proxied = 0;
     for (const r of this.rendered.values()) {
       endpoints += r.endpoints;
-      if (r.chains.size > 0 || r.entries.size > 0) proxied++;
+      if (r.chains.size > 0 || r.entries.size > 0 || r.owned.size > 0) proxied++;
     }
     return { services: this.services.size, proxiedServices: proxied, endpointSlices: this.slices.size, endpoints, chains: this.desired.chains.size };
   }
@@ -324,7 +326,7 @@ export class ProxyComponent implements Component {
     const svc = this.services.get(key);
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), owned: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
     const drawId = (chain: string, f: Fam): DrawSlot | undefined => {
       const slot = drawSlot(chain);
       out.drawChains.set(chain, f);
@@ -346,6 +348,7 @@ export class ProxyComponent implements Component {
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
       for (const [set, e] of c.elements) out.entries.set(`${set} ${elementKey(e)}`, [set, e]);
+      for (const [set, e] of c.owned) out.owned.set(`${set} ${elementKey(e)}`, [set, e]);
       if (view.port.protocol === 'UDP') {
         const p = view.port.port;
         out.udp.set(`${view.fam} ${view.name}`, {
@@ -406,6 +409,19 @@ export class ProxyComponent implements Component {
       const was = old.entries.get(entry);
       if (was && sameElementValue(was[1], e)) continue;
       this.claim(entry, key, set, e, scope);
+    }
+    for (const [entry, [set]] of old.owned) {
+      if (now.owned.has(entry)) continue;
+      const k = entry.slice(set.length + 1);
+      this.desired.sets.get(set)!.elements.delete(k);
+      scope.element(set, k);
+    }
+    for (const [entry, [set, e]] of now.owned) {
+      const was = old.owned.get(entry);
+      if (was && sameElementValue(was[1], e)) continue;
+      const k = entry.slice(set.length + 1);
+      this.desired.sets.get(set)!.elements.set(k, e);
+      scope.element(set, k);
     }
     for (const [f, block] of emptied) {
       if (this.drawSlots[f].blocks.has(block)) continue;

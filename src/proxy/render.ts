@@ -109,6 +109,8 @@ export interface Contribution {
   sets: SetModel[];
   /** Elements of the shared maps, by map name. */
   elements: [string, SetElement][];
+  /** Elements of the endpoint maps under this port's draw slots: no one else writes those keys. */
+  owned: [string, SetElement][];
   /** Every endpoint this node may DNAT to for this port. */
   reachable: ProxyEndpoint[];
 }
@@ -351,7 +353,7 @@ export class ProxyRenderer {
   /** One service port of one family: kube-proxy's syncProxyRules loop body. `drawId` gives a
    * load-balancing chain its draw slot, or none (then it dispatches through endpoint chains). */
   servicePort(v: ServicePortView, env: ProxyEnv, drawId: (chain: string, fam: Fam) => DrawSlot | undefined = () => undefined): Contribution {
-    const out: Contribution = { chains: [], sets: [], elements: [], reachable: [] };
+    const out: Contribution = { chains: [], sets: [], elements: [], owned: [], reachable: [] };
     const svc = v.service;
     const names = servicePortNames(v);
     const externallyAccessible = v.port.nodePort !== undefined || v.externalIPs.length > 0 || v.loadBalancerIPs.length > 0;
@@ -494,8 +496,8 @@ export class ProxyRenderer {
         ]),
       );
       drawShares(slot.id, endpoints.length).forEach(([key, keyEnd], i) => {
-        out.elements.push([N.endpointAddrs(f, slot.block), { key, keyEnd, data: addrBuf(endpoints[i].ip) }]);
-        out.elements.push([N.endpointPorts(f, slot.block), { key, keyEnd, data: be16(endpoints[i].port) }]);
+        out.owned.push([N.endpointAddrs(f, slot.block), { key, keyEnd, data: addrBuf(endpoints[i].ip) }]);
+        out.owned.push([N.endpointPorts(f, slot.block), { key, keyEnd, data: be16(endpoints[i].port) }]);
       });
     };
     if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
