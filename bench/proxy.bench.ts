@@ -22,25 +22,7 @@ import { emptyModel } from '../src/ruleset/model';
 import { openSandbox } from '../test/helpers/netns';
 import { endpoint, node, service, slice, snapshotOf } from '../test/proxy/fixtures';
 import { median, ms, ratio, table } from './harness';
-
-const NODE = 'node-1';
-const vip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-
-
-function cluster(n: number, perService: number): { services: ServiceInfo[]; slices: EndpointSliceInfo[] } {
-  const services: ServiceInfo[] = [];
-  const slices: EndpointSliceInfo[] = [];
-  for (let i = 0; i < n; i++) {
-    services.push(service('ns', `s${i}`, { clusterIPs: [vip(i + 1)] }));
-    const eps = [];
-    for (let k = 0; k < perService; k++) {
-      const id = i * perService + k;
-      eps.push(endpoint(`100.${64 + ((id >> 16) & 63)}.${(id >> 8) & 255}.${id & 255}`, k === 0 ? NODE : 'node-2'));
-    }
-    slices.push(slice('ns', `s${i}-a`, `s${i}`, { endpoints: eps }));
-  }
-  return { services, slices };
-}
+import { cluster, NODE, proxyObjects } from './proxy-cluster';
 
 /** kube-proxy's nftables proxier output for these services (one family, ClusterIP only). */
 function kubeProxyText(services: ServiceInfo[], slices: EndpointSliceInfo[]): string {
@@ -179,30 +161,12 @@ async function run(n: number, perService: number): Promise<string[][]> {
   return rows;
 }
 
-/** Service + EndpointSlice (+ this Node) manifests, one multi-document YAML file per 100 services. */
-function writeManifests(dir: string, services: ServiceInfo[], slices: EndpointSliceInfo[]): void {
-  const docs: Record<string, unknown>[] = [
-    { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, spec: { podCIDRs: ['100.64.0.0/10'] }, status: { addresses: [{ type: 'InternalIP', address: '198.18.0.1' }] } },
-  ];
-  services.forEach((svc, i) => {
-    docs.push({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: svc.namespace, name: svc.name }, spec: { clusterIP: svc.clusterIPs[0], clusterIPs: svc.clusterIPs, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] } });
-    docs.push({
-      apiVersion: 'discovery.k8s.io/v1',
-      kind: 'EndpointSlice',
-      metadata: { namespace: svc.namespace, name: `${svc.name}-a`, labels: { 'kubernetes.io/service-name': svc.name } },
-      addressType: 'IPv4',
-      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-      endpoints: slices[i].endpoints.map((e) => ({ addresses: [e.address], conditions: { ready: true }, nodeName: e.nodeName })),
-    });
-  });
-  for (let i = 0; i < docs.length; i += 200) writeFileSync(join(dir, `objects-${i / 200}.yaml`), docs.slice(i, i + 200).map((d) => stringify(d)).join('---\n'));
-}
-
 /** `nfkube agent --once --manifests DIR --proxy --no-policy` as a new process in a fresh namespace. */
 function agentOnce(n: number, perService: number): string[] {
   const { services, slices } = cluster(n, perService);
   const dir = mkdtempSync(join(tmpdir(), 'nfkube-proxy-bench-'));
-  writeManifests(dir, services, slices);
+  const docs = proxyObjects(services, slices);
+  for (let i = 0; i < docs.length; i += 200) writeFileSync(join(dir, `objects-${i / 200}.yaml`), docs.slice(i, i + 200).map((d) => stringify(d)).join('---\n'));
   const probe = join(dir, 'probe.json');
   const sb = openSandbox();
   try {
@@ -229,6 +193,30 @@ function agentOnce(n: number, perService: number): string[] {
   }
 }
 
+/** The agent over HTTP against the test API server, in a fresh namespace (bench/proxy-live.ts). */
+function agentLive(n: number, perService: number): string[] {
+  const sb = openSandbox();
+  try {
+    sb.run('ip', ['link', 'set', 'lo', 'up']);
+    const r = spawnSync('nsenter', [`--net=${sb.netns.path}`, process.execPath, join(__dirname, 'proxy-live.js'), String(n), String(perService)], {
+      env: { ...process.env, NFKUBE_PROXY_LIVE_NETNS: '1' },
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
+    if (r.status !== 0) throw new Error(`proxy-live exited ${r.status}: ${r.stderr.slice(-2000)}`);
+    const x = JSON.parse(r.stdout.trim().split('\n').pop()!) as { firstCommitMs: number; p50: number; p90: number; missed: number; cpuMs: number; hwmMB: number };
+    return [
+      `${n} x ${perService}`,
+      'agent over HTTP (informers), new process: first commit; one endpoint change, API write -> commit',
+      `first commit ${ms(x.firstCommitMs)}; change p50 ${ms(x.p50)}, p90 ${ms(x.p90)} (${x.missed} missed); CPU ${ms(x.cpuMs)}, peak RSS ${x.hwmMB.toFixed(0)} MB`,
+      '-',
+      '-',
+    ];
+  } finally {
+    void sb.close();
+  }
+}
+
 async function main(): Promise<void> {
   const sizes: [number, number][] = [
     [1000, 5],
@@ -245,7 +233,7 @@ async function main(): Promise<void> {
     process.stderr.write(done.map((r) => `${r.join(' | ')}\n`).join(''));
     rows.push(...done);
   }
-  if (process.env.PROXY_BENCH_E2E !== '0') rows.push(agentOnce(1000, 5));
+  if (process.env.PROXY_BENCH_E2E !== '0') rows.push(agentOnce(1000, 5), agentLive(1000, 5));
   process.stdout.write(`## Service proxy (nfkube vs a kube-proxy-style nft -f)\n\n`);
   process.stdout.write(
     table(['services x endpoints', 'operation', 'nfkube', 'kube-proxy style (nft -f, new process)', 'nft / nfkube'], rows) +
