@@ -46,7 +46,8 @@ export interface SyncSizes {
 
 export interface AgentObserver {
   synced?(r: SyncReport): void;
-  failed?(kind: SyncKind, err: unknown): void;
+  /** `component`: whose table's sync failed. */
+  failed?(kind: SyncKind, err: unknown, component?: string): void;
   queueDepth?(n: number): void;
   sizes?(s: SyncSizes, component: string): void;
 }
@@ -222,7 +223,7 @@ export class TableSync {
   /** Logs a failed sync and schedules its retry with backoff. */
   private syncFailed(kind: SyncKind, err: unknown): void {
     this.failures++;
-    this.opts.observer?.failed?.(kind, err);
+    this.opts.observer?.failed?.(kind, err, this.component.name);
     this.failing = { since: this.failing?.since ?? Date.now(), error: err };
     const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures - 1, 10));
     const fields = err instanceof NetlinkError ? { code: err.code, op: err.op, object: err.object, extAck: err.extAck } : {};
@@ -264,7 +265,7 @@ export class TableSync {
     for (const name of meant) {
       if (sameRules(back.get(name) ?? [], this.committed.chains.get(name)!.rules)) continue;
       this.logger.warn({ chain: name }, 'a chain read back differs from what was committed; scheduling a full resync');
-      this.opts.observer?.failed?.('incremental', new Error(`chain ${name} read back differs`));
+      this.opts.observer?.failed?.('incremental', new Error(`chain ${name} read back differs`), this.component.name);
       setImmediate(() => void this.resync().catch(() => undefined));
       return;
     }

@@ -18,7 +18,7 @@ import type { Component, SyncKind, TableRef } from '../pipeline/component';
 import { parseCidr } from '../net/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
 import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
-import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
+import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DrawSlot, drawSlot, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
 import { Fam, familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
 
 export interface ProxyOptions {
@@ -48,12 +48,60 @@ interface Rendered {
   sets: Map<string, SetModel>;
   /** `set key` -> [set, element] in the shared maps. */
   entries: Map<string, [string, SetElement]>;
+  /** The same for the endpoint maps' elements under this service's draw slots (no claims). */
+  owned: Map<string, [string, SetElement]>;
   endpoints: number;
   /** UDP service ports by name and family, for conntrack cleanup. */
   udp: Map<string, UdpServicePort>;
+  /** Load-balancing chains that asked for a draw slot, and their family. */
+  drawChains: Map<string, Fam>;
 }
 
-const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
+const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), owned: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+
+/** Which load-balancing chains of one family hash to each draw slot (render.ts): a chain holds
+ * its slot while no other chain hashes there. */
+class DrawSlots {
+  private readonly occupants = new Map<string, Set<string>>();
+  /** block -> chains hashing into it. */
+  readonly blocks = new Map<number, number>();
+
+  /** Enters the chain; returns the chain whose slot it takes away, and whether its block is new. */
+  enter(chain: string, slot: DrawSlot): { displaced?: string; newBlock: boolean } {
+    const key = `${slot.block} ${slot.id}`;
+    let set = this.occupants.get(key);
+    if (!set) this.occupants.set(key, (set = new Set()));
+    if (set.has(chain)) return { newBlock: false };
+    const displaced = set.size === 1 ? [...set][0] : undefined;
+    set.add(chain);
+    const n = this.blocks.get(slot.block) ?? 0;
+    this.blocks.set(slot.block, n + 1);
+    return { displaced, newBlock: n === 0 };
+  }
+
+  holds(chain: string, slot: DrawSlot): boolean {
+    const set = this.occupants.get(`${slot.block} ${slot.id}`);
+    return set !== undefined && set.size === 1 && set.has(chain);
+  }
+
+  /** Removes the chain; returns the chain that now holds the slot alone, and whether the block
+   * is empty. */
+  leave(chain: string, slot: DrawSlot): { restored?: string; emptyBlock: boolean } {
+    const key = `${slot.block} ${slot.id}`;
+    const set = this.occupants.get(key);
+    if (!set?.delete(chain)) return { emptyBlock: false };
+    if (set.size === 0) this.occupants.delete(key);
+    const n = this.blocks.get(slot.block)! - 1;
+    if (n > 0) this.blocks.set(slot.block, n);
+    else this.blocks.delete(slot.block);
+    return { restored: set.size === 1 ? [...set][0] : undefined, emptyBlock: n === 0 };
+  }
+
+  clear(): void {
+    this.occupants.clear();
+    this.blocks.clear();
+  }
+}
 
 export class ProxyComponent implements Component {
   readonly name = 'proxy';
@@ -68,6 +116,13 @@ export class ProxyComponent implements Component {
   private readonly rendered = new Map<string, Rendered>();
   /** Shared-map entry -> service keys claiming it, sorted; the first one's element is in force. */
   private readonly claims = new Map<string, string[]>();
+  private readonly drawSlots: Record<Fam, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
+  /** Load-balancing chain -> its service. */
+  private readonly chainService = new Map<string, string>();
+  /** Endpoint maps a render brought into the model, for the scope. */
+  private readonly createdMaps: string[] = [];
+  /** Services to re-render because a draw slot of theirs was taken or given back. */
+  private readonly slotChanged = new Set<string>();
   private env!: ProxyEnv;
   private envKey = '';
   private contents!: BaseContents;
@@ -94,6 +149,9 @@ export class ProxyComponent implements Component {
     this.nodes.clear();
     this.rendered.clear();
     this.claims.clear();
+    for (const f of FAMS) this.drawSlots[f].clear();
+    this.chainService.clear();
+    this.slotChanged.clear();
     for (const [k, n] of snapshot.nodes ?? []) this.nodes.set(k, n);
     for (const [k, s] of snapshot.services ?? []) this.services.set(k, s);
     for (const [k, s] of snapshot.endpointSlices ?? []) this.addSlice(k, s);
@@ -107,6 +165,7 @@ export class ProxyComponent implements Component {
     this.desired = m;
     const scratch = new ChangeScope();
     for (const key of [...this.services.keys()].sort()) this.resyncService(key, scratch);
+    this.resyncSlotChanges(scratch);
   }
 
   /** Applies one change; false when it changed nothing of this table. */
@@ -139,6 +198,7 @@ export class ProxyComponent implements Component {
       default:
         return false;
     }
+    this.resyncSlotChanges(scope);
     const touched = scopeSize(scope) !== before;
     if (touched) this.opts.metrics?.queued();
     return touched;
@@ -172,7 +232,7 @@ export class ProxyComponent implements Component {
     let proxied = 0;
     for (const r of this.rendered.values()) {
       endpoints += r.endpoints;
-      if (r.chains.size > 0 || r.entries.size > 0) proxied++;
+      if (r.chains.size > 0 || r.entries.size > 0 || r.owned.size > 0) proxied++;
     }
     return { services: this.services.size, proxiedServices: proxied, endpointSlices: this.slices.size, endpoints, chains: this.desired.chains.size };
   }
@@ -267,13 +327,29 @@ export class ProxyComponent implements Component {
     const svc = this.services.get(key);
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), endpoints: 0, udp: new Map() };
+    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), owned: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+    const drawId = (chain: string, f: Fam): DrawSlot | undefined => {
+      const slot = drawSlot(chain);
+      out.drawChains.set(chain, f);
+      this.chainService.set(chain, key);
+      const { displaced, newBlock } = this.drawSlots[f].enter(chain, slot);
+      if (displaced !== undefined) this.slotChanged.add(this.chainService.get(displaced)!);
+      // The first chain of a block brings the block's maps.
+      if (newBlock) {
+        for (const set of this.renderer.endpointMaps(f, slot.block)) {
+          this.desired.sets.set(set.name, { set, elements: new Map() });
+          this.createdMaps.push(set.name);
+        }
+      }
+      return this.drawSlots[f].holds(chain, slot) ? slot : undefined;
+    };
     for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
       out.endpoints += view.endpoints.length;
-      const c: Contribution = this.renderer.servicePort(view, this.env);
+      const c: Contribution = this.renderer.servicePort(view, this.env, drawId);
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
       for (const [set, e] of c.elements) out.entries.set(`${set} ${elementKey(e)}`, [set, e]);
+      for (const [set, e] of c.owned) out.owned.set(`${set} ${elementKey(e)}`, [set, e]);
       if (view.port.protocol === 'UDP') {
         const p = view.port.port;
         out.udp.set(`${view.fam} ${view.name}`, {
@@ -293,6 +369,15 @@ export class ProxyComponent implements Component {
     const now = this.render(key);
     if (now === EMPTY) this.rendered.delete(key);
     else this.rendered.set(key, now);
+    const emptied: [Fam, number][] = [];
+    for (const [chain, f] of old.drawChains) {
+      if (now.drawChains.has(chain)) continue;
+      const slot = drawSlot(chain);
+      const { restored, emptyBlock } = this.drawSlots[f].leave(chain, slot);
+      this.chainService.delete(chain);
+      if (restored !== undefined) this.slotChanged.add(this.chainService.get(restored)!);
+      if (emptyBlock) emptied.push([f, slot.block]);
+    }
     for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
     const m = this.desired;
     for (const [name, c] of now.chains) {
@@ -325,6 +410,35 @@ export class ProxyComponent implements Component {
       const was = old.entries.get(entry);
       if (was && sameElementValue(was[1], e)) continue;
       this.claim(entry, key, set, e, scope);
+    }
+    for (const [entry, [set]] of old.owned) {
+      if (now.owned.has(entry)) continue;
+      const k = entry.slice(set.length + 1);
+      this.desired.sets.get(set)!.elements.delete(k);
+      scope.element(set, k);
+    }
+    for (const [entry, [set, e]] of now.owned) {
+      const was = old.owned.get(entry);
+      if (was && sameElementValue(was[1], e)) continue;
+      const k = entry.slice(set.length + 1);
+      this.desired.sets.get(set)!.elements.set(k, e);
+      scope.element(set, k);
+    }
+    for (const [f, block] of emptied) {
+      if (this.drawSlots[f].blocks.has(block)) continue;
+      for (const set of this.renderer.endpointMaps(f, block)) {
+        m.sets.delete(set.name);
+        scope.sets.add(set.name);
+      }
+    }
+    for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
+  }
+
+  /** Re-renders the services whose draw slot was taken or given back by another's change. */
+  private resyncSlotChanges(scope: ChangeScope): void {
+    for (const key of this.slotChanged) {
+      this.slotChanged.delete(key);
+      this.resyncService(key, scope);
     }
   }
 

@@ -3,6 +3,7 @@
  * EndpointSlices' last-change-trigger-time), last queued/synced timestamps, sync failures, and
  * the conntrack entries deleted. */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AgentObserver } from '../pipeline/table-sync';
 
 export class ProxyMetrics {
   readonly syncDuration: Histogram;
@@ -46,4 +47,19 @@ export class ProxyMetrics {
   queued(now = Date.now()): void {
     this.lastQueued.set(now / 1000);
   }
+}
+
+/** The agent's observer, also feeding the proxy's sync metrics from the proxy table's syncs. */
+export function withProxyMetrics(observer: AgentObserver, metrics: ProxyMetrics): AgentObserver {
+  return {
+    ...observer,
+    synced: (r) => {
+      observer.synced?.(r);
+      if (r.component === 'proxy') metrics.synced(r.durationMs);
+    },
+    failed: (kind, err, component) => {
+      observer.failed?.(kind, err, component);
+      if (component === 'proxy') metrics.syncFailures.inc();
+    },
+  };
 }

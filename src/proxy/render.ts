@@ -7,15 +7,27 @@
  *   nat-prerouting/output (dstnat) -> services: `ip daddr . meta l4proto . th dport vmap
  *       @service-ips-v4`, `ip daddr @nodeport-ips-v4 fib daddr type local meta l4proto . th dport
  *       vmap @service-nodeports-v4`, and the same for IPv6
- *   nat-postrouting (srcnat) -> masquerading: masquerade what mark-for-masquerade marked
+ *   nat-postrouting (srcnat) -> masquerading: masquerade hairpin traffic (`ip saddr . ip daddr
+ *       @hairpin-vN`: a pod DNATed to itself) and what mark-for-masquerade marked
  *   per service port and family: service-… (Cluster policy endpoints), local-… (Local policy),
- *       external-… (NodePort, externalIPs, load-balancer IPs), firewall-… (source ranges), and
- *       endpoint-…__ip/port (hairpin masquerade, affinity update, DNAT)
+ *       external-… (NodePort, externalIPs, load-balancer IPs), firewall-… (source ranges)
  *
- * One difference from kube-proxy: the endpoint choice `numgen random mod N vmap` looks up a named
- * map (endpoints-service-…) instead of an anonymous one, so an endpoint change is a few element
- * messages plus the one rule that carries N. Every object a service port renders belongs to it
- * alone (a Contribution), except elements of the shared maps, which the caller arbitrates. */
+ * The difference from kube-proxy is the endpoint choice, built so an endpoint change is element
+ * messages only, flat in the number of services. A kernel commit that adds a rule, or a map
+ * element that jumps, re-validates every chain reachable from the table's base chains
+ * (nft_table_validate): O(table), ~10 ms at 1k services; and the kernel finds a set by name in a
+ * list, so per-service sets make every element message O(services); and an interval set's commit
+ * walks all its elements (nft_rbtree_commit), so one map for all services is O(endpoints). So
+ * each load-balancing chain has a draw slot, a hash of its name: one of 512 blocks and a 16-bit
+ * id in it. It DNATs in one fixed rule: a draw `numgen random mod 65536`, shifted below the id
+ * (key = id . draw), looked up in its block's two interval maps, @endpoint-addrs-vN-B and
+ * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws.
+ * Endpoints come and go as elements of those maps and of @hairpin-vN, none of which jump. A chain
+ * without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
+ * and decided by the set of chains alone, so a full render equals the incremental one) keeps
+ * kube-proxy's layout (numgen vmap to endpoint-…__ip/port chains that record and honour the
+ * client's affinity set). Every object a service port renders belongs to it alone (a
+ * Contribution), except elements of the shared maps, which the caller arbitrates. */
 import { endianness } from 'node:os';
 import * as b from '../nft/build';
 import * as C from '../nft/constants';
@@ -49,6 +61,9 @@ export const N = {
   firewallIPs: (f: Fam) => `firewall-ips-${f}`,
   nodePortIPs: (f: Fam) => `nodeport-ips-${f}`,
   clusterCIDRs: (f: Fam) => `cluster-cidrs-${f}`,
+  hairpin: (f: Fam) => `hairpin-${f}`,
+  endpointAddrs: (f: Fam, block: number) => `endpoint-addrs-${f}-${block}`,
+  endpointPorts: (f: Fam, block: number) => `endpoint-ports-${f}-${block}`,
 } as const;
 
 /** Names of one service port's objects (kube-proxy's prefixes, with the family). */
@@ -96,6 +111,8 @@ export interface Contribution {
   sets: SetModel[];
   /** Elements of the shared maps, by map name. */
   elements: [string, SetElement][];
+  /** Elements of the endpoint maps under this port's draw slots: no one else writes those keys. */
+  owned: [string, SetElement][];
   /** Every endpoint this node may DNAT to for this port. */
   reachable: ProxyEndpoint[];
 }
@@ -126,6 +143,48 @@ function hostU32(n: number): Buffer {
   if (LITTLE_ENDIAN) buf.writeUInt32LE(n);
   else buf.writeUInt32BE(n);
   return buf;
+}
+
+/** The endpoint choice draws `numgen random mod DRAWS`; draw ids are 16 bits. */
+export const DRAWS = 65536;
+/** Blocks of draw slots, each a pair of endpoint maps: enough that a map's commit (which walks
+ * it) stays small, few enough that finding a map by name (a list walk) stays cheap. */
+export const DRAW_BLOCKS = 512;
+
+export interface DrawSlot {
+  block: number;
+  id: number;
+}
+
+/** A load-balancing chain's draw slot: FNV-1a of its name. */
+export function drawSlot(chain: string): DrawSlot {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < chain.length; i++) h = Math.imul(h ^ chain.charCodeAt(i), 0x01000193) >>> 0;
+  return { block: (h >>> 16) % DRAW_BLOCKS, id: h & 0xffff };
+}
+
+/** The key `id . rank` of the endpoint maps. numgen writes a host-order u32 and the kernel
+ * compares keys bytewise: on a little-endian host the draw is shifted left 16 (its bytes land in
+ * bytes 2 and 3, low byte first), on a big-endian one it is there already; the id goes into
+ * bytes 0 and 1. The rank (bytes 2 and 3 read big-endian) is a bijection of the draws, so equal
+ * rank intervals are equal shares. */
+export function drawKey(id: number, rank: number): Buffer {
+  return Buffer.from([id >> 8, id & 255, rank >> 8, rank & 255]);
+}
+
+/** Endpoint i of n gets the ranks [floor(i * DRAWS / n), floor((i + 1) * DRAWS / n)). */
+export function drawShares(id: number, n: number): [Buffer, Buffer][] {
+  const out: [Buffer, Buffer][] = [];
+  for (let i = 0; i < n; i++) out.push([drawKey(id, Math.floor((i * DRAWS) / n)), drawKey(id, Math.floor(((i + 1) * DRAWS) / n) - 1)]);
+  return out;
+}
+
+/** Loads `id . draw` into NFT_REG_3. */
+function drawExprs(id: number): Expr[] {
+  const exprs: Expr[] = [{ type: 'numgen', dreg: C.NFT_REG_3, modulus: DRAWS, ngType: 'random', offset: 0 }];
+  if (LITTLE_ENDIAN) exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'lshift', shift: 16 });
+  exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'bool', mask: Buffer.from([0, 0, 0xff, 0xff]), xor: Buffer.from([id >> 8, id & 255, 0, 0]) });
+  return exprs;
 }
 
 /** Sorted, merged inclusive ranges of CIDRs (an interval set refuses overlaps). */
@@ -248,6 +307,10 @@ export class ProxyRenderer {
       {
         chain: this.chain(N.masquerading),
         rules: [
+          ...FAMS.map((f) => {
+            const loads = b.concatLoads([ADDR[f].saddr, ADDR[f].daddr]);
+            return r(N.masquerading, [...loads.exprs, b.lookup(N.hairpin(f), loads.sreg), b.jump(N.markMasq)]);
+          }),
           r(N.masquerading, [
             { type: 'meta', key: C.NFT_META_MARK, dreg: C.NFT_REG_1 },
             { type: 'bitwise', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, len: 4, op: 'bool', mask: markMask, xor: Buffer.alloc(4) },
@@ -274,15 +337,25 @@ export class ProxyRenderer {
       const triple: NftSet['key'] = [ADDR[f].key, 'inet_proto', 'inet_service'];
       for (const name of [N.serviceIPs(f), N.noEndpointServices(f), N.firewallIPs(f)]) sets.push({ set: this.set(name, { key: triple, flags: 0, data: 'verdict' }), elements: new Map() });
       for (const name of [N.serviceNodePorts(f), N.noEndpointNodePorts(f)]) sets.push({ set: this.set(name, { key: ['inet_proto', 'inet_service'], flags: 0, data: 'verdict' }), elements: new Map() });
+      sets.push({ set: this.set(N.hairpin(f), { key: [ADDR[f].key, ADDR[f].key], flags: 0 }), elements: new Map() });
       sets.push({ set: this.set(N.nodePortIPs(f), { key: [ADDR[f].key], flags: C.NFT_SET_INTERVAL }), elements: rangeElements(f, contents.nodePortRanges[f]) });
       sets.push({ set: this.set(N.clusterCIDRs(f), { key: [ADDR[f].key], flags: C.NFT_SET_INTERVAL }), elements: rangeElements(f, cidrRanges(contents.clusterCIDRs[f])) });
     }
     return { chains, sets };
   }
 
-  /** One service port of one family: kube-proxy's syncProxyRules loop body. */
-  servicePort(v: ServicePortView, env: ProxyEnv): Contribution {
-    const out: Contribution = { chains: [], sets: [], elements: [], reachable: [] };
+  /** The endpoint maps of one block of draw ids. */
+  endpointMaps(f: Fam, block: number): NftSet[] {
+    return [
+      this.set(N.endpointAddrs(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: ADDR[f].key }),
+      this.set(N.endpointPorts(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: 'inet_service' }),
+    ];
+  }
+
+  /** One service port of one family: kube-proxy's syncProxyRules loop body. `drawId` gives a
+   * load-balancing chain its draw slot, or none (then it dispatches through endpoint chains). */
+  servicePort(v: ServicePortView, env: ProxyEnv, drawId: (chain: string, fam: Fam) => DrawSlot | undefined = () => undefined): Contribution {
+    const out: Contribution = { chains: [], sets: [], elements: [], owned: [], reachable: [] };
     const svc = v.service;
     const names = servicePortNames(v);
     const externallyAccessible = v.port.nodePort !== undefined || v.externalIPs.length > 0 || v.loadBalancerIPs.length > 0;
@@ -314,7 +387,7 @@ export class ProxyRenderer {
     const externalFilter = filterVerdict(hasExternal);
     const proto = v.port.protocol;
     const f = v.fam;
-    const el = (map: string, key: Buffer, verdict: Verdict) => out.elements.push([map, { key, verdict }]);
+    const el = (map: string, key: Buffer, verdict: Verdict | undefined) => out.elements.push([map, verdict ? { key, verdict } : { key }]);
 
     // The cluster IP.
     if (hasInternal) el(N.serviceIPs(f), tripleKey(v.clusterIP, proto, v.port.port), { kind: 'goto', chain: internalChain });
@@ -386,19 +459,55 @@ export class ProxyRenderer {
         out.sets.push({ set: this.set(affinitySetName(v, ep), { key: [ADDR[f].key], flags: C.NFT_SET_TIMEOUT | C.NFT_SET_EVAL, timeout }), elements: new Map() });
       }
     }
+    // A pod reaching itself through the service is masqueraded (in nat-postrouting).
+    for (const ep of cat.reachable) el(N.hairpin(f), concatKey([addrBuf(ep.ip), addrBuf(ep.ip)]), undefined);
+    // As the kernel dumps it: the max registers repeat the min ones, MAP_IPS is implied.
+    const dnat = (regAddr: number, regProto: number): Expr => ({
+      type: 'nat',
+      natType: 'dnat',
+      family: ADDR[f].nfproto,
+      regAddrMin: regAddr,
+      regAddrMax: regAddr,
+      regProtoMin: regProto,
+      regProtoMax: regProto,
+      flags: NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED,
+    });
+    let viaChains = false;
     const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {
       const list = rules(chain);
-      if (affinity) for (const ep of endpoints) list.push(this.rule(chain, [...b.matchAddrInSet(ADDR[f].saddr, affinitySetName(v, ep)), b.goto(endpointChainName(v, ep))]));
-      list.push(this.rule(chain, [{ type: 'numgen', dreg: C.NFT_REG_1, modulus: endpoints.length, ngType: 'random', offset: 0 }, b.vmap(map)]));
-      const elements = new Map<string, SetElement>();
-      endpoints.forEach((ep, i) => {
-        const e: SetElement = { key: hostU32(i), verdict: { kind: 'goto', chain: endpointChainName(v, ep) } };
-        elements.set(elementKey(e), e);
+      const slot = affinity ? undefined : drawId(chain, f);
+      if (slot === undefined) {
+        viaChains = true;
+        for (const ep of endpoints) list.push(this.rule(chain, [...b.matchAddrInSet(ADDR[f].saddr, affinitySetName(v, ep)), b.goto(endpointChainName(v, ep))]));
+        list.push(this.rule(chain, [{ type: 'numgen', dreg: C.NFT_REG_1, modulus: endpoints.length, ngType: 'random', offset: 0 }, b.vmap(map)]));
+        const elements = new Map<string, SetElement>();
+        endpoints.forEach((ep, i) => {
+          const e: SetElement = { key: hostU32(i), verdict: { kind: 'goto', chain: endpointChainName(v, ep) } };
+          elements.set(elementKey(e), e);
+        });
+        out.sets.push({ set: this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), elements });
+        return;
+      }
+      list.push(
+        this.rule(chain, [
+          ...b.l4proto(L4[proto]),
+          ...drawExprs(slot.id),
+          { type: 'lookup', set: N.endpointAddrs(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_1 },
+          { type: 'lookup', set: N.endpointPorts(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_2 },
+          dnat(C.NFT_REG_1, C.NFT_REG_2),
+        ]),
+      );
+      drawShares(slot.id, endpoints.length).forEach(([key, keyEnd], i) => {
+        out.owned.push([N.endpointAddrs(f, slot.block), { key, keyEnd, data: addrBuf(endpoints[i].ip) }]);
+        out.owned.push([N.endpointPorts(f, slot.block), { key, keyEnd, data: be16(endpoints[i].port) }]);
       });
-      out.sets.push({ set: this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), elements });
     };
     if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
     if (usesLocal) loadBalance(names.local, names.localMap, cat.local);
+    if (!viaChains) {
+      for (const [name, list] of chainRules) out.chains.push({ chain: this.chain(name), rules: list });
+      return out;
+    }
     for (const ep of cat.reachable) {
       const name = endpointChainName(v, ep);
       const list = rules(name);
@@ -409,17 +518,7 @@ export class ProxyRenderer {
           ...b.l4proto(L4[proto]),
           { type: 'immediate', dreg: C.NFT_REG_1, data: addrBuf(ep.ip) },
           { type: 'immediate', dreg: C.NFT_REG_2, data: be16(ep.port) },
-          // As the kernel dumps it: the max registers repeat the min ones, MAP_IPS is implied.
-          {
-            type: 'nat',
-            natType: 'dnat',
-            family: ADDR[f].nfproto,
-            regAddrMin: C.NFT_REG_1,
-            regAddrMax: C.NFT_REG_1,
-            regProtoMin: C.NFT_REG_2,
-            regProtoMax: C.NFT_REG_2,
-            flags: NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED,
-          },
+          dnat(C.NFT_REG_1, C.NFT_REG_2),
         ]),
       );
     }

@@ -15,7 +15,7 @@ import { describeSource, openSource, prepareSource, SOURCE_OPTIONS } from '../so
 import { ConntrackClient } from '../../conntrack/client';
 import type { Component } from '../../pipeline/component';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
-import { ProxyMetrics } from '../../proxy/metrics';
+import { ProxyMetrics, withProxyMetrics } from '../../proxy/metrics';
 import { HealthCheckServer } from '../../proxy/health';
 import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
 import { startDropLogging } from '../../nflog';
@@ -98,7 +98,7 @@ const command: Command = {
       logger,
       components,
       holdTable: !v['no-hold-table'],
-      observer: withProxyMetrics(metricsObserver(metrics, latency), proxyMetrics, choice.policy),
+      observer: proxyMetrics ? withProxyMetrics(metricsObserver(metrics, latency), proxyMetrics) : metricsObserver(metrics, latency),
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
     let lastSourceError: string | undefined;
@@ -176,23 +176,6 @@ const command: Command = {
     return 0;
   },
 };
-
-/** The proxy's sync metrics (kube-proxy's names) beside the agent's. */
-function withProxyMetrics(observer: AgentObserver, proxyMetrics: ProxyMetrics | undefined, policy: boolean): AgentObserver {
-  if (!proxyMetrics) return observer;
-  return {
-    ...observer,
-    synced: (r) => {
-      observer.synced?.(r);
-      if (r.component === 'proxy') proxyMetrics.synced(r.durationMs);
-    },
-    // The pipeline does not say which table failed: counted when the proxy runs alone.
-    failed: (kind, err) => {
-      observer.failed?.(kind, err);
-      if (!policy) proxyMetrics.syncFailures.inc();
-    },
-  };
-}
 
 function warnIfNoPods(snapshot: ClusterSnapshot, node: string, logger: Logger): void {
   if (![...snapshot.pods.values()].some((p) => p.nodeName === node)) logger.warn({ node }, `no pods are scheduled on node ${node}: nothing to enforce yet (is --node-name right?)`);

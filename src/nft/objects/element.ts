@@ -38,7 +38,9 @@ export function userElements(set: NftSet, elems: SetElement[]): SetElement[] {
       return out;
     });
   }
-  const sorted = [...elems].sort((x, y) => Buffer.compare(x.key, y.key) || ((x.flags ?? 0) & 1) - ((y.flags ?? 0) & 1));
+  // Where one range ends right before the next begins, its end and the next start share a key:
+  // the end sorts first (an end's key is always above its own start).
+  const sorted = [...elems].sort((x, y) => Buffer.compare(x.key, y.key) || ((y.flags ?? 0) & 1) - ((x.flags ?? 0) & 1));
   const out: SetElement[] = [];
   for (let i = 0; i < sorted.length; i++) {
     const e = sorted[i];
