@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NetlinkSocket } from '../src/netlink/socket';
-import { getGeneration } from '../src/nft/transaction';
+import { getGeneration } from '../src/nft/generation';
 import { TestApiServer } from '../test/helpers/apiserver';
 import { cluster, NODE, proxyObjects } from './proxy-cluster';
 

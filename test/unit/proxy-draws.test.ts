@@ -4,7 +4,7 @@
  * last, the next chain's first) read back from the kernel's start/end elements unchanged. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kernelElements, userElements } from '../../src/nft/codec';
+import { kernelElements, userElements } from '../../src/nft/objects/element';
 import { NftSet, SetElement } from '../../src/nft/types';
 import { ChangeScope } from '../../src/pipeline/scope';
 import { ProxyComponent } from '../../src/proxy/component';
