@@ -5,16 +5,11 @@
  * untouched. The Services go through normalization, as from the API. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import pino from 'pino';
 import { normalizeService } from '../../src/k8s/normalize-service';
 import type { EndpointSliceInfo } from '../../src/k8s/service-model';
-import { Netns } from '../../src/netlink/netns';
-import { NetlinkSocket } from '../../src/netlink/socket';
-import { Agent } from '../../src/pipeline/agent';
-import { ProxyComponent } from '../../src/proxy/component';
 import { endpoint, node, slice, snapshotOf } from './fixtures';
 import { CLIENT_V4, CLIENT_V6, createServiceNet, NODE_V4, NODE_V6, POD_CIDRS, podV4, podV6, ServiceNet } from './service-net';
-import { probes } from './packet-fixtures';
+import { probes, startProxyAgent, type ProxyAgent } from './packet-fixtures';
 
 const T = { timeout: 60_000 };
 const DROP_MS = 700;
@@ -55,26 +50,18 @@ function slices(name: string, spec: [number, string][]): EndpointSliceInfo[] {
 
 describe('ETP Local on a ClusterIP service with externalIPs, real packets', () => {
   let net: ServiceNet;
-  let netns: Netns;
-  let socket: NetlinkSocket;
-  let agent: Agent;
+  let proxy: ProxyAgent | undefined;
 
   before(async () => {
     net = await createServiceNet(3, { tcp: [8080], udp: [5353] });
-    netns = Netns.open(net.nodeNsPath);
-    socket = NetlinkSocket.open({ netns });
-    const proxy = new ProxyComponent({ nodeName: N1, clusterCIDRs: POD_CIDRS });
-    agent = new Agent({ socket, logger: pino({ level: 'silent' }), components: [proxy] });
     const nodes = [node(N1, { addresses: [{ type: 'InternalIP', address: NODE_V4 }, { type: 'InternalIP', address: NODE_V6 }], podCIDRs: POD_CIDRS })];
     const services = [etpLocal('local'), etpLocal('none')];
     assert.equal(services[0].externalTrafficPolicy, 'Local');
-    await agent.start(snapshotOf(services, [...slices('local', [[0, N1], [1, 'node-2']]), ...slices('none', [[1, 'node-2']])], nodes));
+    proxy = await startProxyAgent(net.nodeNsPath, { nodeName: N1, clusterCIDRs: POD_CIDRS }, snapshotOf(services, [...slices('local', [[0, N1], [1, 'node-2']]), ...slices('none', [[1, 'node-2']])], nodes));
   });
 
   after(async () => {
-    await agent?.stop();
-    await socket?.close();
-    netns?.close();
+    await proxy?.stop();
     net?.close();
   });
 
