@@ -129,7 +129,7 @@ test('image: builds, holds no firewall tools or compilers, and its agent runs fr
   assert.match(help, /^usage: nfkube <command>/);
   // The compiled CNI plugin is static (the init container copies it onto hosts of any libc), and
   // `install --cni` (the init container's command) installs it rather than the Node plugin.
-  const cniVersion = execFileSync('chroot', [rootfs, '/opt/nfkube/build/Release/nfkube-cni-ipam'], { encoding: 'utf8', env: { CNI_COMMAND: 'VERSION' } });
+  const cniVersion = execFileSync('chroot', [rootfs, '/opt/nfkube/build/Release/nfkube-cni-ipam'], { encoding: 'utf8', env: { PATH: process.env.PATH, CNI_COMMAND: 'VERSION' } });
   assert.deepEqual(JSON.parse(cniVersion).supportedVersions, ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']);
   const installed = execFileSync('chroot', [rootfs, '/usr/local/bin/node', '/opt/nfkube/bin/nfkube', 'install', '--cni', '--root', '/tmp/host'], { encoding: 'utf8' });
   assert.equal(installed, 'write CNI plugin /tmp/host/opt/cni/bin/nfkube-cni-ipam (compiled, from /opt/nfkube/build/Release/nfkube-cni-ipam)\n');
