@@ -135,14 +135,19 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   // Sets that go are unreferenced now (their rules were just flushed); a verdict map among them
   // must go before the chains its elements jump to.
   for (const name of d.removeSets) tx.deleteSet(from.sets.get(name)!.set);
-  for (const name of [...d.addSets, ...d.replaceSets]) {
-    const s = to.sets.get(name)!;
-    tx.addSet(s.set).addElements(s.set, [...s.elements.values()]);
-  }
+  const created = [...d.addSets, ...d.replaceSets];
+  for (const name of created) tx.addSet(to.sets.get(name)!.set);
   for (const [name, elems] of d.removeElements) tx.deleteElements(from.sets.get(name)!.set, elems);
   for (const [name, elems] of d.addElements) tx.addElements(to.sets.get(name)!.set, elems);
   for (const name of [...d.addChains, ...d.rewriteChains]) {
     for (const r of to.chains.get(name)!.rules) tx.addRule(r);
+  }
+  // A new set's elements come after the rules that bind it: binding a map from a new chain walks
+  // every element already in it (nf_tables_bind_set), once per chain, while an element added to a
+  // bound map is checked against its bindings only.
+  for (const name of created) {
+    const s = to.sets.get(name)!;
+    tx.addElements(s.set, [...s.elements.values()]);
   }
   for (const name of d.removeChains) tx.deleteChain(from.chains.get(name)!.chain);
   return tx;
