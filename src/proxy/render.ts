@@ -21,7 +21,8 @@
  * each load-balancing chain has a draw slot, a hash of its name: one of 512 blocks and a 16-bit
  * id in it. It DNATs in one fixed rule: a draw `numgen random mod 65536`, shifted below the id
  * (key = id . draw), looked up in its block's two interval maps, @endpoint-addrs-vN-B and
- * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws.
+ * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws
+ * (the ports map as one range per run of endpoints with the same port).
  * Endpoints come and go as elements of those maps and of @hairpin-vN, none of which jump. A chain
  * without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
  * and decided by the set of chains alone, so a full render equals the incremental one) keeps
@@ -509,7 +510,11 @@ export class ProxyRenderer {
       const ports: SetElement[] = [];
       drawShares(slot.id, endpoints.length).forEach(([key, keyEnd], i) => {
         addrs.push({ key, keyEnd, data: addrBuf(endpoints[i].ip) });
-        ports.push({ key, keyEnd, data: be16(endpoints[i].port) });
+        // Endpoints mostly share their port: touching draws of one port are one range, so the
+        // ports map holds a range per port run rather than per endpoint (fewer kernel elements,
+        // and an endpoint change leaves it as it is).
+        if (i > 0 && endpoints[i - 1].port === endpoints[i].port) ports[ports.length - 1].keyEnd = keyEnd;
+        else ports.push({ key, keyEnd, data: be16(endpoints[i].port) });
       });
       out.owned.push({ set: N.endpointAddrs(f, slot.block), elements: addrs }, { set: N.endpointPorts(f, slot.block), elements: ports });
     };
