@@ -46,10 +46,12 @@ export interface ProxyOptions {
 interface Rendered {
   chains: Map<string, ChainModel>;
   sets: Map<string, SetModel>;
-  /** `set key` -> [set, element] in the shared maps. */
-  entries: Map<string, [string, SetElement]>;
-  /** The same for the endpoint maps' elements under this service's draw slots (no claims). */
-  owned: Map<string, [string, SetElement]>;
+  /** Its elements of the shared maps, and their keys (elementKey) at the same index. */
+  entries: [string, SetElement][];
+  entryKeys: string[];
+  /** Its elements of the endpoint maps, under its draw slots, by map (no claims: no one else
+   * writes them). */
+  owned: OwnedElements[];
   endpoints: number;
   /** UDP service ports by name and family, for conntrack cleanup. */
   udp: Map<string, UdpServicePort>;
@@ -57,7 +59,21 @@ interface Rendered {
   drawChains: Map<string, Fam>;
 }
 
-const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), owned: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+/** A set, one of its elements, and the element's key (elementKey). */
+type Entry = [string, SetElement, string];
+
+interface OwnedElements {
+  set: string;
+  elements: SetElement[];
+  keys: string[];
+}
+
+/** The scope of a full render: the whole model is diffed, so element keys go unrecorded. */
+class FullRenderScope extends ChangeScope {
+  override element(): void {}
+}
+
+const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map() };
 
 /** Which load-balancing chains of one family hash to each draw slot (render.ts): a chain holds
  * its slot while no other chain hashes there. */
@@ -114,8 +130,9 @@ export class ProxyComponent implements Component {
   private readonly slicesOf = new Map<string, Set<string>>();
   private readonly nodes = new Map<string, NodeInfo>();
   private readonly rendered = new Map<string, Rendered>();
-  /** Shared-map entry -> service keys claiming it, sorted; the first one's element is in force. */
-  private readonly claims = new Map<string, string[]>();
+  /** Shared map -> element key -> the service key claiming it, or the keys, sorted, when several
+   * do (the first one's element is in force): one string for the common case of a single claim. */
+  private readonly claims = new Map<string, Map<string, string | string[]>>();
   private readonly drawSlots: Record<Fam, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
   /** Load-balancing chain -> its service. */
   private readonly chainService = new Map<string, string>();
@@ -163,7 +180,7 @@ export class ProxyComponent implements Component {
     for (const c of base.chains) m.chains.set(c.chain.name, c);
     for (const s of base.sets) m.sets.set(s.set.name, s);
     this.desired = m;
-    const scratch = new ChangeScope();
+    const scratch = new FullRenderScope();
     for (const key of [...this.services.keys()].sort()) this.resyncService(key, scratch);
     this.resyncSlotChanges(scratch);
   }
@@ -232,7 +249,7 @@ export class ProxyComponent implements Component {
     let proxied = 0;
     for (const r of this.rendered.values()) {
       endpoints += r.endpoints;
-      if (r.chains.size > 0 || r.entries.size > 0 || r.owned.size > 0) proxied++;
+      if (r.chains.size > 0 || r.entries.length > 0 || r.owned.length > 0) proxied++;
     }
     return { services: this.services.size, proxiedServices: proxied, endpointSlices: this.slices.size, endpoints, chains: this.desired.chains.size };
   }
@@ -327,7 +344,7 @@ export class ProxyComponent implements Component {
     const svc = this.services.get(key);
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-    const out: Rendered = { chains: new Map(), sets: new Map(), entries: new Map(), owned: new Map(), endpoints: 0, udp: new Map(), drawChains: new Map() };
+    const out: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map() };
     const drawId = (chain: string, f: Fam): DrawSlot | undefined => {
       const slot = drawSlot(chain);
       out.drawChains.set(chain, f);
@@ -348,8 +365,11 @@ export class ProxyComponent implements Component {
       const c: Contribution = this.renderer.servicePort(view, this.env, drawId);
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
-      for (const [set, e] of c.elements) out.entries.set(`${set} ${elementKey(e)}`, [set, e]);
-      for (const [set, e] of c.owned) out.owned.set(`${set} ${elementKey(e)}`, [set, e]);
+      for (const x of c.elements) {
+        out.entries.push(x);
+        out.entryKeys.push(elementKey(x[1]));
+      }
+      for (const { set, elements } of c.owned) out.owned.push({ set, elements, keys: elements.map(elementKey) });
       if (view.port.protocol === 'UDP') {
         const p = view.port.port;
         out.udp.set(`${view.fam} ${view.name}`, {
@@ -401,28 +421,32 @@ export class ProxyComponent implements Component {
       m.sets.delete(name);
       scope.sets.add(name);
     }
-    for (const [entry, [set, e]] of old.entries) {
-      const next = now.entries.get(entry);
-      if (next && sameElementValue(next[1], e)) continue;
-      if (!next) this.release(entry, key, set, scope);
+    // A first render (every service at start-up) has nothing to compare with.
+    if (old.entries.length === 0) now.entries.forEach(([set, e], i) => this.claim(set, now.entryKeys[i], key, e, scope));
+    else {
+      const was = entryIndex(old);
+      const next = entryIndex(now);
+      for (const [entry, [set, e, k]] of was) {
+        const n = next.get(entry);
+        if (n && sameElementValue(n[1], e)) continue;
+        if (!n) this.release(set, k, key, scope);
+      }
+      for (const [entry, [set, e, k]] of next) {
+        const w = was.get(entry);
+        if (w && sameElementValue(w[1], e)) continue;
+        this.claim(set, k, key, e, scope);
+      }
     }
-    for (const [entry, [set, e]] of now.entries) {
-      const was = old.entries.get(entry);
-      if (was && sameElementValue(was[1], e)) continue;
-      this.claim(entry, key, set, e, scope);
-    }
-    for (const [entry, [set]] of old.owned) {
-      if (now.owned.has(entry)) continue;
-      const k = entry.slice(set.length + 1);
-      this.desired.sets.get(set)!.elements.delete(k);
-      scope.element(set, k);
-    }
-    for (const [entry, [set, e]] of now.owned) {
-      const was = old.owned.get(entry);
-      if (was && sameElementValue(was[1], e)) continue;
-      const k = entry.slice(set.length + 1);
-      this.desired.sets.get(set)!.elements.set(k, e);
-      scope.element(set, k);
+    if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
+    else {
+      const was = ownedIndex(old);
+      const next = ownedIndex(now);
+      for (const [entry, [set, , k]] of was) {
+        if (next.has(entry)) continue;
+        this.desired.sets.get(set)!.elements.delete(k);
+        scope.element(set, k);
+      }
+      for (const [entry, [set, e, k]] of next) if (!sameEntry(was.get(entry), e)) this.putOwned(set, [e], [k], scope);
     }
     for (const [f, block] of emptied) {
       if (this.drawSlots[f].blocks.has(block)) continue;
@@ -458,35 +482,78 @@ export class ProxyComponent implements Component {
     for (const k of was.elements.keys()) if (!s.elements.has(k)) scope.element(name, k);
   }
 
-  private claim(entry: string, owner: string, set: string, e: SetElement, scope: ChangeScope): void {
-    let owners = this.claims.get(entry);
-    if (!owners) this.claims.set(entry, (owners = []));
-    if (!owners.includes(owner)) {
-      owners.push(owner);
-      owners.sort();
+  /** Puts endpoint-map elements (and their keys, at the same index) into the model. */
+  private putOwned(set: string, elements: SetElement[], keys: string[], scope: ChangeScope): void {
+    const model = this.desired.sets.get(set)!.elements;
+    for (let i = 0; i < elements.length; i++) {
+      model.set(keys[i], elements[i]);
+      scope.element(set, keys[i]);
     }
-    if (owners[0] !== owner) return;
-    const k = elementKey(e);
+  }
+
+  private claim(set: string, k: string, owner: string, e: SetElement, scope: ChangeScope): void {
+    let claims = this.claims.get(set);
+    if (!claims) this.claims.set(set, (claims = new Map()));
+    const held = claims.get(k);
+    let first = owner;
+    if (held === undefined) claims.set(k, owner);
+    else if (typeof held === 'string') {
+      if (held !== owner) claims.set(k, held < owner ? [held, owner] : [owner, held]);
+      first = held < owner ? held : owner;
+    } else {
+      if (!held.includes(owner)) {
+        held.push(owner);
+        held.sort();
+      }
+      first = held[0];
+    }
+    if (first !== owner) return;
     this.desired.sets.get(set)!.elements.set(k, e);
     scope.element(set, k);
   }
 
-  private release(entry: string, owner: string, set: string, scope: ChangeScope): void {
-    const owners = this.claims.get(entry);
+  private release(set: string, k: string, owner: string, scope: ChangeScope): void {
+    const claims = this.claims.get(set);
+    const held = claims?.get(k);
+    const owners = typeof held === 'string' ? [held] : held;
     const at = owners ? owners.indexOf(owner) : -1;
-    if (!owners || at < 0) return;
+    if (!claims || !owners || at < 0) return;
     owners.splice(at, 1);
+    if (owners.length === 1) claims.set(k, owners[0]);
     if (at > 0) return;
     const elements = this.desired.sets.get(set)!.elements;
-    const k = entry.slice(set.length + 1);
     scope.element(set, k);
     if (owners.length === 0) {
-      this.claims.delete(entry);
+      claims.delete(k);
       elements.delete(k);
     } else {
-      elements.set(k, this.rendered.get(owners[0])!.entries.get(entry)![1]);
+      elements.set(k, lastEntry(this.rendered.get(owners[0])!, set, k)!);
     }
   }
+}
+
+/** A render's shared-map elements by `set key` (the last of equal ones, as a later element of a
+ * render replaces an earlier one in the model), to compare two renders of one service. */
+function entryIndex(r: Rendered): Map<string, Entry> {
+  const m = new Map<string, Entry>();
+  r.entries.forEach(([set, e], i) => m.set(`${set} ${r.entryKeys[i]}`, [set, e, r.entryKeys[i]]));
+  return m;
+}
+
+function ownedIndex(r: Rendered): Map<string, Entry> {
+  const m = new Map<string, Entry>();
+  for (const g of r.owned) g.elements.forEach((e, i) => m.set(`${g.set} ${g.keys[i]}`, [g.set, e, g.keys[i]]));
+  return m;
+}
+
+/** The element a render puts at `set key` (its last one there). */
+function lastEntry(r: Rendered, set: string, k: string): SetElement | undefined {
+  for (let i = r.entries.length - 1; i >= 0; i--) if (r.entries[i][0] === set && r.entryKeys[i] === k) return r.entries[i][1];
+  return undefined;
+}
+
+function sameEntry(a: Entry | undefined, e: SetElement): boolean {
+  return a !== undefined && sameElementValue(a[1], e);
 }
 
 function scopeSize(scope: ChangeScope): number {

@@ -21,7 +21,8 @@
  * each load-balancing chain has a draw slot, a hash of its name: one of 512 blocks and a 16-bit
  * id in it. It DNATs in one fixed rule: a draw `numgen random mod 65536`, shifted below the id
  * (key = id . draw), looked up in its block's two interval maps, @endpoint-addrs-vN-B and
- * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws.
+ * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws
+ * (the ports map as one range per run of endpoints with the same port).
  * Endpoints come and go as elements of those maps and of @hairpin-vN, none of which jump. A chain
  * without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
  * and decided by the set of chains alone, so a full render equals the incremental one) keeps
@@ -111,8 +112,9 @@ export interface Contribution {
   sets: SetModel[];
   /** Elements of the shared maps, by map name. */
   elements: [string, SetElement][];
-  /** Elements of the endpoint maps under this port's draw slots: no one else writes those keys. */
-  owned: [string, SetElement][];
+  /** Elements of the endpoint maps under this port's draw slots, by map: no one else writes
+   * those keys. */
+  owned: { set: string; elements: SetElement[] }[];
   /** Every endpoint this node may DNAT to for this port. */
   reachable: ProxyEndpoint[];
 }
@@ -169,7 +171,9 @@ export function drawSlot(chain: string): DrawSlot {
  * bytes 0 and 1. The rank (bytes 2 and 3 read big-endian) is a bijection of the draws, so equal
  * rank intervals are equal shares. */
 export function drawKey(id: number, rank: number): Buffer {
-  return Buffer.from([id >> 8, id & 255, rank >> 8, rank & 255]);
+  const key = Buffer.allocUnsafe(4);
+  key.writeUInt32BE(((id << 16) | rank) >>> 0);
+  return key;
 }
 
 /** Endpoint i of n gets the ranks [floor(i * DRAWS / n), floor((i + 1) * DRAWS / n)). */
@@ -460,7 +464,12 @@ export class ProxyRenderer {
       }
     }
     // A pod reaching itself through the service is masqueraded (in nat-postrouting).
-    for (const ep of cat.reachable) el(N.hairpin(f), concatKey([addrBuf(ep.ip), addrBuf(ep.ip)]), undefined);
+    // Addresses are 4 or 16 bytes: the two fields of the key need no padding.
+    const hairpin = N.hairpin(f);
+    for (const ep of cat.reachable) {
+      const a = addrBuf(ep.ip);
+      el(hairpin, Buffer.concat([a, a], 2 * a.length), undefined);
+    }
     // As the kernel dumps it: the max registers repeat the min ones, MAP_IPS is implied.
     const dnat = (regAddr: number, regProto: number): Expr => ({
       type: 'nat',
@@ -497,10 +506,17 @@ export class ProxyRenderer {
           dnat(C.NFT_REG_1, C.NFT_REG_2),
         ]),
       );
+      const addrs: SetElement[] = [];
+      const ports: SetElement[] = [];
       drawShares(slot.id, endpoints.length).forEach(([key, keyEnd], i) => {
-        out.owned.push([N.endpointAddrs(f, slot.block), { key, keyEnd, data: addrBuf(endpoints[i].ip) }]);
-        out.owned.push([N.endpointPorts(f, slot.block), { key, keyEnd, data: be16(endpoints[i].port) }]);
+        addrs.push({ key, keyEnd, data: addrBuf(endpoints[i].ip) });
+        // Endpoints mostly share their port: touching draws of one port are one range, so the
+        // ports map holds a range per port run rather than per endpoint (fewer kernel elements,
+        // and an endpoint change leaves it as it is).
+        if (i > 0 && endpoints[i - 1].port === endpoints[i].port) ports[ports.length - 1].keyEnd = keyEnd;
+        else ports.push({ key, keyEnd, data: be16(endpoints[i].port) });
       });
+      out.owned.push({ set: N.endpointAddrs(f, slot.block), elements: addrs }, { set: N.endpointPorts(f, slot.block), elements: ports });
     };
     if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
     if (usesLocal) loadBalance(names.local, names.localMap, cat.local);

@@ -5,7 +5,7 @@ import { NFT_SET_EVAL } from '../nft/constants';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
 import { SetElement } from '../nft/types';
-import { elementKey, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition } from './model';
+import { elementKey, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from './model';
 
 export interface DiffScope {
   chains: Iterable<string>;
@@ -135,17 +135,38 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   // Sets that go are unreferenced now (their rules were just flushed); a verdict map among them
   // must go before the chains its elements jump to.
   for (const name of d.removeSets) tx.deleteSet(from.sets.get(name)!.set);
-  for (const name of [...d.addSets, ...d.replaceSets]) {
-    const s = to.sets.get(name)!;
-    tx.addSet(s.set).addElements(s.set, [...s.elements.values()]);
-  }
+  const created = [...d.addSets, ...d.replaceSets];
+  for (const name of created) tx.addSet(to.sets.get(name)!.set);
   for (const [name, elems] of d.removeElements) tx.deleteElements(from.sets.get(name)!.set, elems);
   for (const [name, elems] of d.addElements) tx.addElements(to.sets.get(name)!.set, elems);
   for (const name of [...d.addChains, ...d.rewriteChains]) {
     for (const r of to.chains.get(name)!.rules) tx.addRule(r);
   }
+  // A new set's elements come after the rules that bind it: binding a map from a new chain walks
+  // every element already in it (nf_tables_bind_set), once per chain, while an element added to a
+  // bound map is checked against its bindings only.
+  addCreatedElements(tx, created.map((name) => to.sets.get(name)!));
   for (const name of d.removeChains) tx.deleteChain(from.chains.get(name)!.chain);
   return tx;
+}
+
+/** Elements per operation when a new set's elements are spread out. */
+const ELEMENT_CHUNK = 1024;
+
+/** The elements of new sets: each set's in chunks, the chunks of every set spread evenly over the
+ * whole sequence, each set at its own phase (sets of one chunk stay in their order). A hash set
+ * filled in one burst outruns the kernel's resize, which runs deferred (rhashtable): measured at
+ * 250k hairpin elements among 1024 endpoint maps, the batch took 1.7 s spread out, 2.1-2.7 s not. */
+function addCreatedElements(tx: Transaction, sets: SetModel[]): void {
+  const chunks: { at: number; set: SetModel; elements: SetElement[] }[] = [];
+  sets.forEach((s, k) => {
+    const all = [...s.elements.values()];
+    const n = Math.max(1, Math.ceil(all.length / ELEMENT_CHUNK));
+    const phase = (k + 0.5) / sets.length;
+    for (let j = 0; j < n; j++) chunks.push({ at: (j + phase) / n, set: s, elements: n === 1 ? all : all.slice(j * ELEMENT_CHUNK, (j + 1) * ELEMENT_CHUNK) });
+  });
+  chunks.sort((a, b) => a.at - b.at);
+  for (const c of chunks) tx.addElements(c.set.set, c.elements);
 }
 
 /** Makes `committed` what it becomes once the transaction of `d` is committed. Chain models are

@@ -70,23 +70,46 @@ const MAX_ELEMENT_LIST_BYTES = 60_000;
  * lists are the bulk of a large sync, so the loop uses no closures. */
 export function encodeSetElements(w: AttrWriter, set: { table: string; name: string; id?: number }, elems: SetElement[], from: number, withKeysOnly = false): number {
   let i = from;
-  w.str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
-  if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
-  const list = w.beginNest(C.NFTA_SET_ELEM_LIST_ELEMENTS);
+  const list = beginElementList(w, set);
   while (i < elems.length && w.length - list < MAX_ELEMENT_LIST_BYTES) {
     const e = elems[i++];
-    const begin = w.beginNest(C.NFTA_LIST_ELEM);
-    encodeValue(w, C.NFTA_SET_ELEM_KEY, e.key, 'element key');
-    if (e.keyEnd) encodeValue(w, C.NFTA_SET_ELEM_KEY_END, e.keyEnd, 'element key end');
-    if (e.flags) w.be32(C.NFTA_SET_ELEM_FLAGS, e.flags);
-    if (!withKeysOnly) {
-      if (e.verdict) encodeVerdict(w, C.NFTA_SET_ELEM_DATA, e.verdict, 'element data');
-      else if (e.data) encodeValue(w, C.NFTA_SET_ELEM_DATA, e.data, 'element data');
-    }
-    w.endNest(begin);
+    writeElement(w, e.key, e.keyEnd, e.flags, withKeysOnly ? undefined : e);
   }
   w.endNest(list);
   return i;
+}
+
+/** encodeSetElements for the ranges of a single-field interval set, each written as the start and
+ * end elements kernelElements makes of it, without making them (a full sync writes hundreds of
+ * thousands); a range's two elements stay in one message. */
+export function encodeSetRanges(w: AttrWriter, set: { table: string; name: string; id?: number }, ranges: SetElement[], from: number, withKeysOnly = false): number {
+  let i = from;
+  const list = beginElementList(w, set);
+  while (i < ranges.length && w.length - list < MAX_ELEMENT_LIST_BYTES) {
+    const e = ranges[i++];
+    writeElement(w, e.key, undefined, undefined, withKeysOnly ? undefined : e);
+    const after = increment(e.keyEnd ?? e.key);
+    if (after) writeElement(w, after, undefined, C.NFT_SET_ELEM_INTERVAL_END, undefined);
+  }
+  w.endNest(list);
+  return i;
+}
+
+function beginElementList(w: AttrWriter, set: { table: string; name: string; id?: number }): number {
+  w.str(C.NFTA_SET_ELEM_LIST_TABLE, set.table).str(C.NFTA_SET_ELEM_LIST_SET, set.name);
+  if (set.id !== undefined) w.be32(C.NFTA_SET_ELEM_LIST_SET_ID, set.id);
+  return w.beginNest(C.NFTA_SET_ELEM_LIST_ELEMENTS);
+}
+
+/** One NFTA_LIST_ELEM; `value` supplies the data or verdict (none for keys only). */
+function writeElement(w: AttrWriter, key: Buffer, keyEnd: Buffer | undefined, flags: number | undefined, value: SetElement | undefined): void {
+  const begin = w.beginNest(C.NFTA_LIST_ELEM);
+  encodeValue(w, C.NFTA_SET_ELEM_KEY, key, 'element key');
+  if (keyEnd) encodeValue(w, C.NFTA_SET_ELEM_KEY_END, keyEnd, 'element key end');
+  if (flags) w.be32(C.NFTA_SET_ELEM_FLAGS, flags);
+  if (value?.verdict) encodeVerdict(w, C.NFTA_SET_ELEM_DATA, value.verdict, 'element data');
+  else if (value?.data) encodeValue(w, C.NFTA_SET_ELEM_DATA, value.data, 'element data');
+  w.endNest(begin);
 }
 
 export function decodeSetElements(payload: Buffer): { table: string; set: string; elements: SetElement[] } {
@@ -155,13 +178,15 @@ export const element: ObjectCodec<'element'> = {
   sizeHint: (op) => 64 * op.elements.length,
 
   encode(w, op, batch) {
-    const elems = kernelElements(op.set, op.elements);
     const removing = isRemoval(op.verb);
     // Without the set's id: elements name their set by name.
     const ref = { table: op.set.table, name: op.set.name };
-    for (let i = encodeSetElements(w, ref, elems, 0, removing); i < elems.length; ) {
+    const ranges = (op.set.flags ?? 0) & C.NFT_SET_INTERVAL && op.set.key.length === 1;
+    const elems = ranges ? op.elements : kernelElements(op.set, op.elements);
+    const write = ranges ? encodeSetRanges : encodeSetElements;
+    for (let i = write(w, ref, elems, 0, removing); i < elems.length; ) {
       batch.next();
-      i = encodeSetElements(w, ref, elems, i, removing);
+      i = write(w, ref, elems, i, removing);
     }
   },
 
