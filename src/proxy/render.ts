@@ -494,7 +494,7 @@ export class ProxyRenderer {
           const e: SetElement = { key: hostU32(i), verdict: { kind: 'goto', chain: endpointChainName(v, ep) } };
           elements.set(elementKey(e), e);
         });
-        out.sets.push({ set: this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), elements });
+        out.sets.push({ set: { ...this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), typeof: { key: `numgen random mod ${DRAWS}`, data: 'verdict' } }, elements });
         return;
       }
       list.push(

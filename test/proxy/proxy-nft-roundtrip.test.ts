@@ -3,9 +3,10 @@
  * `nft list ruleset > file; nft -f file`) all load with `nft -f` into a fresh namespace and list
  * identically, endpoint maps (typeof userdata, interval elements) included. */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { ManifestSource } from '../../src/k8s/manifest-source';
 import { formatTable } from '../../src/nft/format';
@@ -22,12 +23,14 @@ import { NODE, ServiceWorld } from './fixtures';
 
 const TABLE = 'nfkube-proxy';
 
-/** `nft list table` with each set's elements sorted (nft prints them in the kernel's order) and
- * without the table's `flags` line (the owner hold nfkube's commit takes and `nft -f` does not). */
+/** `nft list table` with each set's elements sorted (nft prints them in the kernel's order),
+ * without blank lines and the table's `flags` line (the owner hold the agent takes and `nft -f`
+ * does not). */
 function listing(sb: Sandbox): string {
   return sb
     .run('nft', ['list', 'table', 'inet', TABLE])
     .replace(/^\tflags .*\n/m, '')
+    .replace(/\n\s*\n/g, '\n')
     .replace(/elements = \{([^}]*)\}/g, (_m, body: string) => {
       const items = body.split(',').map((x) => x.trim()).filter(Boolean).sort();
       return `elements = { ${items.join(', ')} }`;
@@ -141,3 +144,70 @@ for (const c of CASES) {
     }
   });
 }
+
+test('random clusters: nft -f of render text lists what nfkube commits', { timeout: 120_000 }, async () => {
+  let draws = 0;
+  for (let seed = 1; seed <= 4; seed++) {
+    const w = new ServiceWorld(rng(seed));
+    for (let i = 0; i < 40; i++) w.change();
+    const proxy = new ProxyComponent({ nodeName: NODE });
+    proxy.start(w.snapshot());
+    const seen = await viaNetlinkAndText(proxy.desired, renderText(proxy.desired));
+    if (/typeof numgen random mod 65536 : ip6? daddr/.test(seen.netlink)) draws++;
+    assert.doesNotMatch(seen.netlink, /type 0 /, `seed ${seed}: every integer-keyed map has its typeof`);
+    assert.equal(seen.text, seen.netlink, `seed ${seed}`);
+  }
+  assert.ok(draws > 0, 'some clusters load-balance through draw maps');
+});
+
+const ROOT = resolve(__dirname, '../../..');
+const NFKUBE = join(ROOT, 'bin/nfkube');
+
+test('agent-committed table: nft list output loads into another namespace with the same maps and elements', { timeout: 120_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nfkube-roundtrip-'));
+  try {
+    writeFileSync(join(dir, 'svc.yaml'), service({ protocol: 'TCP', families: ['IPv4', 'IPv6'] }));
+    const flags = ['--manifests', dir, '--node-name', 'node-1', '--proxy', '--no-policy', '--cluster-cidr', '198.18.0.0/15,2001:db8::/48'];
+    const nfkube = (sb: Sandbox, args: string[]) => spawnSync('nsenter', [`--net=${sb.netns.path}`, process.execPath, NFKUBE, ...args], { encoding: 'utf8', cwd: ROOT });
+    let listed = '';
+    let committed = '';
+    let maps: string[] = [];
+    let agent = emptyModel({ family: 'inet', name: TABLE });
+    await withSandbox(async (sb) => {
+      const once = nfkube(sb, ['agent', '--once', ...flags, '--log-level', 'warn']);
+      assert.equal(once.status, 0, once.stderr);
+      listed = sb.run('nft', ['list', 'table', 'inet', TABLE]);
+      committed = listing(sb);
+      const contents = (await listTable(sb.socket, 'inet', TABLE))!;
+      maps = contents.sets.filter((s) => s.name.startsWith('endpoint-')).map((s) => s.name);
+      agent = modelFromKernel(contents);
+    });
+    assert.equal(maps.length, 4, 'addrs and ports maps of both families');
+    assert.doesNotMatch(listed, /type 0 :/);
+    await withSandbox(async (sb) => {
+      // The owner/persist hold is the agent's, not something a file recreates.
+      sb.run('nft', ['-f', '-'], listed.replace(/^\tflags .*\n/m, ''));
+      assert.equal(listing(sb), committed);
+      const reloaded = modelFromKernel((await listTable(sb.socket, 'inet', TABLE))!);
+      for (const name of maps) {
+        assert.ok(reloaded.sets.get(name)?.set.typeof, `${name} has its typeof back`);
+        assert.equal(reloaded.sets.get(name)!.elements.size, 2, `${name} has both endpoints`);
+      }
+      // Every set (definition, typeof, element bytes) and every chain but the draw rules' read
+      // back as the agent wrote them. nft's grammar cannot say "one numgen, two lookups": it
+      // parses the printed draw rule into a numgen per lookup, each followed by a byteorder hton
+      // (it stores host-order interval keys in network order), so those rules are not the agent's.
+      const d = diffRulesets(reloaded, agent);
+      assert.deepEqual([d.addSets, d.removeSets, d.replaceSets, d.addChains, d.removeChains], [[], [], [], [], []], formatDiff(reloaded, agent, d));
+      assert.equal(d.addElements.size + d.removeElements.size, 0, formatDiff(reloaded, agent, d));
+      assert.deepEqual(d.rewriteChains.sort(), ['service-v4-x/web/tcp/p', 'service-v6-x/web/tcp/p']);
+      for (const chain of d.rewriteChains) {
+        const types = reloaded.chains.get(chain)!.rules.flatMap((r) => r.exprs.map((e) => (e.type === 'opaque' ? e.name : e.type)));
+        assert.equal(types.filter((t) => t === 'numgen').length, 2, `${chain}: nft's reading of the draw rule`);
+        assert.equal(types.filter((t) => t === 'byteorder').length, 2, `${chain}: nft's reading of the draw rule`);
+      }
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

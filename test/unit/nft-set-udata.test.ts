@@ -27,6 +27,16 @@ const NFT_CAPTURES = [
 
 const LE = endianness() === 'LE';
 
+// `nft add map inet t v '{ typeof numgen random mod 2 : verdict; }'` (same capture): data
+// byteorder 0, data typeof EXPR_VERDICT with empty expression udata.
+const VERDICT_CAPTURE = hex('00 04 01 00 00 00 01 04 00 00 00 00 03 1a 00 04 17 00 00 00 01 12 00 04 01 00 00 00 01 04 02 00 00 00 02 04 00 00 00 00 04 08 00 04 01 00 00 00 01 00 06 04 00 00 00 00');
+
+test('golden bytes: typeof numgen random mod 2 : verdict (nft --debug=mnl)', { skip: !LE && 'captured on a little-endian host' }, () => {
+  const t = { key: 'numgen random mod 2', data: 'verdict' };
+  assert.equal(encodeSetUdata(t).toString('hex'), VERDICT_CAPTURE.toString('hex'));
+  assert.deepEqual(decodeSetUdata(VERDICT_CAPTURE), t);
+});
+
 for (const c of NFT_CAPTURES) {
   test(`golden bytes: typeof numgen random mod 65536 : ${c.data} (nft --debug=mnl)`, { skip: !LE && 'captured on a little-endian host' }, () => {
     const t = { key: 'numgen random mod 65536', data: c.data };
@@ -97,7 +107,7 @@ test('the draw rule prints as nft lists it', { skip: !LE && 'host order' }, () =
 
 test('hostile userdata: decoders never throw, and what they return re-encodes to itself', () => {
   const r = rng(11);
-  const seeds = [...NFT_CAPTURES.map((c) => c.udata), encodeSetUdata({ key: 'ip saddr' })];
+  const seeds = [...NFT_CAPTURES.map((c) => c.udata), VERDICT_CAPTURE, encodeSetUdata({ key: 'ip saddr' })];
   for (let i = 0; i < 20000; i++) {
     const base = Buffer.from(seeds[i % seeds.length]);
     let b: Buffer;

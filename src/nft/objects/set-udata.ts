@@ -23,10 +23,12 @@ export const NFTNL_UDATA_SET_TYPEOF_EXPR = 0;
 export const NFTNL_UDATA_SET_TYPEOF_DATA = 1;
 
 /** nftables enum expr_types (include/expression.h), the ids nfkube's typeof expressions use. */
+export const EXPR_VERDICT = 1;
 export const EXPR_PAYLOAD = 7;
 export const EXPR_NUMGEN = 23;
 
 /** nftables enum byteorder (include/datatype.h). */
+export const BYTEORDER_INVALID = 0;
 export const BYTEORDER_HOST_ENDIAN = 1;
 export const BYTEORDER_BIG_ENDIAN = 2;
 
@@ -72,6 +74,8 @@ interface TypeofExpr {
 const NUMGEN_TEXT = /^numgen (incremental|random) mod (\d+)(?: offset (\d+))?$/;
 
 function exprOf(text: string): TypeofExpr {
+  // A verdict map's data: `typeof ... : verdict`.
+  if (text === 'verdict') return { id: EXPR_VERDICT, byteorder: BYTEORDER_INVALID, udata: [] };
   const ng = NUMGEN_TEXT.exec(text);
   if (ng) {
     const mod = Number(ng[2]);
@@ -98,7 +102,7 @@ function exprOf(text: string): TypeofExpr {
       ],
     };
   }
-  throw new RangeError(`typeof "${text}": nfkube encodes only ${['numgen random|incremental mod N [offset M]', ...PAYLOAD_FIELDS.map(([t]) => t)].join(', ')}`);
+  throw new RangeError(`typeof "${text}": nfkube encodes only ${['numgen random|incremental mod N [offset M]', ...PAYLOAD_FIELDS.map(([t]) => t), 'verdict (map data)'].join(', ')}`);
 }
 
 function u32(v: number): Buffer {
@@ -159,6 +163,7 @@ function typeofText(b: Buffer | undefined): string | undefined {
   const own = outer?.get(NFTNL_UDATA_SET_TYPEOF_DATA);
   const fields = own && parseTlvs(own);
   if (id === undefined || !fields) return undefined;
+  if (id === EXPR_VERDICT) return 'verdict';
   if (id === EXPR_NUMGEN) {
     const type = NFT_NG_TYPES[readU32(fields.get(NFTNL_UDATA_NUMGEN_TYPE)) ?? -1];
     const mod = readU32(fields.get(NFTNL_UDATA_NUMGEN_MODULUS));
