@@ -51,6 +51,7 @@ function fitsKind(b: Buffer, kind: ValueKind): boolean {
 }
 
 const HOST_LE = endianness() === 'LE';
+const hostU32 = (b: Buffer) => (HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0));
 // RTN_* (linux/rtnetlink.h), as nft names them.
 const FIB_ADDRTYPES = ['unspec', 'unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit'];
 const FIB_FLAGS: [number, string][] = [
@@ -184,6 +185,18 @@ export function formatRuleBody(exprs: Expr[]): string {
           load(e.dreg, { text: markArithmetic(src.text, e.mask, e.xor), kind: 'mark' });
           continue;
         }
+        if (regs.get(e.sreg)?.kind === 'integer' && e.len === 4 && (e.op === 'lshift' || e.op === 'rshift') && e.shift !== undefined) {
+          const src = take(e.sreg)!;
+          load(e.dreg, { text: `${src.text} ${e.op === 'lshift' ? '<<' : '>>'} ${e.shift}`, kind: 'integer' });
+          continue;
+        }
+        if (regs.get(e.sreg)?.kind === 'integer' && e.len === 4 && e.mask?.length === 4 && e.xor?.length === 4 && e.op !== 'lshift' && e.op !== 'rshift' && (hostU32(e.mask) & hostU32(e.xor)) === 0) {
+          // nft lists a boolean bitwise that sets bits of a host-order integer as
+          // `& (mask|xor) | xor`.
+          const src = take(e.sreg)!;
+          load(e.dreg, { text: `${src.text} & ${(hostU32(e.mask) | hostU32(e.xor)) >>> 0} | ${hostU32(e.xor)}`, kind: 'integer' });
+          continue;
+        }
         if (regs.has(e.sreg) && e.mask && e.op !== 'lshift' && e.op !== 'rshift') {
           const src = regs.get(e.sreg)!;
           regs.delete(e.sreg);
@@ -225,10 +238,15 @@ export function formatRuleBody(exprs: Expr[]): string {
         continue;
       }
       case 'lookup': {
+        // A map lookup leaves its key register alone, so later lookups can read the same key; its
+        // result is an operand (of a nat statement), not a field of a concatenation.
+        if (e.dreg !== undefined && e.dreg !== C.NFT_REG_VERDICT && regs.has(e.sreg)) {
+          regs.set(e.dreg, { text: `${regs.get(e.sreg)!.text} map @${e.set}`, kind: 'hex' });
+          continue;
+        }
         const src = take(e.sreg);
         if (!src) break;
         if (e.dreg === C.NFT_REG_VERDICT) out.push({ text: `${src.text} vmap @${e.set}` });
-        else if (e.dreg !== undefined) load(e.dreg, { text: `${src.text} map @${e.set}`, kind: 'hex' });
         else out.push({ text: `${src.text} ${e.invert ? '!= ' : ''}@${e.set}` });
         continue;
       }
@@ -254,9 +272,16 @@ export function formatRuleBody(exprs: Expr[]): string {
         load(e.dreg, { text: `numgen ${e.ngType} mod ${e.modulus}${e.offset ? ` offset ${e.offset}` : ''}`, kind: 'integer' });
         continue;
       case 'nat': {
+        const fam = e.family === NFPROTO_IPV4 ? 'ip' : e.family === NFPROTO_IPV6 ? 'ip6' : undefined;
+        // Registers loaded by a map lookup: nft prints their expressions, `to <addr>:<port>`.
+        const addrExpr = e.regAddrMin !== undefined && !immData.has(e.regAddrMin) ? regs.get(e.regAddrMin) : undefined;
+        const portExpr = e.regProtoMin !== undefined && !immData.has(e.regProtoMin) ? regs.get(e.regProtoMin) : undefined;
+        if (fam && addrExpr && (e.regProtoMin === undefined || portExpr) && e.regAddrMax === e.regAddrMin && e.regProtoMax === e.regProtoMin) {
+          out.push({ text: `${e.natType} ${fam} to ${addrExpr.text}${portExpr ? `:${portExpr.text}` : ''}` });
+          continue;
+        }
         const addr = e.regAddrMin !== undefined ? immData.get(e.regAddrMin) : undefined;
         const port = e.regProtoMin !== undefined ? immData.get(e.regProtoMin) : undefined;
-        const fam = e.family === NFPROTO_IPV4 ? 'ip' : e.family === NFPROTO_IPV6 ? 'ip6' : undefined;
         if (!fam || (e.regAddrMin !== undefined && !addr) || (e.regProtoMin !== undefined && !port)) break;
         let to = addr ? (fam === 'ip' ? formatIPv4(addr) : `[${formatIPv6(addr)}]`) : '';
         if (port) to += `:${port.readUInt16BE(0)}`;
@@ -318,7 +343,10 @@ export function formatRule(r: Rule): string {
   return `${body}${comment}${handle}`;
 }
 
-function formatKey(set: Pick<NftSet, 'key'>, key: Buffer): string {
+function formatKey(set: Pick<NftSet, 'key' | 'flags'>, key: Buffer): string {
+  // nft sends the keys of an interval set in network byte order (the kernel orders them with
+  // memcmp) and lists them so, numgen results included.
+  if (set.key.length === 1 && set.key[0] === 'integer' && key.length === 4 && (set.flags ?? 0) & C.NFT_SET_INTERVAL) return String(key.readUInt32BE(0));
   if (set.key.length === 1) return formatValue(key, set.key[0]);
   const parts: string[] = [];
   let pos = 0;
@@ -329,7 +357,7 @@ function formatKey(set: Pick<NftSet, 'key'>, key: Buffer): string {
   return parts.join(' . ');
 }
 
-export function formatElement(set: Pick<NftSet, 'key' | 'data'>, e: SetElement): string {
+export function formatElement(set: Pick<NftSet, 'key' | 'data' | 'flags'>, e: SetElement): string {
   let s = formatKey(set, e.key);
   if (e.keyEnd && !e.keyEnd.equals(e.key)) s += `-${formatKey(set, e.keyEnd)}`;
   if (e.verdict) s += ` : ${formatVerdict(e.verdict)}`;
@@ -337,9 +365,11 @@ export function formatElement(set: Pick<NftSet, 'key' | 'data'>, e: SetElement):
   return s;
 }
 
-/** `type ipv4_addr . inet_service : verdict`; nft refuses a bare `integer` key, which nfkube uses
- * only for maps looked up with a numgen result, so those are written as that expression's type. */
-function setType(s: NftSet): string {
+/** `type ipv4_addr . inet_service : verdict`, or the set's own `typeof` when it has one; nft
+ * refuses a bare `integer` key, which nfkube uses only for maps looked up with a numgen result,
+ * so an untyped one is written as that expression's type. */
+export function setType(s: NftSet): string {
+  if (s.typeof) return `typeof ${s.typeof.key}${s.typeof.data !== undefined ? ` : ${s.typeof.data}` : s.data ? ` : ${s.data}` : ''}`;
   const data = s.data ? ` : ${s.data}` : '';
   if (s.key.length === 1 && s.key[0] === 'integer') return `typeof numgen random mod 1${data}`;
   return `type ${s.key.join(' . ')}${data}`;

@@ -307,6 +307,9 @@ export interface NftSet {
   /** Transaction-local id so rules in the same batch can reference a new set. */
   id?: number;
   timeout?: bigint;
+  /** The key (and map data) as nft expression text (`numgen random mod 65536`, `ip daddr`),
+   * stored as NFTA_SET_USERDATA so `nft list` prints a `typeof` line `nft -f` can load back. */
+  typeof?: { key: string; data?: string };
 }
 
 export interface SetElement {

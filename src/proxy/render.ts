@@ -351,8 +351,8 @@ export class ProxyRenderer {
   /** The endpoint maps of one block of draw ids. */
   endpointMaps(f: Fam, block: number): NftSet[] {
     return [
-      this.set(N.endpointAddrs(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: ADDR[f].key }),
-      this.set(N.endpointPorts(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: 'inet_service' }),
+      { ...this.set(N.endpointAddrs(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: ADDR[f].key }), typeof: { key: `numgen random mod ${DRAWS}`, data: ADDR[f].daddr } },
+      { ...this.set(N.endpointPorts(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: 'inet_service' }), typeof: { key: `numgen random mod ${DRAWS}`, data: 'th dport' } },
     ];
   }
 
@@ -494,7 +494,7 @@ export class ProxyRenderer {
           const e: SetElement = { key: hostU32(i), verdict: { kind: 'goto', chain: endpointChainName(v, ep) } };
           elements.set(elementKey(e), e);
         });
-        out.sets.push({ set: this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), elements });
+        out.sets.push({ set: { ...this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), typeof: { key: `numgen random mod ${DRAWS}`, data: 'verdict' } }, elements });
         return;
       }
       list.push(

@@ -2,6 +2,7 @@
  * The agent renders what it means into one, keeps another for what the kernel holds, and the
  * read-back of the kernel converts into the same shape. */
 import { sameRuleBody } from '../nft/canonical';
+import { sameTypeof } from '../nft/objects/set-udata';
 import { NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
 import { TableContents } from '../nft/types';
 import { Chain, NftSet, Rule, SetElement, Table } from '../nft/types';
@@ -55,7 +56,8 @@ export function sameSetDefinition(a: NftSet, b: NftSet): boolean {
     a.key.every((f, i) => f === b.key[i]) &&
     (a.data ?? null) === (b.data ?? null) &&
     (a.flags ?? 0) === (b.flags ?? 0) &&
-    a.timeout === b.timeout
+    a.timeout === b.timeout &&
+    sameTypeof(a.typeof, b.typeof)
   );
 }
 
@@ -103,6 +105,7 @@ function stripSet(s: NftSet): NftSet {
   const out: NftSet = { family: s.family, table: s.table, name: s.name, key: s.key, flags: s.flags ?? 0 };
   if (s.data) out.data = s.data;
   if (s.timeout !== undefined) out.timeout = s.timeout;
+  if (s.typeof) out.typeof = s.typeof;
   return out;
 }
 

@@ -2,9 +2,10 @@
 import { AttrMap, AttrWriter, parseAttrs } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
-import { setFlagNames } from '../format';
+import { setFlagNames, setType } from '../format';
 import { NFT_TYPE, NftSet, NftTypeName } from '../types';
 import { keyLength, TYPE_LEN } from '../values';
+import { decodeSetUdata, encodeSetUdata } from './set-udata';
 import { familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
 
 // nftables src/datatype.h: concatenated type ids are built 6 bits per field.
@@ -65,6 +66,7 @@ export function encodeSet(w: AttrWriter, s: NftSet, id = s.id): void {
     w.endNest(concat);
     w.endNest(desc);
   }
+  if (s.typeof) w.bytes(C.NFTA_SET_USERDATA, encodeSetUdata(s.typeof));
   if (id !== undefined) w.be32(C.NFTA_SET_ID, id);
 }
 
@@ -105,6 +107,9 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
   }
   const timeout = a.be64(C.NFTA_SET_TIMEOUT);
   if (timeout !== undefined) set.timeout = timeout;
+  const udata = a.get(C.NFTA_SET_USERDATA);
+  const typeofText = udata && decodeSetUdata(udata.buf.subarray(udata.start, udata.end));
+  if (typeofText) set.typeof = typeofText;
   return set;
 }
 
@@ -133,7 +138,7 @@ export const set: ObjectCodec<'set'> = {
     const ref = `${s.family} ${s.table} ${s.name}`;
     if (isCreation(op.verb)) {
       const flags = setFlagNames(s);
-      return `${op.verb} ${s.data ? 'map' : 'set'} ${ref} { type ${s.key.join(' . ')}${s.data ? ` : ${s.data}` : ''};${flags.length ? ` flags ${flags.join(',')};` : ''} }`;
+      return `${op.verb} ${s.data ? 'map' : 'set'} ${ref} { ${setType(s)};${flags.length ? ` flags ${flags.join(',')};` : ''} }`;
     }
     return `${op.verb} ${s.data ? 'map' : 'set'} ${ref}`;
   },
