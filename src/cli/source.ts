@@ -1,7 +1,8 @@
 /** Picks the source of cluster state from --manifests / --kubeconfig (in-cluster by default, and
  * only inside a pod). */
 import { accessSync, constants } from 'node:fs';
-import { ClusterSource, ObjectKind, SourceHandlers } from '../k8s/source';
+import { ClusterSnapshot, ClusterSource, ObjectKind, SourceHandlers } from '../k8s/source';
+import type { RunContext } from './command';
 import { COMMON_OPTIONS } from './options';
 import { DENY_OPTIONS } from './deny-options';
 
@@ -28,6 +29,16 @@ export function openSource(values: Record<string, string | boolean | undefined>,
   }
   const { InformerSource, loadKubeConfig } = require('../k8s/informer-source') as typeof import('../k8s/informer-source');
   return new InformerSource({ kubeConfig: loadKubeConfig(kubeconfig), kinds, ...handlers });
+}
+
+/** The cluster state once, for a command that reads it and exits: the source's problems on
+ * stderr, the source stopped however the command ends. */
+export async function readSnapshot(values: Record<string, string | boolean | undefined>, ctx: RunContext, kinds?: readonly ObjectKind[]): Promise<ClusterSnapshot> {
+  const source = openSource(values, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) }, kinds);
+  ctx.defer(() => source.stop());
+  const snap = await source.start();
+  await source.stop();
+  return snap;
 }
 
 /** Before openSource() for a cluster: loads the part of client-node the informers use, not its

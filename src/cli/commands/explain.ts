@@ -9,7 +9,7 @@ import { Command } from '../command';
 import { policyModes } from '../deny-options';
 import { PolicyModes } from '../../deny/modes';
 import { nodeName, OptionTable, parseWithPositionals, tableName, usageText } from '../options';
-import { openSource, SOURCE_OPTIONS } from '../source';
+import { readSnapshot, SOURCE_OPTIONS } from '../source';
 
 const options = {
   ...SOURCE_OPTIONS,
@@ -22,7 +22,7 @@ const command: Command = {
   summary: 'explain why a flow is allowed or denied: the model and the kernel, side by side',
   usage,
   options,
-  async run(args) {
+  async run(args, ctx) {
     const parsed = parseWithPositionals(args, options, usage);
     const v = parsed.values;
     if (parsed.positionals.length !== 2) throw new Error(`explain needs SRC and DST\n${usage}`);
@@ -33,9 +33,7 @@ const command: Command = {
     if (portText !== undefined && (!/^\d+$/.test(portText) || port < 1 || port > 65535)) throw new Error(`--port: "${portText}" is not a port from 1 to 65535`);
     const table = tableName(v.table);
 
-    const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) });
-    const snap = await source.start();
-    await source.stop();
+    const snap = await readSnapshot(v, ctx);
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
     const modes = policyModes(v, snap.namespaces.values()) ?? new PolicyModes();
     const [src, dst] = parsed.positionals.map((t) => resolveEndpoint(t, snap.pods));

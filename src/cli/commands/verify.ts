@@ -13,7 +13,7 @@ import { formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, modelFromKernel, RulesetModel, tableFlagsProblem } from '../../ruleset/model';
 import { Command } from '../command';
 import { denyAction, nodeName, OptionTable, parse, tableName, usageText } from '../options';
-import { openSource, SOURCE_OPTIONS } from '../source';
+import { readSnapshot, SOURCE_OPTIONS } from '../source';
 import { dropLogOptions, policyModes } from '../deny-options';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
 import { formatPolicyCounters, policyCounters, readCounterRows } from '../../explain/counters';
@@ -36,10 +36,7 @@ const command: Command = {
     const node = nodeName(v['node-name']);
     // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
     createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
-    const source = openSource(v, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) }, choice.kinds);
-    ctx.defer(() => source.stop());
-    const snap = await source.start();
-    await source.stop();
+    const snap = await readSnapshot(v, ctx, choice.kinds);
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     let differ = 0;
