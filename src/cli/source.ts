@@ -34,6 +34,7 @@ export function openSource(values: Record<string, string | boolean | undefined>,
 /** The cluster state once, for a command that reads it and exits: the source's problems on
  * stderr, the source stopped however the command ends. */
 export async function readSnapshot(values: Record<string, string | boolean | undefined>, ctx: RunContext, kinds?: readonly ObjectKind[]): Promise<ClusterSnapshot> {
+  await prepareSource(values);
   const source = openSource(values, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) }, kinds);
   ctx.defer(() => source.stop());
   const snap = await source.start();
