@@ -5,6 +5,7 @@
  * isolate and allow nothing; audit mode lets a denied side through. */
 import { namespaceOf, PolicyModes } from '../deny/modes';
 import { canonicalIp, parseIp } from '../net/ip';
+import { isV6 } from '../policy/index/collections';
 import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
 import type { FlowPacket } from './flow';
 
@@ -68,7 +69,7 @@ function ruleAllows(ir: PolicyIR, rule: CompiledRule, peer: string, p: FlowPacke
 
 function peerMatches(ir: PolicyIR, rule: CompiledRule, peer: string): boolean {
   if (rule.peers === 'any') return true;
-  const fam = p6(peer) ? 'v6' : 'v4';
+  const fam = isV6(peer) ? 'v6' : 'v4';
   const ip = parseIp(peer);
   for (const ref of rule.peers) {
     if (ref.kind === 'pods') {
@@ -86,8 +87,6 @@ function peerMatches(ir: PolicyIR, rule: CompiledRule, peer: string): boolean {
   return false;
 }
 
-const p6 = (addr: string) => addr.includes(':');
-
 function portMatches(ir: PolicyIR, rule: CompiledRule, p: FlowPacket): boolean {
   if (rule.ports === 'any') return true;
   const proto = p.protocol.toUpperCase();
@@ -98,7 +97,7 @@ function portMatches(ir: PolicyIR, rule: CompiledRule, p: FlowPacket): boolean {
   }
   if (rule.namedPorts && p.dport > 0) {
     const set = ir.namedPortSets.get(rule.namedPorts);
-    const triples = set ? (p6(p.dst) ? set.v6 : set.v4) : [];
+    const triples = set ? (isV6(p.dst) ? set.v6 : set.v4) : [];
     // The named port resolves on the packet's destination (the target for ingress, the peer for egress).
     if (triples.some((t) => t.ip === p.dst && t.protocol === proto && t.port === p.dport)) return true;
   }
