@@ -10,7 +10,7 @@
  * only after its release is on disk; a live pod's address is never released by GC. */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { formatCidr, formatIp, IpFamily, parseCidr, parseIp, ParsedCidr } from '../net/ip';
+import { formatCidr, formatIp, IpFamily, parseCidr, ParsedCidr } from '../net/ip';
 import { ApiError, IpamApi, isConflict, isUnknown, NodeInfo, PodInfo } from './api';
 import { IpamMetrics, IpamUsage } from './metrics';
 import { blockManifest, claimManifest, KObject, PLURALS, PodRef, readBlock, readClaim } from './objects';
@@ -898,8 +898,7 @@ export function parseBlockName(name: string): ParsedCidr | undefined {
   if (!m) return undefined;
   const parts = m[2].split('-');
   const text = m[1] === 'v4' ? parts.join('.') : parts.join(':');
-  const ip = parseIp(text);
-  return ip ? parseCidr(`${text}/${m[3]}`) : undefined;
+  return parseCidr(`${text}/${m[3]}`);
 }
 
 /** True when every block of the pool is known taken (only decidable for small ranges). */
