@@ -735,9 +735,9 @@ export class IpamAgent {
       for (const [key, a] of this.state.allocations) {
         for (const ip of a.ips) {
           const rec = byBlock.get(ip.block);
-          const b = this.state.blocks.get(ip.block);
-          const o = b?.ordinalOf(ip.address);
-          if (rec && !ip.claim && o !== undefined) rec[String(o)] = { handle: key, ...(a.pod ? { pod: a.pod } : {}) };
+          if (!rec || ip.claim) continue;
+          const o = this.state.blocks.get(ip.block)?.ordinalOf(ip.address);
+          if (o !== undefined) rec[String(o)] = { handle: key, ...(a.pod ? { pod: a.pod } : {}) };
         }
       }
       await Promise.all(
