@@ -10,7 +10,7 @@
  * only after its release is on disk; a live pod's address is never released by GC. */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { formatCidr, formatIp, IpFamily, parseCidr, parseIp, ParsedCidr } from '../net/ip';
+import { formatCidr, formatIp, IpFamily, ipInCidr, parseCidr, parseIp, ParsedCidr } from '../net/ip';
 import { ApiError, IpamApi, isConflict, isUnknown, NodeInfo, PodInfo } from './api';
 import { IpamMetrics, IpamUsage } from './metrics';
 import { blockManifest, claimManifest, KObject, PLURALS, PodRef, readBlock, readClaim } from './objects';
@@ -468,9 +468,11 @@ export class IpamAgent {
   private markForeignClaims(claims: ReturnType<typeof readClaim>[]): void {
     for (const c of claims) {
       if (c.node === this.nodeName) continue;
+      const ip = parseIp(c.address ?? '');
+      if (!ip) continue;
       for (const b of this.state.blocks.values()) {
-        const o = b.ordinalOf(c.address ?? '');
-        if (o === undefined) continue;
+        if (!ipInCidr(ip, b.cidr)) continue;
+        const o = Number(ip.value - b.cidr.first);
         if (b.used[o] === 1) this.log.error({ address: c.address, claim: c.name, borrower: c.node }, 'an address this node uses is also claimed by another node');
         else b.used[o] = 3;
       }
@@ -733,9 +735,9 @@ export class IpamAgent {
       for (const [key, a] of this.state.allocations) {
         for (const ip of a.ips) {
           const rec = byBlock.get(ip.block);
-          const b = this.state.blocks.get(ip.block);
-          const o = b?.ordinalOf(ip.address);
-          if (rec && !ip.claim && o !== undefined) rec[String(o)] = { handle: key, ...(a.pod ? { pod: a.pod } : {}) };
+          if (!rec || ip.claim) continue;
+          const o = this.state.blocks.get(ip.block)?.ordinalOf(ip.address);
+          if (o !== undefined) rec[String(o)] = { handle: key, ...(a.pod ? { pod: a.pod } : {}) };
         }
       }
       await Promise.all(
@@ -898,8 +900,7 @@ export function parseBlockName(name: string): ParsedCidr | undefined {
   if (!m) return undefined;
   const parts = m[2].split('-');
   const text = m[1] === 'v4' ? parts.join('.') : parts.join(':');
-  const ip = parseIp(text);
-  return ip ? parseCidr(`${text}/${m[3]}`) : undefined;
+  return parseCidr(`${text}/${m[3]}`);
 }
 
 /** True when every block of the pool is known taken (only decidable for small ranges). */

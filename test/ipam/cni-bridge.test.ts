@@ -14,7 +14,7 @@ import { Netns } from '../../src/netlink/netns';
 import { IpamAgent } from '../../src/ipam/agent';
 import { IpamSocketServer } from '../../src/ipam/server';
 import { pool } from './cluster';
-import { COMPILED_PLUGIN, NODE_PLUGIN, PluginAgent, startPluginAgent } from './plugins';
+import { COMPILED_PLUGIN, NODE_PLUGIN, PluginAgent, PluginRun, runPlugin, startPluginAgent } from './plugins';
 
 const BRIDGE = '/usr/lib/cni/bridge';
 const PLUGIN = COMPILED_PLUGIN ?? NODE_PLUGIN;
@@ -46,28 +46,16 @@ function conf(version = '1.0.0', extra: Record<string, unknown> = {}, socketPath
 
 /** Runs a plugin as a runtime does; the "host" side lives in the test's own namespace. Async:
  * the agent answering the plugin runs in this process. */
-function cni(binary: string, command: string, containerID: string, netns: string, stdin: string, cniPath = pluginDir): Promise<{ status: number | null; out: string; err: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn('nsenter', [`--net=${host.path}`, binary], {
-      timeout: 30_000,
-      env: {
-        PATH: `${dirname(process.execPath)}:/usr/sbin:/usr/bin:/sbin:/bin`,
-        CNI_COMMAND: command,
-        CNI_CONTAINERID: containerID,
-        CNI_NETNS: netns,
-        CNI_IFNAME: 'eth0',
-        CNI_PATH: `${cniPath}:/usr/lib/cni`,
-        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerID}`,
-      },
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (err += c));
-    child.on('error', reject);
-    child.on('close', (status) => resolvePromise({ status, out, err }));
-    child.stdin.end(stdin);
-  });
+function cni(binary: string, command: string, containerID: string, netns: string, stdin: string, cniPath = pluginDir): Promise<PluginRun> {
+  return runPlugin(['nsenter', `--net=${host.path}`, binary], {
+    PATH: `${dirname(process.execPath)}:/usr/sbin:/usr/bin:/sbin:/bin`,
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: containerID,
+    CNI_NETNS: netns,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: `${cniPath}:/usr/lib/cni`,
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerID}`,
+  }, stdin);
 }
 
 function inPod(ns: Netns, cmd: string, args: string[]): Promise<string> {

@@ -1,7 +1,7 @@
 /** `nfkube ipam show [--node N]` lists pools, blocks and allocations as the API holds them;
  * `nfkube ipam check` audits the cluster for duplicates, leaks and orphans (exit 1 when any). */
 import { ClientNodeApi, loadKubeConfig, NodeInfo } from '../../ipam/api';
-import { auditCluster, heldAddresses } from '../../ipam/check';
+import { auditCluster, HeldAddress, heldAddresses } from '../../ipam/check';
 import { PLURALS, readBlock, readClaim } from '../../ipam/objects';
 import { Command } from '../command';
 import { OptionTable, parse, usageText } from '../options';
@@ -45,10 +45,15 @@ const command: Command = {
       const lines: string[] = ['POOLS'];
       for (const p of pools) lines.push(`  ${p.metadata?.name}  cidrs=${(p.spec?.cidrs ?? []).join(',')}  blockSize=${JSON.stringify(p.spec?.blockSize ?? {})}${p.spec?.nodeSelector ? `  nodeSelector=${JSON.stringify(p.spec.nodeSelector)}` : ''}`);
       lines.push('BLOCKS');
-      const held = heldAddresses(bs, []);
+      const heldVia = new Map<string, HeldAddress[]>();
+      for (const h of heldAddresses(bs, [])) {
+        const list = heldVia.get(h.via);
+        if (list) list.push(h);
+        else heldVia.set(h.via, [h]);
+      }
       for (const b of bs) {
         lines.push(`  ${b.cidr}  node=${b.node}  pool=${b.pool}  allocated=${Object.keys(b.allocations).length}${b.lendFrom !== undefined ? `  lends-from-ordinal=${b.lendFrom}` : ''}`);
-        for (const h of held.filter((x) => x.via === `IPBlock ${b.name}`)) lines.push(`    ${h.address}  ${h.holder}${h.pod ? `  pod=${h.pod.namespace}/${h.pod.name}` : ''}`);
+        for (const h of heldVia.get(`IPBlock ${b.name}`) ?? []) lines.push(`    ${h.address}  ${h.holder}${h.pod ? `  pod=${h.pod.namespace}/${h.pod.name}` : ''}`);
       }
       lines.push('BORROWED');
       for (const c of cs) lines.push(`  ${c.address}  node=${c.node}  from=${c.block}  ${c.handle}${c.pod ? `  pod=${c.pod.namespace}/${c.pod.name}` : ''}`);
