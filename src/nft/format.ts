@@ -154,7 +154,8 @@ export function formatRuleBody(exprs: Expr[]): string {
     regs.set(reg, l);
     pending.push(reg);
   };
-  for (const e of exprs) {
+  for (let i = 0; i < exprs.length; i++) {
+    const e = exprs[i];
     switch (e.type) {
       case 'payload': {
         if (e.dreg === undefined) break;
@@ -257,7 +258,7 @@ export function formatRuleBody(exprs: Expr[]): string {
         }
         // A constant for a nat statement later in the rule is printed by that statement; any
         // other use keeps the raw form, so nothing is hidden.
-        if (e.data && exprs.slice(exprs.indexOf(e) + 1).some((x) => x.type === 'nat' && (x.regAddrMin === e.dreg || x.regProtoMin === e.dreg))) {
+        if (e.data && exprs.some((x, j) => j > i && x.type === 'nat' && (x.regAddrMin === e.dreg || x.regProtoMin === e.dreg))) {
           immData.set(e.dreg, e.data);
           continue;
         }
