@@ -49,6 +49,12 @@ function fitsKind(b: Buffer, kind: ValueKind): boolean {
   return lengths === undefined || lengths.includes(b.length);
 }
 
+// NF_NAT_RANGE_* as nft prints them after `masquerade`, in its order.
+const MASQ_FLAGS: [number, string][] = [
+  [C.NF_NAT_RANGE_PROTO_RANDOM, 'random'],
+  [C.NF_NAT_RANGE_PROTO_RANDOM_FULLY, 'fully-random'],
+  [C.NF_NAT_RANGE_PERSISTENT, 'persistent'],
+];
 // RTN_* (linux/rtnetlink.h), as nft names them.
 const FIB_ADDRTYPES = ['unspec', 'unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit'];
 const FIB_FLAGS: [number, string][] = [
@@ -288,7 +294,7 @@ export function formatRuleBody(exprs: Expr[]): string {
       }
       case 'masq': {
         const flags = e.flags ?? 0;
-        const opts = [[4, 'random'], [16, 'fully-random'], [8, 'persistent']].filter(([bit]) => flags & (bit as number)).map(([, t]) => t);
+        const opts = MASQ_FLAGS.filter(([bit]) => flags & bit).map(([, t]) => t);
         out.push({ text: ['masquerade', ...opts].join(' ') });
         continue;
       }
