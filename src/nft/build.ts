@@ -5,7 +5,7 @@ import { canonicalRegister } from './canonical';
 import * as C from './constants';
 import { Expr, Verdict } from './types';
 import { ipAddr } from '../net/ip-bytes';
-import { be16 } from './values';
+import { be16, hostU32 } from './values';
 
 /** Header fields nfkube matches on: [base, offset, length, family]. */
 export const FIELDS = {
@@ -193,10 +193,7 @@ export function oifname(name: string): Expr[] {
 /** A 32-bit mark in host byte order, as the kernel keeps skb->mark and ct->mark. */
 function mark32(value: number, what: string): Buffer {
   if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) throw new Error(`${what}: ${value} is not a 32-bit unsigned integer`);
-  const b = Buffer.alloc(4);
-  if (new Uint8Array(new Uint32Array([1]).buffer)[0] === 1) b.writeUInt32LE(value);
-  else b.writeUInt32BE(value);
-  return b;
+  return hostU32(value);
 }
 
 function markMatch(load: Expr, what: string, value: number, mask?: number, op: 'eq' | 'neq' = 'eq'): Expr[] {

@@ -480,6 +480,13 @@ export const NFTA_MASQ_FLAGS = 1;
 export const NFTA_MASQ_REG_PROTO_MIN = 2;
 export const NFTA_MASQ_REG_PROTO_MAX = 3;
 
+// NF_NAT_RANGE_* (linux/netfilter/nf_nat.h): the flags of nat and masq
+export const NF_NAT_RANGE_MAP_IPS = 1;
+export const NF_NAT_RANGE_PROTO_SPECIFIED = 2;
+export const NF_NAT_RANGE_PROTO_RANDOM = 4;
+export const NF_NAT_RANGE_PERSISTENT = 8;
+export const NF_NAT_RANGE_PROTO_RANDOM_FULLY = 16;
+
 // enum nft_objref_attributes
 export const NFTA_OBJREF_UNSPEC = 0;
 export const NFTA_OBJREF_IMM_TYPE = 1;

@@ -6,8 +6,7 @@ import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
 import { CT_STATE, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
-import { TYPE_LEN } from './values';
-import { endianness } from 'node:os';
+import { readHostU32, TYPE_LEN } from './values';
 
 type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex' | 'fib_addrtype';
 
@@ -50,8 +49,12 @@ function fitsKind(b: Buffer, kind: ValueKind): boolean {
   return lengths === undefined || lengths.includes(b.length);
 }
 
-const HOST_LE = endianness() === 'LE';
-const hostU32 = (b: Buffer) => (HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0));
+// NF_NAT_RANGE_* as nft prints them after `masquerade`, in its order.
+const MASQ_FLAGS: [number, string][] = [
+  [C.NF_NAT_RANGE_PROTO_RANDOM, 'random'],
+  [C.NF_NAT_RANGE_PROTO_RANDOM_FULLY, 'fully-random'],
+  [C.NF_NAT_RANGE_PERSISTENT, 'persistent'],
+];
 // RTN_* (linux/rtnetlink.h), as nft names them.
 const FIB_ADDRTYPES = ['unspec', 'unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit'];
 const FIB_FLAGS: [number, string][] = [
@@ -99,10 +102,10 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
       return `0x${b.readUInt32LE(0).toString(16).padStart(8, '0')}`;
     case 'integer':
       // Four-byte integers (numgen and hash results) are in host byte order.
-      if (b.length === 4) return String(HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0));
+      if (b.length === 4) return String(readHostU32(b));
       return String(b.readUIntBE(0, b.length));
     case 'fib_addrtype':
-      return FIB_ADDRTYPES[HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0)] ?? `0x${b.toString('hex')}`;
+      return FIB_ADDRTYPES[readHostU32(b)] ?? `0x${b.toString('hex')}`;
     default:
       return `0x${b.toString('hex')}`;
   }
@@ -154,7 +157,8 @@ export function formatRuleBody(exprs: Expr[]): string {
     regs.set(reg, l);
     pending.push(reg);
   };
-  for (const e of exprs) {
+  for (let i = 0; i < exprs.length; i++) {
+    const e = exprs[i];
     switch (e.type) {
       case 'payload': {
         if (e.dreg === undefined) break;
@@ -190,11 +194,11 @@ export function formatRuleBody(exprs: Expr[]): string {
           load(e.dreg, { text: `${src.text} ${e.op === 'lshift' ? '<<' : '>>'} ${e.shift}`, kind: 'integer' });
           continue;
         }
-        if (regs.get(e.sreg)?.kind === 'integer' && e.len === 4 && e.mask?.length === 4 && e.xor?.length === 4 && e.op !== 'lshift' && e.op !== 'rshift' && (hostU32(e.mask) & hostU32(e.xor)) === 0) {
+        if (regs.get(e.sreg)?.kind === 'integer' && e.len === 4 && e.mask?.length === 4 && e.xor?.length === 4 && e.op !== 'lshift' && e.op !== 'rshift' && (readHostU32(e.mask) & readHostU32(e.xor)) === 0) {
           // nft lists a boolean bitwise that sets bits of a host-order integer as
           // `& (mask|xor) | xor`.
           const src = take(e.sreg)!;
-          load(e.dreg, { text: `${src.text} & ${(hostU32(e.mask) | hostU32(e.xor)) >>> 0} | ${hostU32(e.xor)}`, kind: 'integer' });
+          load(e.dreg, { text: `${src.text} & ${(readHostU32(e.mask) | readHostU32(e.xor)) >>> 0} | ${readHostU32(e.xor)}`, kind: 'integer' });
           continue;
         }
         if (regs.has(e.sreg) && e.mask && e.op !== 'lshift' && e.op !== 'rshift') {
@@ -257,7 +261,7 @@ export function formatRuleBody(exprs: Expr[]): string {
         }
         // A constant for a nat statement later in the rule is printed by that statement; any
         // other use keeps the raw form, so nothing is hidden.
-        if (e.data && exprs.slice(exprs.indexOf(e) + 1).some((x) => x.type === 'nat' && (x.regAddrMin === e.dreg || x.regProtoMin === e.dreg))) {
+        if (e.data && exprs.some((x, j) => j > i && x.type === 'nat' && (x.regAddrMin === e.dreg || x.regProtoMin === e.dreg))) {
           immData.set(e.dreg, e.data);
           continue;
         }
@@ -290,7 +294,7 @@ export function formatRuleBody(exprs: Expr[]): string {
       }
       case 'masq': {
         const flags = e.flags ?? 0;
-        const opts = [[4, 'random'], [16, 'fully-random'], [8, 'persistent']].filter(([bit]) => flags & (bit as number)).map(([, t]) => t);
+        const opts = MASQ_FLAGS.filter(([bit]) => flags & bit).map(([, t]) => t);
         out.push({ text: ['masquerade', ...opts].join(' ') });
         continue;
       }

@@ -1,5 +1,6 @@
 /** Typed values as nf_tables carries them: numbers in network byte order, set keys sized per nft
  * data type, concatenation fields padded to 32-bit registers. Addresses are in src/net/ip-bytes.ts. */
+import { endianness } from 'node:os';
 import { NftTypeName } from './types';
 
 /** Byte length of one value of each type, before register padding. */
@@ -36,6 +37,22 @@ export function be32(n: number): Buffer {
   const b = Buffer.allocUnsafe(4);
   b.writeUInt32BE(n >>> 0);
   return b;
+}
+
+const HOST_LE = endianness() === 'LE';
+
+/** A 32-bit number in host byte order, as the kernel keeps marks and numgen, hash and fib
+ * results, and as nft writes its set udata. */
+export function hostU32(n: number): Buffer {
+  const b = Buffer.allocUnsafe(4);
+  if (HOST_LE) b.writeUInt32LE(n >>> 0);
+  else b.writeUInt32BE(n >>> 0);
+  return b;
+}
+
+/** The host-order 32-bit number at the start of b. */
+export function readHostU32(b: Buffer): number {
+  return HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0);
 }
 
 /** One field of a concatenated key, zero-padded to its register width. */

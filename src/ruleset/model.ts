@@ -4,8 +4,7 @@
 import { sameRuleBody } from '../nft/canonical';
 import { sameTypeof } from '../nft/objects/set-udata';
 import { NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
-import { TableContents } from '../nft/types';
-import { Chain, NftSet, Rule, SetElement, Table } from '../nft/types';
+import { Chain, NftSet, Rule, SetElement, Table, TableContents } from '../nft/types';
 
 export interface ChainModel {
   chain: Chain;

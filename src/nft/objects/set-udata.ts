@@ -6,7 +6,7 @@
  * u8 length, value; numbers are u32 in host byte order. KEY_TYPEOF and DATA_TYPEOF nest a TLV list
  * of TYPEOF_EXPR (nft's expression id, enum expr_types in include/expression.h) and TYPEOF_DATA
  * (that expression's own udata: numgen_expr_build_udata, payload_expr_build_udata). */
-import { endianness } from 'node:os';
+import { hostU32, readHostU32 } from '../values';
 
 /** libnftnl enum nftnl_udata_set_types. */
 export const NFTNL_UDATA_SET_KEYBYTEORDER = 0;
@@ -62,7 +62,6 @@ export interface SetTypeof {
   data?: string;
 }
 
-const HOST_LE = endianness() === 'LE';
 const MAX_TLV = 255;
 
 interface TypeofExpr {
@@ -105,21 +104,14 @@ function exprOf(text: string): TypeofExpr {
   throw new RangeError(`typeof "${text}": nfkube encodes only ${['numgen random|incremental mod N [offset M]', ...PAYLOAD_FIELDS.map(([t]) => t), 'verdict (map data)'].join(', ')}`);
 }
 
-function u32(v: number): Buffer {
-  const b = Buffer.alloc(4);
-  if (HOST_LE) b.writeUInt32LE(v >>> 0, 0);
-  else b.writeUInt32BE(v >>> 0, 0);
-  return b;
-}
-
 function tlv(type: number, value: Buffer): Buffer {
   if (value.length > MAX_TLV) throw new RangeError(`udata attribute ${type} of ${value.length} bytes exceeds ${MAX_TLV}`);
   return Buffer.concat([Buffer.from([type, value.length]), value]);
 }
 
 function typeofTlv(type: number, e: TypeofExpr): Buffer {
-  const own = Buffer.concat(e.udata.map(([t, v]) => tlv(t, u32(v))));
-  return tlv(type, Buffer.concat([tlv(NFTNL_UDATA_SET_TYPEOF_EXPR, u32(e.id)), tlv(NFTNL_UDATA_SET_TYPEOF_DATA, own)]));
+  const own = Buffer.concat(e.udata.map(([t, v]) => tlv(t, hostU32(v))));
+  return tlv(type, Buffer.concat([tlv(NFTNL_UDATA_SET_TYPEOF_EXPR, hostU32(e.id)), tlv(NFTNL_UDATA_SET_TYPEOF_DATA, own)]));
 }
 
 /** The NFTA_SET_USERDATA nft writes for `typeof KEY [: DATA]`, in its order. Throws RangeError for
@@ -127,13 +119,13 @@ function typeofTlv(type: number, e: TypeofExpr): Buffer {
 export function encodeSetUdata(t: SetTypeof): Buffer {
   const key = exprOf(t.key);
   const data = t.data === undefined ? undefined : exprOf(t.data);
-  const parts = [tlv(NFTNL_UDATA_SET_KEYBYTEORDER, u32(key.byteorder))];
-  if (data) parts.push(tlv(NFTNL_UDATA_SET_DATABYTEORDER, u32(data.byteorder)));
+  const parts = [tlv(NFTNL_UDATA_SET_KEYBYTEORDER, hostU32(key.byteorder))];
+  if (data) parts.push(tlv(NFTNL_UDATA_SET_DATABYTEORDER, hostU32(data.byteorder)));
   parts.push(typeofTlv(NFTNL_UDATA_SET_KEY_TYPEOF, key));
   if (data) {
     parts.push(typeofTlv(NFTNL_UDATA_SET_DATA_TYPEOF, data));
     // The data of nfkube's maps is a single value, never a range.
-    parts.push(tlv(NFTNL_UDATA_SET_DATA_INTERVAL, u32(0)));
+    parts.push(tlv(NFTNL_UDATA_SET_DATA_INTERVAL, hostU32(0)));
   }
   return Buffer.concat(parts);
 }
@@ -154,7 +146,7 @@ function parseTlvs(b: Buffer): Map<number, Buffer> | undefined {
 
 function readU32(b: Buffer | undefined): number | undefined {
   if (!b || b.length !== 4) return undefined;
-  return HOST_LE ? b.readUInt32LE(0) : b.readUInt32BE(0);
+  return readHostU32(b);
 }
 
 function typeofText(b: Buffer | undefined): string | undefined {
