@@ -426,16 +426,8 @@ export class ProxyComponent implements Component {
     else {
       const was = entryIndex(old);
       const next = entryIndex(now);
-      for (const [entry, [set, e, k]] of was) {
-        const n = next.get(entry);
-        if (n && sameElementValue(n[1], e)) continue;
-        if (!n) this.release(set, k, key, scope);
-      }
-      for (const [entry, [set, e, k]] of next) {
-        const w = was.get(entry);
-        if (w && sameElementValue(w[1], e)) continue;
-        this.claim(set, k, key, e, scope);
-      }
+      for (const [entry, [set, , k]] of was) if (!next.has(entry)) this.release(set, k, key, scope);
+      for (const [entry, [set, e, k]] of next) if (!sameEntry(was.get(entry), e)) this.claim(set, k, key, e, scope);
     }
     if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
     else {
