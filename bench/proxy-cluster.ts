@@ -2,9 +2,9 @@
  * of `perService` ready endpoints (the first on this node), as the component's objects and as
  * the Kubernetes objects an API server or a manifests directory holds. */
 import type { EndpointSliceInfo, ServiceInfo } from '../src/k8s/service-model';
-import { endpoint, service, slice } from '../test/proxy/fixtures';
+import { endpoint, NODE, service, slice } from '../test/proxy/fixtures';
 
-export const NODE = 'node-1';
+export { NODE };
 const vip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 
 export function cluster(n: number, perService: number): { services: ServiceInfo[]; slices: EndpointSliceInfo[] } {

@@ -4,7 +4,7 @@
  * each connection is answered by one endpoint, whose listener names itself and the source it
  * saw. Then one endpoint leaves the EndpointSlices: the proxy commits only that change, and every
  * connection reaches the other endpoint. */
-import { createServer, isIPv4, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { constants } from 'node:os';
 import type { Logger } from 'pino';
 import { defaultedService, type EndpointSliceInfo } from '../k8s/service-model';
@@ -15,6 +15,7 @@ import { NetlinkSocket } from '../netlink/socket';
 import { Agent } from '../pipeline/agent';
 import { ProxyComponent } from '../proxy/component';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
+import { familyOf, type Fam } from '../proxy/service-ports';
 import { AF_INET, AF_INET6 } from '../netlink/message';
 import { Rtnl } from '../rtnl/client';
 import { RT_SCOPE_LINK } from '../rtnl/constants';
@@ -25,8 +26,6 @@ export const DEMO_SERVICE = { name: 'demo-echo', clusterIPs: { v4: '198.19.0.80'
 /** Connections per look: both endpoints answer at least once but with odds of 2 in 65,536. */
 const CONNECTIONS = 16;
 const ACCEPT_WAIT_MS = 2000;
-
-type Fam = 'v4' | 'v6';
 
 export interface ServiceDemoOptions {
   sandbox: Sandbox;
@@ -86,8 +85,7 @@ class EchoListeners {
 }
 
 const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, n]) => [n, name]));
-const fam = (ip: string): Fam => (isIPv4(ip) ? 'v4' : 'v6');
-const hostPort = (ip: string, port: number) => (fam(ip) === 'v4' ? `${ip}:${port}` : `[${ip}]:${port}`);
+const hostPort = (ip: string, port: number) => (familyOf(ip) === 'v4' ? `${ip}:${port}` : `[${ip}]:${port}`);
 
 /** Two pods of one namespace as endpoints, and a client: another pod, else the node. */
 function choose(sandbox: Sandbox): { namespace: string; endpoints: SandboxPod[]; client: { label: string; netns: Netns; ips: string[] } } | undefined {
@@ -112,8 +110,8 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
   // Families every endpoint has, and the client too (the node has both), whose service address
   // no pod of the manifests uses.
   const usable = (f: Fam) =>
-    endpoints.every((e) => e.pod.ips.some((ip) => fam(ip) === f)) &&
-    (client.ips.length === 0 || client.ips.some((ip) => fam(ip) === f)) &&
+    endpoints.every((e) => e.pod.ips.some((ip) => familyOf(ip) === f)) &&
+    (client.ips.length === 0 || client.ips.some((ip) => familyOf(ip) === f)) &&
     !o.sandbox.pods.some((p) => p.pod.ips.includes(DEMO_SERVICE.clusterIPs[f]));
   const fams = (['v4', 'v6'] as const).filter(usable);
   if (fams.length === 0) {
@@ -130,7 +128,7 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
     serviceName: DEMO_SERVICE.name,
     addressType: f === 'v4' ? 'IPv4' : 'IPv6',
     ports: [{ name: 'echo', protocol: 'TCP', port: DEMO_SERVICE.targetPort }],
-    endpoints: pods.map((p) => ({ address: p.pod.ips.find((ip) => fam(ip) === f)!, ready: true, serving: true, terminating: false, nodeName: o.sandbox.nodeName })),
+    endpoints: pods.map((p) => ({ address: p.pod.ips.find((ip) => familyOf(ip) === f)!, ready: true, serving: true, terminating: false, nodeName: o.sandbox.nodeName })),
   });
   const slices = fams.map((f) => sliceOf(f, endpoints));
   o.write(`  Service ${namespace}/${svc.name}: ClusterIP ${svc.clusterIPs.join(', ')}, port ${DEMO_SERVICE.port}/TCP -> ${DEMO_SERVICE.targetPort} on endpoints ${endpoints.map((e) => e.key).join(', ')}\n`);
@@ -139,7 +137,7 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
   const socket = NetlinkSocket.open({ netns: o.sandbox.node });
   const agent = new Agent({ socket, logger: o.logger, components: [new ProxyComponent({ nodeName: o.sandbox.nodeName })] });
   try {
-    for (const e of endpoints) for (const ip of e.pod.ips.filter((ip) => fams.includes(fam(ip)))) await listeners.listen(e, ip);
+    for (const e of endpoints) for (const ip of e.pod.ips.filter((ip) => fams.includes(familyOf(ip)))) await listeners.listen(e, ip);
     o.step();
     const report = await agent.start({
       pods: new Map(),
@@ -187,7 +185,7 @@ async function routeFromNode(sandbox: Sandbox, link: string, vips: string[]): Pr
     const l = await rtnl.link(link);
     if (!l) throw new Error(`node ${sandbox.nodeName}: veth ${link} is missing`);
     for (const vip of vips) {
-      await rtnl.addRoute(fam(vip) === 'v4'
+      await rtnl.addRoute(familyOf(vip) === 'v4'
         ? { family: AF_INET, dst: vip, dstLen: 32, oif: l.index, scope: RT_SCOPE_LINK, prefsrc: NODE_V4 }
         : { family: AF_INET6, dst: vip, dstLen: 128, oif: l.index, prefsrc: NODE_V6 });
     }

@@ -6,7 +6,7 @@
  * the source keeps the last good version. Entries of lists kube-proxy reads one by one (cluster,
  * external and ingress IPs, source ranges, endpoints, slice ports, Node addresses and pod CIDRs)
  * are skipped as kube-proxy skips them: each reported through onProblem, the rest applied. */
-import { canonicalIp, formatCidr, parseCidr } from '../net/ip';
+import { canonicalIp, formatCidr, formatIp, parseCidr, parseIp } from '../net/ip';
 import { K8sObjectError } from './errors';
 import { FieldReader, readObject, type NormalizeOptions } from './normalize';
 import type {
@@ -93,12 +93,13 @@ function protocol(r: FieldReader, v: unknown, field: string): ServiceProtocol {
  * leading zeros, read as decimal (legacy objects still have them), and an IPv4-mapped IPv6
  * address is the IPv4 address. */
 function sloppyIp(text: string): ReturnType<typeof canonicalIp> {
-  const octets = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text.trim());
-  const c = canonicalIp(octets ? octets.slice(1).map((o) => String(Number(o))).join('.') : text);
-  const mapped = c?.family === 'v6' ? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(c.text) : null;
-  if (!mapped) return c;
-  const [hi, lo] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
-  return canonicalIp(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+  const trimmed = text.trim();
+  const octets = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(trimmed);
+  const p = parseIp(octets ? octets.slice(1).map((o) => String(Number(o))).join('.') : trimmed);
+  if (!p) return undefined;
+  // ::ffff:0:0/96
+  const family = p.family === 'v6' && p.value >> 32n === 0xffffn ? 'v4' : p.family;
+  return { family, text: formatIp(family, p.value) };
 }
 
 function ip(r: FieldReader, v: unknown, field: string): string {

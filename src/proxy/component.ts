@@ -55,6 +55,9 @@ interface Rendered {
   endpoints: number;
   /** UDP service ports by name and family, for conntrack cleanup. */
   udp: Map<string, UdpServicePort>;
+  /** For a service with a health-check node port: its local endpoints as healthChecks counts
+   * them. */
+  localEndpoints: number;
   /** Load-balancing chains that asked for a draw slot, and their family. */
   drawChains: Map<string, Fam>;
 }
@@ -73,7 +76,7 @@ class FullRenderScope extends ChangeScope {
   override element(): void {}
 }
 
-const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map() };
+const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map(), localEndpoints: 0 };
 
 /** Which load-balancing chains of one family hash to each draw slot (render.ts): a chain holds
  * its slot while no other chain hashes there. */
@@ -260,12 +263,8 @@ export class ProxyComponent implements Component {
     const out: { service: string; port: number; localEndpoints: number }[] = [];
     for (const [key, svc] of this.services) {
       if (svc.healthCheckNodePort === undefined || !isProxied(svc)) continue;
-      // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses
-      // of ready local endpoints that some service port uses, so a dual-stack pod counts once.
-      const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-      const local: Record<Fam, Set<string>> = { v4: new Set(), v6: new Set() };
-      for (const view of servicePortViews(svc, slices, this.opts.nodeName)) for (const ep of view.endpoints) if (ep.local && ep.ready) local[view.fam].add(ep.ip);
-      out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: Math.max(local.v4.size, local.v6.size) });
+      // Counted when the service was last rendered, which every change to it or its slices does.
+      out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: this.rendered.get(key)?.localEndpoints ?? 0 });
     }
     return out;
   }
@@ -344,7 +343,10 @@ export class ProxyComponent implements Component {
     const svc = this.services.get(key);
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-    const out: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map() };
+    const out: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map(), localEndpoints: 0 };
+    // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses of
+    // ready local endpoints that some service port uses, so a dual-stack pod counts once.
+    const local: Record<Fam, Set<string>> | undefined = svc.healthCheckNodePort !== undefined ? { v4: new Set(), v6: new Set() } : undefined;
     const drawId = (chain: string, f: Fam): DrawSlot | undefined => {
       const slot = drawSlot(chain);
       out.drawChains.set(chain, f);
@@ -362,6 +364,7 @@ export class ProxyComponent implements Component {
     };
     for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
       out.endpoints += view.endpoints.length;
+      if (local) for (const ep of view.endpoints) if (ep.local && ep.ready) local[view.fam].add(ep.ip);
       const c: Contribution = this.renderer.servicePort(view, this.env, drawId);
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
@@ -380,6 +383,7 @@ export class ProxyComponent implements Component {
         });
       }
     }
+    if (local) out.localEndpoints = Math.max(local.v4.size, local.v6.size);
     return out;
   }
 
@@ -426,16 +430,8 @@ export class ProxyComponent implements Component {
     else {
       const was = entryIndex(old);
       const next = entryIndex(now);
-      for (const [entry, [set, e, k]] of was) {
-        const n = next.get(entry);
-        if (n && sameElementValue(n[1], e)) continue;
-        if (!n) this.release(set, k, key, scope);
-      }
-      for (const [entry, [set, e, k]] of next) {
-        const w = was.get(entry);
-        if (w && sameElementValue(w[1], e)) continue;
-        this.claim(set, k, key, e, scope);
-      }
+      for (const [entry, [set, , k]] of was) if (!next.has(entry)) this.release(set, k, key, scope);
+      for (const [entry, [set, e, k]] of next) if (!sameEntry(was.get(entry), e)) this.claim(set, k, key, e, scope);
     }
     if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
     else {

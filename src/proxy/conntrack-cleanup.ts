@@ -73,12 +73,15 @@ export async function cleanStaleFlows(client: ConntrackClient, selections: Stale
     const entries = await client.dump(fam);
     const stale = entries.filter((e) => {
       if (e.orig.proto !== IPPROTO_UDP) return false;
-      const candidates = [...(byDst.get(`${e.orig.dst} ${e.orig.dstPort}`) ?? []), ...(e.orig.dstPort !== undefined ? (byNodePort.get(e.orig.dstPort) ?? []) : [])];
-      return candidates.some((s) => isStale(e, s));
+      return anyStale(e, byDst.get(`${e.orig.dst} ${e.orig.dstPort}`)) || (e.orig.dstPort !== undefined && anyStale(e, byNodePort.get(e.orig.dstPort)));
     });
     const r = await client.delete(stale);
     deleted += r.deleted;
     if (r.failed.length > 0) logger?.warn({ failed: r.failed.length, code: r.failed[0].code }, 'some stale conntrack entries could not be deleted');
   }
   return deleted;
+}
+
+function anyStale(e: CtEntry, selections: StaleFlows[] | undefined): boolean {
+  return selections !== undefined && selections.some((s) => isStale(e, s));
 }
