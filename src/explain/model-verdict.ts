@@ -5,7 +5,7 @@
  * isolate and allow nothing; audit mode lets a denied side through. */
 import { namespaceOf, PolicyModes } from '../deny/modes';
 import { canonicalIp, parseIp } from '../net/ip';
-import { isV6 } from '../policy/index/collections';
+import { isV6 } from '../net/ip-text';
 import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
 import type { FlowPacket } from './flow';
 

@@ -125,3 +125,7 @@ export function parseDottedQuad(text: string): number | undefined {
 export function formatDottedQuad(n: number): string {
   return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 }
+
+/** Whether an address (or a key starting with one, as a triple's `ip protocol port`) is IPv6:
+ * only an IPv6 address has a colon. */
+export const isV6 = (address: string): boolean => address.includes(':');

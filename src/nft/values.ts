@@ -39,7 +39,8 @@ export function be32(n: number): Buffer {
   return b;
 }
 
-const HOST_LE = endianness() === 'LE';
+/** Whether this host stores numbers little-endian (how the kernel's host-order values are laid out). */
+export const HOST_LE = endianness() === 'LE';
 
 /** A 32-bit number in host byte order, as the kernel keeps marks and numgen, hash and fib
  * results, and as nft writes its set udata. */

@@ -29,13 +29,13 @@
  * kube-proxy's layout (numgen vmap to endpoint-…__ip/port chains that record and honour the
  * client's affinity set). Every object a service port renders belongs to it alone (a
  * Contribution), except elements of the shared maps, which the caller arbitrates. */
-import { endianness } from 'node:os';
 import * as b from '../nft/build';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement, Verdict } from '../nft/types';
 import { ipv4, ipv6 } from '../net/ip-bytes';
 import { K8S_IPPROTO, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
-import { be16, concatKey } from '../nft/values';
+import { be16, concatKey, HOST_LE, hostU32 } from '../nft/values';
+import { RTN_LOCAL } from '../rtnl/constants';
 import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../net/ip';
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
 import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
@@ -122,11 +122,6 @@ export interface Contribution {
 const IPPROTO: Record<string, number> = K8S_IPPROTO;
 const L4: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
 const ADDR = { v4: { saddr: 'ip saddr', daddr: 'ip daddr', key: 'ipv4_addr', nfproto: NFPROTO_IPV4 }, v6: { saddr: 'ip6 saddr', daddr: 'ip6 daddr', key: 'ipv6_addr', nfproto: NFPROTO_IPV6 } } as const;
-const RTN_LOCAL = 2;
-const NF_NAT_RANGE_MAP_IPS = 1;
-const NF_NAT_RANGE_PROTO_SPECIFIED = 2;
-const NF_NAT_RANGE_PROTO_RANDOM_FULLY = 16;
-const LITTLE_ENDIAN = endianness() === 'LE';
 
 export const addrBuf = (ip: string): Buffer => (ip.includes(':') ? ipv6(ip) : ipv4(ip));
 
@@ -137,14 +132,6 @@ export function tripleKey(ip: string, protocol: string, port: number): Buffer {
 
 export function protoPortKey(protocol: string, port: number): Buffer {
   return concatKey([Buffer.from([IPPROTO[protocol]]), be16(port)]);
-}
-
-/** numgen writes host-order 32-bit numbers. */
-function hostU32(n: number): Buffer {
-  const buf = Buffer.alloc(4);
-  if (LITTLE_ENDIAN) buf.writeUInt32LE(n);
-  else buf.writeUInt32BE(n);
-  return buf;
 }
 
 /** The endpoint choice draws `numgen random mod DRAWS`; draw ids are 16 bits. */
@@ -186,7 +173,7 @@ export function drawShares(id: number, n: number): [Buffer, Buffer][] {
 /** Loads `id . draw` into NFT_REG_3. */
 function drawExprs(id: number): Expr[] {
   const exprs: Expr[] = [{ type: 'numgen', dreg: C.NFT_REG_3, modulus: DRAWS, ngType: 'random', offset: 0 }];
-  if (LITTLE_ENDIAN) exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'lshift', shift: 16 });
+  if (HOST_LE) exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'lshift', shift: 16 });
   exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'bool', mask: Buffer.from([0, 0, 0xff, 0xff]), xor: Buffer.from([id >> 8, id & 255, 0, 0]) });
   return exprs;
 }
@@ -322,7 +309,7 @@ export class ProxyRenderer {
             b.verdict({ kind: 'return' }),
           ]),
           r(N.masquerading, this.markOp(Buffer.alloc(4, 0xff), markMask)),
-          r(N.masquerading, [{ type: 'masq', flags: NF_NAT_RANGE_PROTO_RANDOM_FULLY }]),
+          r(N.masquerading, [{ type: 'masq', flags: C.NF_NAT_RANGE_PROTO_RANDOM_FULLY }]),
         ],
       },
       { chain: this.chain(N.markMasq), rules: [r(N.markMasq, this.markOp(inverse, markMask))] },
@@ -479,7 +466,7 @@ export class ProxyRenderer {
       regAddrMax: regAddr,
       regProtoMin: regProto,
       regProtoMax: regProto,
-      flags: NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED,
+      flags: C.NF_NAT_RANGE_MAP_IPS | C.NF_NAT_RANGE_PROTO_SPECIFIED,
     });
     let viaChains = false;
     const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {

@@ -34,7 +34,3 @@ export function removeFrom<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
   s.delete(value);
   if (s.size === 0) map.delete(key);
 }
-
-/** Whether an address (or a key starting with one, as a triple's `ip protocol port`) is IPv6:
- * only an IPv6 address has a colon. */
-export const isV6 = (address: string): boolean => address.includes(':');

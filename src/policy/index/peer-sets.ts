@@ -8,7 +8,8 @@ import type { PeerSet } from '../ir';
 import { namespaceLabels } from '../objects';
 import type { PeerSetSpec } from '../rules';
 import { SelectorIndex, matches } from '../selector';
-import { CountedSet, isV6 } from './collections';
+import { isV6 } from '../../net/ip-text';
+import { CountedSet } from './collections';
 import type { HeldPod, PodIndex } from './pods';
 import { ReferencedSets } from './referenced-sets';
 
