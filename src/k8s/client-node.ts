@@ -5,10 +5,11 @@
  * at 5k pods. The informers use KubeConfig (dist/config.js) and Watch (dist/watch.js). watch.js
  * imports nothing generated; config.js imports the generated index only for makeApiClient's
  * createConfiguration and ServerConfiguration, which two small files define. loadInformerClient()
- * imports client-node's own config.js with that one import pointed at those files and its other
- * imports resolved from config.js's own directory, as Node resolves them. When the installed
- * config.js no longer has that import, or anything in this fails, the whole package is loaded:
- * slower, never different. */
+ * imports client-node's own config.js with that one import pointed at those files, its relative
+ * imports resolved from config.js's directory and its bare ones by require.resolve from there (so
+ * a dual package such as js-yaml comes in as its CommonJS build: the same functions, another
+ * copy). When the installed config.js no longer has that import, or anything in this fails, the
+ * whole package is loaded: the same KubeConfig and Watch, only heavier. */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
