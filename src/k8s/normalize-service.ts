@@ -93,13 +93,32 @@ function protocol(r: FieldReader, v: unknown, field: string): ServiceProtocol {
  * leading zeros, read as decimal (legacy objects still have them), and an IPv4-mapped IPv6
  * address is the IPv4 address. */
 function sloppyIp(text: string): ReturnType<typeof canonicalIp> {
-  const trimmed = text.trim();
-  const octets = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(trimmed);
-  const p = parseIp(octets ? octets.slice(1).map((o) => String(Number(o))).join('.') : trimmed);
+  const p = sloppyParse(text.trim());
   if (!p) return undefined;
-  // ::ffff:0:0/96
-  const family = p.family === 'v6' && p.value >> 32n === 0xffffn ? 'v4' : p.family;
+  const family = isMappedV4(p) ? 'v4' : p.family;
   return { family, text: formatIp(family, p.value) };
+}
+
+function sloppyParse(text: string): ReturnType<typeof parseIp> {
+  const octets = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  return parseIp(octets ? octets.slice(1).map((o) => String(Number(o))).join('.') : text);
+}
+
+/** ::ffff:0:0/96 */
+const isMappedV4 = (p: { family: string; value: bigint }) => p.family === 'v6' && p.value >> 32n === 0xffffn;
+
+/** A CIDR read as kube-proxy reads it (netutils.ParseCIDRSloppy): the address as sloppyIp
+ * reads it, a decimal prefix that may carry leading zeros, host bits cleared; an IPv4-mapped
+ * network (prefix 96 or longer) is the IPv4 network, as Go formats it. */
+function sloppyCidr(text: string): string | undefined {
+  const slash = text.indexOf('/');
+  if (slash < 0) return undefined;
+  const ip = sloppyParse(text.slice(0, slash));
+  const prefixText = text.slice(slash + 1);
+  if (!ip || !/^\d{1,5}$/.test(prefixText)) return undefined;
+  const c = parseCidr(`${formatIp(ip.family, ip.value)}/${Number(prefixText)}`);
+  if (!c) return undefined;
+  return isMappedV4({ family: c.family, value: c.first }) ? `${formatIp('v4', c.first)}/${c.prefix - 96}` : formatCidr(c);
 }
 
 function ip(r: FieldReader, v: unknown, field: string): string {
@@ -110,9 +129,9 @@ function ip(r: FieldReader, v: unknown, field: string): string {
 }
 
 function cidr(r: FieldReader, text: string, field: string): string {
-  const c = parseCidr(text.trim());
-  if (!c) r.fail(field, `"${text}" is not a CIDR`);
-  return formatCidr(c);
+  const c = sloppyCidr(text.trim());
+  if (c === undefined) r.fail(field, `${JSON.stringify(text.slice(0, 60))} is not a CIDR`);
+  return c;
 }
 
 /** A list of addresses; an entry that is not one is left out (see parseEach). */

@@ -365,6 +365,23 @@ describe('load balancers (ServiceChangeTracker.newBaseServiceInfo, proxyutil.IsV
   });
 });
 
+describe('CIDRs (netutils.ParseCIDRSloppy)', () => {
+  const lbRanges = (ranges: string[]) => norm(normalizeService, svcJson({ type: 'LoadBalancer', ports: [{ name: 'http', port: 80, nodePort: 30080 }], loadBalancerSourceRanges: ranges }, {}, { loadBalancer: { ingress: [{ ip: '198.18.201.1' }] } })).object.loadBalancerSourceRanges;
+
+  test('leading zeros in IPv4 octets and in the prefix read as decimal; host bits are cleared', () => {
+    assert.deepEqual(lbRanges(['198.018.100.000/024', '198.18.101.7/24', '2001:db8::1/032']), ['198.18.100.0/24', '198.18.101.0/24', '2001:db8::/32']);
+  });
+
+  test('an IPv4-mapped IPv6 network is the IPv4 network; a shorter prefix stays IPv6', () => {
+    assert.deepEqual(lbRanges(['::ffff:198.18.0.0/112', '::ffff:0:0/80']), ['198.18.0.0/16', '::/80']);
+  });
+
+  test('what ParseCIDRSloppy refuses is left out, named', () => {
+    const { problems } = norm(normalizeService, svcJson({ type: 'LoadBalancer', ports: [{ name: 'http', port: 80, nodePort: 30080 }], loadBalancerSourceRanges: ['198.18.0.0/33', '198.18.0.0/', '198.18.0.0/-1', '1.2.3.4.5/8', '198.18.0.0/16'] }, {}, { loadBalancer: { ingress: [{ ip: '198.18.201.1' }] } }));
+    assert.deepEqual(problems.map((p) => p.field), [0, 1, 2, 3].map((i) => `spec.loadBalancerSourceRanges[${i}]`));
+  });
+});
+
 describe('session affinity (apiserver defaults and validation)', () => {
   test('ClientIP defaults to 10800 s and accepts up to 86400; beyond, or 0, fails the service', () => {
     const affinity = (cfg?: Json) => service(svcJson({ sessionAffinity: 'ClientIP', ...(cfg ? { sessionAffinityConfig: cfg } : {}) })).affinityTimeoutSeconds;
