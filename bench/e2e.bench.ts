@@ -26,7 +26,8 @@ import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, writeLayout } fr
 import { straightforwardNft } from './reference';
 
 const QUICK = process.argv.includes('--quick') || process.env.NFKUBE_BENCH_QUICK === '1';
-const NFKUBE = join(__dirname, '..', '..', 'bin', 'nfkube');
+/** NFKUBE_BENCH_BIN: another build's bin/nfkube, to compare two builds side by side. */
+const NFKUBE = process.env.NFKUBE_BENCH_BIN ?? join(__dirname, '..', '..', 'bin', 'nfkube');
 const PROBE = join(__dirname, 'probe.js');
 const ONCE_SIZE: [number, number] = QUICK ? [1000, 100] : [5000, 500];
 const INFORMER_SIZES: [number, number][] = QUICK ? [[1000, 100]] : [[5000, 500], [20000, 2000]];
@@ -257,6 +258,8 @@ interface LiveResult {
   hwmEndMB: number;
   latencies: number[];
   missed: number;
+  /** The agent's CPU (user + system) over the events, per event. */
+  cpuPerEventMs: number;
 }
 
 /** An event pod on this node: its add always commits (every namespace has a policy selecting all
@@ -279,6 +282,7 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
       if (first === undefined) throw new Error(`${size}: no commit`);
       const atFirst = procStats(s.pid);
       await generations.settle(300);
+      const cpu0 = procStats(s.pid).cpuMs;
       const latencies: number[] = [];
       let missed = 0;
       for (let i = 0; i < EVENTS; i++) {
@@ -289,8 +293,9 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
         else latencies.push(took);
         await generations.settle(30);
       }
+      const end = procStats(s.pid);
       latencies.sort((a, b) => a - b);
-      return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: procStats(s.pid).hwmMB, latencies, missed };
+      return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: end.hwmMB, latencies, missed, cpuPerEventMs: (end.cpuMs - cpu0) / EVENTS };
     } finally {
       s.child.kill('SIGTERM');
       await s.exited.catch(() => undefined);

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   const kubeconfig = server.writeKubeconfig();
   const socket = NetlinkSocket.open();
   const probe = `${kubeconfig}.probe`;
-  const nfkube = join(__dirname, '..', '..', 'bin', 'nfkube');
+  const nfkube = process.env.NFKUBE_BENCH_BIN ?? join(__dirname, '..', '..', 'bin', 'nfkube');
   const g0 = await getGeneration(socket);
   const t0 = performance.now();
   const child = spawn(process.execPath, ['-r', join(__dirname, 'probe.js'), nfkube, 'agent', '--kubeconfig', kubeconfig, '--proxy', '--no-policy', '--node-name', NODE, '--log-level', 'warn', '--metrics-addr', ''], {
