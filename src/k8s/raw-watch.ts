@@ -38,8 +38,18 @@ export interface WatchQuery {
   timeoutSeconds?: number;
 }
 
+export interface RawWatchTimeouts {
+  /** Until the server answers (default 30 s). */
+  connectMs?: number;
+  /** Silence allowed past the watch's timeoutSeconds (default 30 s). */
+  idleGraceMs?: number;
+}
+
 export class RawWatch {
-  constructor(private readonly kc: KubeConfig) {}
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly timeouts: RawWatchTimeouts = {},
+  ) {}
 
   async watch(path: string, query: WatchQuery, onEvent: WatchCallback, done: (err: unknown) => void): Promise<AbortController> {
     const cluster = this.kc.getCurrentCluster();
@@ -59,10 +69,14 @@ export class RawWatch {
       done(err);
     };
     controller.signal.addEventListener('abort', () => end(null), { once: true });
-    const idleMs = query.timeoutSeconds ? query.timeoutSeconds * 1000 + IDLE_GRACE_MS : 0;
+    const connectMs = this.timeouts.connectMs ?? CONNECT_TIMEOUT_MS;
+    const idleMs = query.timeoutSeconds ? query.timeoutSeconds * 1000 + (this.timeouts.idleGraceMs ?? IDLE_GRACE_MS) : 0;
+    let answered = false;
     req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (res) => {
+      answered = true;
       if (res.statusCode !== 200) return refused(url, res, end);
-      req!.setTimeout(idleMs, () => end(new Error(`watch ${url.pathname}: no data for ${idleMs / 1000} s`)));
+      // The same socket timeout, from now on for silence within the stream (0: none).
+      req!.setTimeout(idleMs);
       res.setEncoding('utf8');
       let buf = '';
       res.on('data', (chunk: string) => {
@@ -91,7 +105,9 @@ export class RawWatch {
       res.on('error', end);
       res.on('close', () => end(null));
     });
-    req.setTimeout(CONNECT_TIMEOUT_MS, () => end(new Error(`watch ${url.pathname}: no answer in ${CONNECT_TIMEOUT_MS / 1000} s`)));
+    req.setTimeout(connectMs, () =>
+      end(new Error(answered ? `watch ${url.pathname}: no data for ${idleMs / 1000} s` : `watch ${url.pathname}: no answer in ${connectMs / 1000} s`)),
+    );
     req.on('socket', (s) => s.setKeepAlive(true, 30_000));
     req.on('error', end);
     req.end();

@@ -133,6 +133,21 @@ describe('RawWatch', () => {
     assert.deepEqual(done, [null]);
   });
 
+  test('a server that never answers, or falls silent past timeoutSeconds, ends the watch with an error', T, async () => {
+    const kc = loadKubeConfig(api.writeKubeconfig());
+    kc.clusters[0] = { ...kc.clusters[0], server: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+    const quick = new RawWatch(kc, { connectMs: 300, idleGraceMs: 200 });
+    const endOf = (query: { timeoutSeconds?: number }) =>
+      new Promise<unknown>((resolve) => void quick.watch('/api/v1/pods', query, () => undefined, resolve));
+    handler = () => undefined; // accepts, never answers
+    assert.match(String((await endOf({})) as Error), /no answer in 0.3 s/);
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.write(`${JSON.stringify({ type: 'ADDED', object: {} })}\n`);
+    };
+    assert.match(String((await endOf({ timeoutSeconds: 1 })) as Error), /no data for 1.2 s/);
+  });
+
   test('an unreachable server ends the watch with the connection error', T, async () => {
     const kc = loadKubeConfig(api.writeKubeconfig());
     kc.clusters[0] = { ...kc.clusters[0], server: 'http://127.0.0.1:1' };
