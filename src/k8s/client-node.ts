@@ -2,14 +2,17 @@
  *
  * The package's index loads its generated API: 22 MB of JavaScript (a class per model, a client
  * per API group), measured at 65 MB of RSS and 0.7 s of CPU, a third of the agent's peak memory
- * at 5k pods. The informers use KubeConfig (dist/config.js) and Watch (dist/watch.js). watch.js
- * imports nothing generated; config.js imports the generated index only for makeApiClient's
+ * at 5k pods. The informers use KubeConfig (dist/config.js: server, TLS, auth; their LIST and
+ * watch requests are nfkube's own, raw-list.ts and raw-watch.ts); Watch (dist/watch.js) comes
+ * along so the lean client has the whole package's shape (bench/watch.bench.ts compares the two
+ * watch clients). watch.js imports nothing generated; config.js imports the generated index only for makeApiClient's
  * createConfiguration and ServerConfiguration, which two small files define. loadInformerClient()
  * imports client-node's own config.js with that one import pointed at those files, its relative
  * imports resolved from config.js's directory and its bare ones by require.resolve from there (so
  * a dual package such as js-yaml comes in as its CommonJS build: the same functions, another
- * copy), and a few packages it rarely or never uses loaded on first use (LAZY_IMPORTS). When the installed config.js no longer has that import, or anything in this fails, the
- * whole package is loaded: the same KubeConfig and Watch, only heavier. */
+ * copy), and a few packages it rarely or never uses loaded on first use (LAZY_IMPORTS). When the
+ * installed config.js no longer has that import, or anything in this fails, the whole package is
+ * loaded: the same KubeConfig and Watch, only heavier. */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
