@@ -54,6 +54,12 @@ export class GenerationWatch {
     while (Number(process.hrtime.bigint() - last()) / 1e6 < quietMs) await sleep(quietMs / 3);
   }
 
+  /** The changes seen after t0: how many, and milliseconds from t0 to the last. */
+  since(t0: bigint): { changes: number; lastMs?: number } {
+    const after = this.changes.filter((c) => c.at > t0);
+    return { changes: after.length, lastMs: after.length ? Number(after[after.length - 1].at - t0) / 1e6 : undefined };
+  }
+
   stop(): void {
     this.poller.kill('SIGTERM');
   }
