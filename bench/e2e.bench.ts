@@ -265,9 +265,10 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
           write(2 * (first + j) + (b & 1));
           await new Promise((r) => setImmediate(r));
         }
-        await generations.settle(100);
+        await generations.after(t0);
+        await generations.settle(300);
         const seen = generations.since(t0);
-        if (seen.lastMs !== undefined) bursts.push({ ms: seen.lastMs, commits: seen.changes });
+        bursts.push({ ms: seen.lastMs ?? NaN, commits: seen.changes });
       }
       latencies.sort((a, b) => a - b);
       fromSent.sort((a, b) => a - b);
@@ -372,10 +373,12 @@ async function live(what: string): Promise<void> {
 
 /** A live row's bursts: first write -> last commit, median and worst, and the median number of commits. */
 function burstText(r: LiveResult): string {
-  if (!r.bursts.length) return '-';
-  const times = r.bursts.map((b) => b.ms).sort((a, b) => a - b);
-  const commits = r.bursts.map((b) => b.commits).sort((a, b) => a - b);
-  return `${ms(percentile(times, 50))} / ${ms(times[times.length - 1])} (${percentile(commits, 50)})`;
+  const seen = r.bursts.filter((b) => b.commits > 0);
+  const missed = r.bursts.length - seen.length;
+  if (!seen.length) return `- (${missed} without a commit)`;
+  const times = seen.map((b) => b.ms).sort((a, b) => a - b);
+  const commits = seen.map((b) => b.commits).sort((a, b) => a - b);
+  return `${ms(percentile(times, 50))} / ${ms(times[times.length - 1])} (${percentile(commits, 50)})${missed ? `, ${missed} without a commit` : ''}`;
 }
 
 async function main(): Promise<void> {
