@@ -22,16 +22,22 @@ import { compileFull } from '../src/policy/compile';
 import { TestApiServer } from '../test/helpers/apiserver';
 import { buildCluster, Cluster, makePod, NODE, podIp, rng } from './cluster';
 import { ms, ratio, table } from './harness';
+import { GenerationWatch } from './generation-watch';
 import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, writeLayout } from './manifests';
 import { straightforwardNft } from './reference';
 
 const QUICK = process.argv.includes('--quick') || process.env.NFKUBE_BENCH_QUICK === '1';
-const NFKUBE = join(__dirname, '..', '..', 'bin', 'nfkube');
+/** NFKUBE_BENCH_BIN: another build's bin/nfkube, to compare two builds side by side. */
+const NFKUBE = process.env.NFKUBE_BENCH_BIN ?? join(__dirname, '..', '..', 'bin', 'nfkube');
 const PROBE = join(__dirname, 'probe.js');
 const ONCE_SIZE: [number, number] = QUICK ? [1000, 100] : [5000, 500];
 const INFORMER_SIZES: [number, number][] = QUICK ? [[1000, 100]] : [[5000, 500], [20000, 2000]];
 const RUNS = QUICK ? 1 : 2;
 const EVENTS = QUICK ? 20 : 100;
+/** Bursts after the single events: BURST pod adds written on consecutive turns of this
+ * process's event loop, then their deletes likewise. */
+const BURSTS = QUICK ? 4 : 10;
+const BURST = 20;
 const CLK_TCK = 100;
 
 const work = mkdtempSync(join(tmpdir(), 'nfkube-e2e-bench-'));
@@ -128,56 +134,6 @@ async function firstCommit(socket: NetlinkSocket, s: Started, from: number, time
   return undefined;
 }
 
-/** Generation changes as bench/generation-poller.js (another process) sees them. */
-class GenerationWatch {
-  private readonly changes: { gen: number; at: bigint }[] = [];
-  private waiter?: () => void;
-  private readonly poller: ChildProcess;
-
-  constructor() {
-    this.poller = spawn(process.execPath, [join(__dirname, 'generation-poller.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let buf = '';
-    this.poller.stdout!.on('data', (d) => {
-      buf += d;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const [gen, at] = buf.slice(0, nl).split(' ');
-        buf = buf.slice(nl + 1);
-        this.changes.push({ gen: Number(gen), at: BigInt(at) });
-        this.waiter?.();
-      }
-    });
-  }
-
-  /** Milliseconds from t0 (process.hrtime.bigint()) to the first change seen after it. */
-  async after(t0: bigint, timeoutMs = 2000): Promise<number | undefined> {
-    const deadline = performance.now() + timeoutMs;
-    for (;;) {
-      const c = this.changes.find((x) => x.at > t0);
-      if (c) return Number(c.at - t0) / 1e6;
-      const left = deadline - performance.now();
-      if (left <= 0) return undefined;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.waiter = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  }
-
-  /** Waits until no change has been seen for quietMs. */
-  async settle(quietMs: number): Promise<void> {
-    const last = () => this.changes[this.changes.length - 1]?.at ?? 0n;
-    while (Number(process.hrtime.bigint() - last()) / 1e6 < quietMs) await sleep(quietMs / 3);
-  }
-
-  stop(): void {
-    this.poller.kill('SIGTERM');
-  }
-}
-
 function withNetns<T>(fn: (netns: Netns, socket: NetlinkSocket) => Promise<T>): Promise<T> {
   const netns = Netns.create();
   const socket = NetlinkSocket.open({ netns });
@@ -256,7 +212,13 @@ interface LiveResult {
   hwmAtFirstMB: number;
   hwmEndMB: number;
   latencies: number[];
+  /** From the moment the test API server handed the event to the watch's socket (informer rows). */
+  fromSent: number[];
   missed: number;
+  /** The agent's CPU (user + system) over the events, per event. */
+  cpuPerEventMs: number;
+  /** Per burst: first write -> the last commit it caused, and how many commits. */
+  bursts: { ms: number; commits: number }[];
 }
 
 /** An event pod on this node: its add always commits (every namespace has a policy selecting all
@@ -268,7 +230,8 @@ function eventPod(i: number, namespaces: number): K8sObject {
 
 /** A running agent (over HTTP or a manifests directory): time and CPU to its first commit, then
  * EVENTS writes each followed by polling for the commit. */
-async function liveRun(size: string, args: string[], namespaces: number, write: (i: number) => void): Promise<LiveResult> {
+/** write(i) makes change i and may return when it was sent to the agent (process.hrtime.bigint()). */
+async function liveRun(size: string, args: string[], namespaces: number, write: (i: number) => bigint | void): Promise<LiveResult> {
   const socket = NetlinkSocket.open();
   const generations = new GenerationWatch();
   try {
@@ -279,18 +242,37 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
       if (first === undefined) throw new Error(`${size}: no commit`);
       const atFirst = procStats(s.pid);
       await generations.settle(300);
+      const cpu0 = procStats(s.pid).cpuMs;
       const latencies: number[] = [];
+      const fromSent: number[] = [];
       let missed = 0;
       for (let i = 0; i < EVENTS; i++) {
         const t0 = process.hrtime.bigint();
-        write(i);
+        const sent = write(i);
         const took = await generations.after(t0);
         if (took === undefined) missed++;
         else latencies.push(took);
+        if (took !== undefined && sent) fromSent.push(took - Number(sent - t0) / 1e6);
         await generations.settle(30);
       }
+      const end = procStats(s.pid);
+      const bursts: LiveResult['bursts'] = [];
+      for (let b = 0; b < BURSTS; b++) {
+        // Even bursts add pods EVENTS/2 + ..., odd ones delete them (write(2k) adds pod k, write(2k + 1) deletes it).
+        const first = EVENTS / 2 + (b >> 1) * BURST;
+        const t0 = process.hrtime.bigint();
+        for (let j = 0; j < BURST; j++) {
+          write(2 * (first + j) + (b & 1));
+          await new Promise((r) => setImmediate(r));
+        }
+        await generations.after(t0);
+        await generations.settle(300);
+        const seen = generations.since(t0);
+        bursts.push({ ms: seen.lastMs ?? NaN, commits: seen.changes });
+      }
       latencies.sort((a, b) => a - b);
-      return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: procStats(s.pid).hwmMB, latencies, missed };
+      fromSent.sort((a, b) => a - b);
+      return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: end.hwmMB, latencies, fromSent, missed, cpuPerEventMs: (end.cpuMs - cpu0) / EVENTS, bursts };
     } finally {
       s.child.kill('SIGTERM');
       await s.exited.catch(() => undefined);
@@ -313,6 +295,7 @@ async function informerRow(pods: number, policies: number): Promise<LiveResult> 
       const m = pod.metadata as { namespace: string; name: string };
       if (i % 2 === 0) server.create(pod);
       else server.delete('Pod', m.namespace, m.name);
+      return server.lastSentAt;
     });
   } finally {
     await server.close();
@@ -388,6 +371,16 @@ async function live(what: string): Promise<void> {
   }
 }
 
+/** A live row's bursts: first write -> last commit, median and worst, and the median number of commits. */
+function burstText(r: LiveResult): string {
+  const seen = r.bursts.filter((b) => b.commits > 0);
+  const missed = r.bursts.length - seen.length;
+  if (!seen.length) return `- (${missed} without a commit)`;
+  const times = seen.map((b) => b.ms).sort((a, b) => a - b);
+  const commits = seen.map((b) => b.commits).sort((a, b) => a - b);
+  return `${ms(percentile(times, 50))} / ${ms(times[times.length - 1])} (${percentile(commits, 50)})${missed ? `, ${missed} without a commit` : ''}`;
+}
+
 async function main(): Promise<void> {
   const liveArg = process.argv.indexOf('--live');
   if (liveArg >= 0) return live(process.argv[liveArg + 1]);
@@ -420,15 +413,26 @@ async function main(): Promise<void> {
   out.push('\nTarget 2: `agent --once --manifests` at most 1.0x the CPU of `nft -f` of the straightforward rendering.\n');
   out.push(
     table(
-      ['agent over HTTP (client-node, paged LIST then watch)', 'CPU to first commit', 'wall to first commit', 'peak RSS at first commit', 'peak RSS after events', `API write -> committed p50 / p99 (${EVENTS} events)`, 'missed'],
-      informers.map((r) => [r.size, ms(r.cpuToFirstMs), ms(r.firstCommitMs), `${r.hwmAtFirstMB.toFixed(0)} MB`, `${r.hwmEndMB.toFixed(0)} MB`, `${percentile(r.latencies, 50).toFixed(2)} / ${percentile(r.latencies, 99).toFixed(2)} ms`, String(r.missed)]),
+      ['agent over HTTP (client-node, paged LIST then watch)', 'CPU to first commit', 'wall to first commit', 'peak RSS at first commit', 'peak RSS after events', `API write -> committed p50 / p99 (${EVENTS} events)`, 'event sent -> committed p50 / p99', 'agent CPU per event', 'missed'],
+      informers.map((r) => [
+        r.size,
+        ms(r.cpuToFirstMs),
+        ms(r.firstCommitMs),
+        `${r.hwmAtFirstMB.toFixed(0)} MB`,
+        `${r.hwmEndMB.toFixed(0)} MB`,
+        `${percentile(r.latencies, 50).toFixed(2)} / ${percentile(r.latencies, 99).toFixed(2)} ms`,
+        `${percentile(r.fromSent, 50).toFixed(2)} / ${percentile(r.fromSent, 99).toFixed(2)} ms`,
+        ms(r.cpuPerEventMs),
+        burstText(r),
+        String(r.missed),
+      ]),
     ),
   );
-  out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by polling NFT_MSG_GETGEN from a separate poller process (bench/generation-poller.js) every ~50 µs. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution).\n');
+  out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by polling NFT_MSG_GETGEN from a separate poller process (bench/generation-poller.js) every ~50 µs. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution; CPU per event is the agent\'s CPU over the events, idle gaps between them included, divided by their number). "Event sent" is when the test API server handed the watch event to the socket: the API write minus the test server\'s own work (store, copies, JSON) before it.\n');
   out.push(
     table(
-      ['agent over a watched manifests directory', 'time to first commit', 'CPU to first commit', `file write -> committed p50 / p95 / p99 (${EVENTS} events)`, 'missed', 'peak RSS'],
-      [[watched.size, ms(watched.firstCommitMs), ms(watched.cpuToFirstMs), `${percentile(watched.latencies, 50).toFixed(2)} / ${percentile(watched.latencies, 95).toFixed(2)} / ${percentile(watched.latencies, 99).toFixed(2)} ms`, String(watched.missed), `${watched.hwmEndMB.toFixed(0)} MB`]],
+      ['agent over a watched manifests directory', 'time to first commit', 'CPU to first commit', `file write -> committed p50 / p95 / p99 (${EVENTS} events)`, `burst of ${BURST} writes -> last commit, p50 / max (commits, median)`, 'missed', 'peak RSS'],
+      [[watched.size, ms(watched.firstCommitMs), ms(watched.cpuToFirstMs), `${percentile(watched.latencies, 50).toFixed(2)} / ${percentile(watched.latencies, 95).toFixed(2)} / ${percentile(watched.latencies, 99).toFixed(2)} ms`, burstText(watched), String(watched.missed), `${watched.hwmEndMB.toFixed(0)} MB`]],
     ),
   );
   out.push('\nTarget 5: file write -> committed p50 <= 3 ms. Events write one pod file on this node, then remove it.\n');

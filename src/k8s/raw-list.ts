@@ -1,5 +1,5 @@
 /** One page of a LIST as the server's own JSON, through the kubeconfig's server, TLS and auth
- * (client-node's KubeConfig.applyToHTTPSOptions, as client-node's Watch does for watches).
+ * (client-node's KubeConfig.applyToHTTPSOptions, as raw-watch.ts does for watches).
  *
  * client-node's typed list calls turn every item into its generated model classes before we read
  * six fields of it: measured at 5k pods that deserialisation is a quarter of the agent's CPU to

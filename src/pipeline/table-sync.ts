@@ -8,8 +8,9 @@
  *   fixed delay, no full recompute.
  * - A failed commit leaves the previous state in force (the kernel applies all or nothing); it is
  *   retried with backoff and, after repeated failures, replaced by a full reconcile.
- * - Chains a commit rewrote are read back at once and compared; a resync reads the whole table
- *   back and repairs any drift in one transaction, guarded by the generation it was read at. */
+ * - Chains a commit rewrote are read back and compared as soon as no change is pending (changes
+ *   already arrived are committed first); a resync reads the whole table back and repairs any
+ *   drift in one transaction, guarded by the generation it was read at. */
 import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
@@ -112,6 +113,9 @@ export class TableSync {
   private pending = new ChangeScope();
   /** The objects whose events are merged into `pending` (`Kind namespace/name`), in order. */
   private pendingObjects: string[] = [];
+  /** Chains incremental commits wrote that are not read back yet (flush reads them once no
+   * change is pending). */
+  private readonly unverified = new Set<string>();
   private flushing = false;
   private failures = 0;
   private retryTimer?: NodeJS.Timeout;
@@ -194,8 +198,26 @@ export class TableSync {
     }
   }
 
+  /** Commits pending changes until none are left, then reads back the chains those commits
+   * wrote. Events already read from the source are committed before the read-back (one turn of
+   * the event loop): verifying one commit never delays the next. */
   private async flush(): Promise<void> {
-    while (!this.pending.empty && !this.stopped) {
+    while (!this.stopped) {
+      if (this.pending.empty) {
+        if (this.unverified.size === 0) return;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (!this.pending.empty) continue;
+        const names = [...this.unverified];
+        this.unverified.clear();
+        try {
+          await this.verifyChains(names);
+        } catch (err) {
+          for (const name of names) this.unverified.add(name);
+          this.syncFailed('incremental', err);
+          return;
+        }
+        continue;
+      }
       try {
         await this.handOff(async (scope, objects) => {
           const t0 = performance.now();
@@ -205,8 +227,9 @@ export class TableSync {
           const res = await commit(this.opts.socket, diffTransaction(this.committed, desired, d), { echo: false });
           applyDiff(this.committed, desired, d);
           this.succeeded();
+          for (const name of d.addChains) this.unverified.add(name);
+          for (const name of d.rewriteChains) this.unverified.add(name);
           this.recordCommit('incremental', res, t0, d, { objects });
-          await this.verifyChains([...d.addChains, ...d.rewriteChains]);
         });
       } catch (err) {
         this.syncFailed('incremental', err);

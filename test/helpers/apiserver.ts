@@ -150,6 +150,9 @@ export class TestApiServer {
   };
   private events: StoredEvent[] = [];
   private readonly watchers = new Set<Watcher>();
+  /** When the last watch event was handed to a socket (process.hrtime.bigint()): benches time a
+   * watcher from there, apart from this server's own work before it. */
+  lastSentAt?: bigint;
   private readonly sockets = new Set<Socket>();
   /** Consistent snapshots behind continue tokens of paged lists. */
   private readonly pages = new Map<string, { rv: number; items: KObject[] }>();
@@ -401,6 +404,7 @@ export class TestApiServer {
 
   private send(w: Watcher, event: KObject): void {
     w.res.write(JSON.stringify(event) + '\n');
+    this.lastSentAt = process.hrtime.bigint();
   }
 
   private sendBookmark(w: Watcher): void {

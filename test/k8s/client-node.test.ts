@@ -58,4 +58,17 @@ describe('loadInformerClient', () => {
     assert.equal((opts.headers as { get(name: string): string | null }).get('authorization'), `Bearer ${server.token}`);
     assert.equal(kc.getCurrentCluster()?.server, server.url);
   });
+
+  test('a SOCKS proxy-url still gets its agent: the package is loaded when first used', T, async () => {
+    await loadInformerClient();
+    const loadedSocks = () => Object.keys(require.cache).some((k) => k.includes('/socks-proxy-agent/'));
+    assert.equal(loadedSocks(), false, 'not loaded with the client');
+    const kc = loadKubeConfig(server.writeKubeconfig());
+    kc.clusters[0] = { ...kc.clusters[0], proxyUrl: 'socks5://127.0.0.1:1080' };
+    const opts: { agent?: { constructor: { name: string }; proxy?: { host?: string; port?: number } } } = {};
+    await kc.applyToHTTPSOptions(opts as never);
+    assert.equal(opts.agent?.constructor.name, 'SocksProxyAgent');
+    assert.deepEqual([opts.agent?.proxy?.host, opts.agent?.proxy?.port], ['127.0.0.1', 1080]);
+    assert.equal(loadedSocks(), true);
+  });
 });
