@@ -32,11 +32,19 @@ const UNSUPPORTED = new Unsupported();
 /** Anything but a printable ASCII character or a newline leaves the subset. */
 const OUTSIDE_SUBSET = /[^\n\x20-\x7e]/;
 
-/** Keys seen, by a hash of their text: a cache, so a collision only costs a slice. */
-const KEYS: (string | undefined)[] = new Array(4096).fill(undefined);
+/** Keys seen, by a hash of their text: a cache (a collision only costs a slice), emptied when
+ * it holds MAX_KEYS so that a long-running agent's never grows without bound. */
+const KEYS = new Map<number, string>();
+const MAX_KEYS = 4096;
 /** The string table's copy of `key`: a property name comes back internalized. */
 function internalized(key: string): string {
   return Object.keys({ [key]: 0 })[0];
+}
+/** text[from, to) as a string that does not keep text alive. V8 makes a substring of 13 or more
+ * characters a slice of its parent: a pod name kept by the cluster state would keep the whole
+ * file's text. Flattening a one-character-longer concatenation copies just the value. */
+function ownCopy(text: string, from: number, to: number): string {
+  return to - from < 13 ? text.slice(from, to) : (text.slice(from, to) + ' ').slice(0, -1);
 }
 const DECIMAL = /^[0-9]+$/;
 /** Characters of none of the core schema's int (0x, 0o, 0b, `_`) or float (`.`, e, sign)
@@ -242,15 +250,16 @@ class BlockParser {
     const text = this.text;
     let hash = colon - from;
     for (let i = from; i < colon; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
-    const slot = hash & (KEYS.length - 1);
-    const known = KEYS[slot];
+    const known = KEYS.get(hash);
     if (known !== undefined && known.length === colon - from && text.startsWith(known, from)) return known;
     if (colon === from || startsOutsidePlain(text.charCodeAt(from)) || text.charCodeAt(colon - 1) === SPACE) throw UNSUPPORTED;
     const key = text.slice(from, colon);
     if (key.includes(' #') || key === '-' || key === '__proto__' || key === '<<') throw UNSUPPORTED;
     if (mayResolve(key.charCodeAt(0)) && this.resolve(key) !== key) throw UNSUPPORTED;
-    KEYS[slot] = internalized(key);
-    return KEYS[slot];
+    if (KEYS.size >= MAX_KEYS) KEYS.clear();
+    const internal = internalized(key);
+    KEYS.set(hash, internal);
+    return internal;
   }
 
   /** The one-line scalar (or `{}` / `[]`) from `from` to the end of the current line. */
@@ -262,7 +271,7 @@ class BlockParser {
     if (c === QUOTE) {
       const close = text.indexOf('"', from + 1);
       if (close !== end - 1) throw UNSUPPORTED;
-      const value = text.slice(from + 1, close);
+      const value = ownCopy(text, from + 1, close);
       if (value.includes('\\')) throw UNSUPPORTED;
       return value;
     }
@@ -271,7 +280,7 @@ class BlockParser {
       let close = text.indexOf("'", from + 1);
       while (close >= 0 && close < end - 1 && text.charCodeAt(close + 1) === APOSTROPHE) close = text.indexOf("'", close + 2);
       if (close !== end - 1) throw UNSUPPORTED;
-      const inner = text.slice(from + 1, close);
+      const inner = ownCopy(text, from + 1, close);
       return inner.includes("'") ? inner.replace(/''/g, "'") : inner;
     }
     if (c === 0x7b || c === 0x5b) {
@@ -279,7 +288,7 @@ class BlockParser {
       throw UNSUPPORTED;
     }
     if (startsOutsidePlain(c) || (c === DASH && (from + 1 === end || text.charCodeAt(from + 1) === SPACE))) throw UNSUPPORTED;
-    const value = text.slice(from, end);
+    const value = ownCopy(text, from, end);
     // `: ` would make it a key, ` #` a comment, a final `:` a key too.
     if (value.includes(': ') || value.includes(' #') || text.charCodeAt(end - 1) === COLON) throw UNSUPPORTED;
     return mayResolve(c) ? this.resolve(value) : value;
