@@ -2,7 +2,7 @@
 import { PolicyComponent } from '../../agent/policy-component';
 import type { AgentMetrics } from '../../observe/metrics';
 import { ProgrammingLatency } from '../../agent/programming-latency';
-import { DEFAULT_METRICS_ADDR, parseMetricsAddress } from '../../observe/server';
+import { DEFAULT_METRICS_ADDR, parseMetricsAddress, startObserveServer } from '../../observe/server';
 import { logCoexistence } from '../../agent/coexist';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
@@ -78,6 +78,7 @@ const command: Command = {
     const components: Component[] = choice.policy ? [policy] : [];
     // Metrics, drop logging and the proxy are loaded only when used: `agent --once` over a
     // manifests directory starts without prom-client, the drop log or the proxy's modules.
+    // (Made whenever the agent keeps running, or something registers its own metrics in it.)
     const metrics: AgentMetrics | undefined = v.once && !log && !choice.proxy ? undefined : new (require('../../observe/metrics') as typeof import('../../observe/metrics')).AgentMetrics();
     const drops = log ? await (require('../../nflog') as typeof import('../../nflog')).startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics!.registry }) : undefined;
     if (drops) ctx.defer(() => drops.close());
@@ -139,12 +140,12 @@ const command: Command = {
       // What could be read is enforced; the exit code says that something could not.
       return initialErrors > 0 ? 1 : 0;
     }
-    // Made whenever the agent keeps running (metrics is undefined with --once only).
+    // Past --once: metrics and the bridge were made.
     const served = metrics as AgentMetrics;
     let ready = false;
     const failingLimitMs = Math.min(FAILING_LIMIT_MS, resyncMs);
     const server = metricsAddr
-      ? await (require('../../observe/server') as typeof import('../../observe/server')).startObserveServer({
+      ? await startObserveServer({
           address: metricsAddr,
           metrics: () => served.expose(),
           lastSuccessfulSync: () => served.lastSuccessfulSyncMs(),
