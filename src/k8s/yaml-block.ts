@@ -290,7 +290,7 @@ class BlockParser {
     if (startsOutsidePlain(c) || (c === DASH && (from + 1 === end || text.charCodeAt(from + 1) === SPACE))) throw UNSUPPORTED;
     const value = ownCopy(text, from, end);
     // `: ` would make it a key, ` #` a comment, a final `:` a key too.
-    if (value.includes(': ') || value.includes(' #') || text.charCodeAt(end - 1) === COLON) throw UNSUPPORTED;
+    if ((value.includes(' ') && (value.includes(': ') || value.includes(' #'))) || text.charCodeAt(end - 1) === COLON) throw UNSUPPORTED;
     return mayResolve(c) ? this.resolve(value) : value;
   }
 
