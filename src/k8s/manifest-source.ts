@@ -309,8 +309,11 @@ export class ManifestSource implements ClusterSource {
   }
 }
 
-/** Reused for every file that fits: one read into it, no buffer per file. */
+/** Reused for every file that fits: one read into it, no buffer per file. It grows up to
+ * SCRATCH_MAX_BYTES (what a namespace's `kubectl get -o yaml` takes); larger files are read
+ * into a buffer of their own, so a long-running agent keeps no more than that. */
 let scratch = Buffer.allocUnsafe(256 * 1024);
+const SCRATCH_MAX_BYTES = 1024 * 1024;
 
 /** The text of a regular file, its size when that is more than limit (not read), or undefined
  * when it is not a regular file. One open, fstat, read and close: opened non-blocking, so a FIFO
@@ -323,7 +326,7 @@ function readManifest(path: string, limit: number): string | number | undefined 
     if (stat.size > limit) return stat.size;
     // One byte more than the size, to see a file that grew since the fstat.
     if (scratch.length < stat.size + 1) {
-      if (stat.size + 1 > MAX_MANIFEST_BYTES.yaml) return readFileSync(fd, 'utf8');
+      if (stat.size + 1 > SCRATCH_MAX_BYTES) return readFileSync(fd, 'utf8');
       scratch = Buffer.allocUnsafe(stat.size + 1);
     }
     const n = readSync(fd, scratch, 0, stat.size + 1, 0);
