@@ -8,7 +8,10 @@
  * CPU is the measured process's own (getrusage at exit, through bench/probe.js; /proc/PID/stat
  * for a process still running; /usr/bin/time for nft), peak RSS is VmHWM. The machine is shared:
  * methods are interleaved, each row is the best of its runs, and the ratios are the result.
- * Run: node dist/bench/e2e.bench.js [--quick] (NFKUBE_BENCH_QUICK=1 does the same: 1k pods). */
+ * Run: node dist/bench/e2e.bench.js [--quick] (NFKUBE_BENCH_QUICK=1 does the same: 1k pods).
+ * NFKUBE_BENCH_BEFORE=DIR (a built checkout: DIR/bin/nfkube, DIR/dist) adds, interleaved in the
+ * same run, a "before" row for each `--once`, cold-start and `ipset restore` row; --rows
+ * once,live,cold,ipset runs only those groups (default all). */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +32,14 @@ import { straightforwardNft } from './reference';
 const QUICK = process.argv.includes('--quick') || process.env.NFKUBE_BENCH_QUICK === '1';
 /** NFKUBE_BENCH_BIN: another build's bin/nfkube, to compare two builds side by side. */
 const NFKUBE = process.env.NFKUBE_BENCH_BIN ?? join(__dirname, '..', '..', 'bin', 'nfkube');
+/** Another build of nfkube to compare with, row by row: its bin/nfkube. */
+const BEFORE = process.env.NFKUBE_BENCH_BEFORE ? join(process.env.NFKUBE_BENCH_BEFORE, 'bin', 'nfkube') : undefined;
+/** The builds each compared row runs: this one, then the one before, if given. */
+const BUILDS: { label: string; bin: string }[] = [{ label: '', bin: NFKUBE }, ...(BEFORE ? [{ label: ' (before)', bin: BEFORE }] : [])];
+const ROWS = ((): Set<string> => {
+  const i = process.argv.indexOf('--rows');
+  return new Set(i >= 0 ? process.argv[i + 1].split(',') : ['once', 'live', 'cold', 'ipset']);
+})();
 const PROBE = join(__dirname, 'probe.js');
 const ONCE_SIZE: [number, number] = QUICK ? [1000, 100] : [5000, 500];
 const INFORMER_SIZES: [number, number][] = QUICK ? [[1000, 100]] : [[5000, 500], [20000, 2000]];
@@ -86,14 +97,14 @@ interface Started {
 
 /** nfkube as a new process in netns (default: this process's), with the exit probe preloaded;
  * stdin from a file when given. */
-function startNfkube(netns: Netns | undefined, args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}): Started {
+function startNfkube(netns: Netns | undefined, args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}, bin = NFKUBE): Started {
   const probe = join(work, `probe-${process.hrtime.bigint()}.json`);
   const input = stdin === undefined ? undefined : openSync(stdin, 'r');
   const t0 = performance.now();
   // nsenter enters the namespace and execs node: the child's pid is node's.
   // NFKUBE_BENCH_NODE_ARGS: node flags for the measured process only (--cpu-prof, --heap-prof).
   const flags = process.env.NFKUBE_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const node = [process.execPath, ...flags, '-r', PROBE, NFKUBE, ...args];
+  const node = [process.execPath, ...flags, '-r', PROBE, bin, ...args];
   const [cmd, ...argv] = netns ? ['nsenter', `--net=${netns.path}`, ...node] : node;
   const child = spawn(cmd, argv, {
     env: { ...process.env, ...env, NFKUBE_BENCH_PROBE: probe },
@@ -143,11 +154,11 @@ function withNetns<T>(fn: (netns: Netns, socket: NetlinkSocket) => Promise<T>): 
   });
 }
 
-async function runOnce(dir: string, command: 'agent' | 'render'): Promise<ProcStats> {
+async function runOnce(dir: string, command: 'agent' | 'render', bin = NFKUBE): Promise<ProcStats> {
   return withNetns(async (netns, socket) => {
     const g0 = await getGeneration(socket);
     const args = command === 'agent' ? ['agent', '--once', '--manifests', dir, '--node-name', NODE, '--log-level', 'warn'] : ['render', '--manifests', dir, '--node-name', NODE];
-    const s = startNfkube(netns, args);
+    const s = startNfkube(netns, args, undefined, {}, bin);
     const first = command === 'agent' ? await firstCommit(socket, s, g0) : undefined;
     await s.exited;
     return { ...probeResult(s), wallMs: performance.now() - s.t0, firstCommitMs: first };
@@ -193,15 +204,15 @@ async function manifestRows(cluster: Cluster, objects: K8sObject[]): Promise<{ r
       add('nft', runTool('nft', ['-f', plainFile], netns));
       if (r === 0) plainRules = execFileSync('nsenter', [`--net=${netns.path}`, 'nft', 'list', 'table', 'inet', 'plain'], { encoding: 'utf8', maxBuffer: 1 << 28 }).split('\n').filter((l) => /accept|jump|drop/.test(l)).length;
     });
-    for (const layout of LAYOUTS) add(layout, await runOnce(dirs.get(layout)!.dir, 'agent'));
-    add('render', await runOnce(dirs.get('yaml-per-object')!.dir, 'render'));
+    for (const layout of LAYOUTS) for (const b of BUILDS) add(layout + b.label, await runOnce(dirs.get(layout)!.dir, 'agent', b.bin));
+    for (const b of BUILDS) add('render' + b.label, await runOnce(dirs.get('yaml-per-object')!.dir, 'render', b.bin));
   }
-  const rows: OnceRow[] = LAYOUTS.map((layout) => {
+  const rows: OnceRow[] = LAYOUTS.flatMap((layout) => {
     const d = dirs.get(layout)!;
-    return { name: `\`agent --once --manifests\`, ${layout}`, files: d.files, mb: d.bytes / 2 ** 20, stats: best(runs.get(layout)!) };
+    return BUILDS.map((b) => ({ name: `\`agent --once --manifests\`, ${layout}${b.label}`, files: d.files, mb: d.bytes / 2 ** 20, stats: best(runs.get(layout + b.label)!) }));
   });
   const y = dirs.get('yaml-per-object')!;
-  rows.push({ name: '`render --manifests`, yaml-per-object', files: y.files, mb: y.bytes / 2 ** 20, stats: best(runs.get('render')!) });
+  for (const b of BUILDS) rows.push({ name: `\`render --manifests\`, yaml-per-object${b.label}`, files: y.files, mb: y.bytes / 2 ** 20, stats: best(runs.get('render' + b.label)!) });
   return { rows, nft: best(runs.get('nft')!), plainRules };
 }
 
@@ -315,7 +326,7 @@ async function fileWatchRow(objects: K8sObject[], pods: number, policies: number
 
 /** `nfkube ipset restore` vs `ipset restore` of the same 450 sets x 50 addresses (the `ipset
  * save` format) into a fresh namespace, each a new process: CPU, best of interleaved runs. */
-async function ipsetRestoreRow(): Promise<{ nfkube: ProcStats; ipset: ProcStats }> {
+async function ipsetRestoreRow(): Promise<{ nfkube: ProcStats[]; ipset: ProcStats }> {
   const lines: string[] = [];
   for (let s = 0; s < 450; s++) {
     lines.push(`create b-${s} hash:ip family inet hashsize 1024 maxelem 65536`);
@@ -324,32 +335,36 @@ async function ipsetRestoreRow(): Promise<{ nfkube: ProcStats; ipset: ProcStats 
   const input = lines.join('\n') + '\n';
   const file = join(work, 'ipset.save');
   writeFileSync(file, input);
-  const nfkube: ProcStats[] = [];
+  const nfkube: ProcStats[][] = BUILDS.map(() => []);
   const ipset: ProcStats[] = [];
   for (let r = 0; r < (QUICK ? 2 : 5); r++) {
-    await withNetns(async (netns) => {
-      const s = startNfkube(netns, ['ipset', 'restore', '--prefix', 'b-'], file);
-      await s.exited;
-      nfkube.push({ ...probeResult(s), wallMs: performance.now() - s.t0 });
-    });
+    for (const [i, b] of BUILDS.entries()) {
+      await withNetns(async (netns) => {
+        const s = startNfkube(netns, ['ipset', 'restore', '--prefix', 'b-'], file, {}, b.bin);
+        await s.exited;
+        nfkube[i].push({ ...probeResult(s), wallMs: performance.now() - s.t0 });
+      });
+    }
     await withNetns(async (netns) => void ipset.push(runTool('ipset', ['restore'], netns, input)));
   }
-  return { nfkube: best(nfkube), ipset: best(ipset) };
+  return { nfkube: nfkube.map(best), ipset: best(ipset) };
 }
 
 /** `nfkube --version` vs `node -e 0`: wall of a new process, median of interleaved runs. */
-function coldStart(): { nfkube: number; node: number } {
-  const t: { nfkube: number[]; node: number[] } = { nfkube: [], node: [] };
+function coldStart(): { nfkube: number[]; node: number } {
+  const t: { nfkube: number[][]; node: number[] } = { nfkube: BUILDS.map(() => []), node: [] };
   for (let i = 0; i < 7; i++) {
-    let t0 = performance.now();
-    execFileSync(process.execPath, [NFKUBE, '--version']);
-    t.nfkube.push(performance.now() - t0);
-    t0 = performance.now();
+    for (const [j, b] of BUILDS.entries()) {
+      const t0 = performance.now();
+      execFileSync(process.execPath, [b.bin, '--version']);
+      t.nfkube[j].push(performance.now() - t0);
+    }
+    const t0 = performance.now();
     execFileSync(process.execPath, ['-e', '0']);
     t.node.push(performance.now() - t0);
   }
   const med = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1];
-  return { nfkube: med(t.nfkube), node: med(t.node) };
+  return { nfkube: t.nfkube.map(med), node: med(t.node) };
 }
 
 /** A live row runs in a process of its own in a new namespace (`unshare --net`), where the test
@@ -388,20 +403,20 @@ async function main(): Promise<void> {
   const [pods, policies] = ONCE_SIZE;
   const cluster = buildCluster(pods, policies, 42);
   const objects = clusterObjects(cluster);
-  const once = await manifestRows(cluster, objects);
+  const once = ROWS.has('once') ? await manifestRows(cluster, objects) : undefined;
   const informers: LiveResult[] = [];
-  for (const [p, n] of INFORMER_SIZES) informers.push(await liveInOwnNamespace(`informer:${p}:${n}`));
-  const watched = await liveInOwnNamespace(`watch:${pods}:${policies}`);
-  const cold = coldStart();
-  const ipsetCli = await ipsetRestoreRow();
+  if (ROWS.has('live')) for (const [p, n] of INFORMER_SIZES) informers.push(await liveInOwnNamespace(`informer:${p}:${n}`));
+  const watched = ROWS.has('live') ? await liveInOwnNamespace(`watch:${pods}:${policies}`) : undefined;
+  const cold = ROWS.has('cold') ? coldStart() : undefined;
+  const ipsetCli = ROWS.has('ipset') ? await ipsetRestoreRow() : undefined;
   const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   rmSync(work, { recursive: true, force: true });
 
   const size = `${pods / 1000}k pods / ${policies} policies`;
   const out: string[] = [];
   out.push(`## End to end, new processes (issue 13): ${size} unless noted\n`);
-  out.push(`Load average ${load0} at start, ${load1} at end (2 CPUs shared with other work). Best of ${RUNS} interleaved runs per row; CPU is the process's own (user + system).\n`);
-  out.push(
+  out.push(`Load average ${load0} at start, ${load1} at end (2 CPUs shared with other work). Best of ${RUNS} interleaved runs per row; CPU is the process's own (user + system).${BEFORE ? ` Rows marked (before) run ${process.env.NFKUBE_BENCH_BEFORE}, interleaved with this build's.` : ''}\n`);
+  if (once) out.push(
     table(
       ['what (new process, fresh namespace)', 'files / MB', 'CPU', 'wall', 'peak RSS (VmHWM)', 'time to first commit', 'CPU / `nft -f` straightforward'],
       [
@@ -410,8 +425,8 @@ async function main(): Promise<void> {
       ],
     ),
   );
-  out.push('\nTarget 2: `agent --once --manifests` at most 1.0x the CPU of `nft -f` of the straightforward rendering.\n');
-  out.push(
+  if (once) out.push('\nTarget 2: `agent --once --manifests` at most 1.0x the CPU of `nft -f` of the straightforward rendering.\n');
+  if (watched) out.push(
     table(
       ['agent over HTTP (client-node, paged LIST then watch)', 'CPU to first commit', 'wall to first commit', 'peak RSS at first commit', 'peak RSS after events', `API write -> committed p50 / p99 (${EVENTS} events)`, 'event sent -> committed p50 / p99', 'agent CPU per event', 'missed'],
       informers.map((r) => [
@@ -428,26 +443,26 @@ async function main(): Promise<void> {
       ]),
     ),
   );
-  out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by polling NFT_MSG_GETGEN from a separate poller process (bench/generation-poller.js) every ~50 µs. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution; CPU per event is the agent\'s CPU over the events, idle gaps between them included, divided by their number). "Event sent" is when the test API server handed the watch event to the socket: the API write minus the test server\'s own work (store, copies, JSON) before it.\n');
-  out.push(
+  if (watched) out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by polling NFT_MSG_GETGEN from a separate poller process (bench/generation-poller.js) every ~50 µs. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution; CPU per event is the agent\'s CPU over the events, idle gaps between them included, divided by their number). "Event sent" is when the test API server handed the watch event to the socket: the API write minus the test server\'s own work (store, copies, JSON) before it.\n');
+  if (watched) out.push(
     table(
       ['agent over a watched manifests directory', 'time to first commit', 'CPU to first commit', `file write -> committed p50 / p95 / p99 (${EVENTS} events)`, `burst of ${BURST} writes -> last commit, p50 / max (commits, median)`, 'missed', 'peak RSS'],
       [[watched.size, ms(watched.firstCommitMs), ms(watched.cpuToFirstMs), `${percentile(watched.latencies, 50).toFixed(2)} / ${percentile(watched.latencies, 95).toFixed(2)} / ${percentile(watched.latencies, 99).toFixed(2)} ms`, burstText(watched), String(watched.missed), `${watched.hwmEndMB.toFixed(0)} MB`]],
     ),
   );
-  out.push('\nTarget 5: file write -> committed p50 <= 3 ms. Events write one pod file on this node, then remove it.\n');
-  out.push(table(['cold start (median of 7, interleaved)', 'wall', 'vs `node -e 0`'], [['`nfkube --version`', ms(cold.nfkube), ratio(cold.nfkube, cold.node)], ['`node -e 0`', ms(cold.node), '1.00x']]));
-  out.push('\nTarget 4: `nfkube --version` under 80 ms wall.\n');
-  out.push(
+  if (watched) out.push('\nTarget 5: file write -> committed p50 <= 3 ms. Events write one pod file on this node, then remove it.\n');
+  if (cold) out.push(table(['cold start (median of 7, interleaved)', 'wall', 'vs `node -e 0`'], [...BUILDS.map((b, i) => [`\`nfkube --version\`${b.label}`, ms(cold.nfkube[i]), ratio(cold.nfkube[i], cold.node)]), ['`node -e 0`', ms(cold.node), '1.00x']]));
+  if (cold) out.push('\nTarget 4: `nfkube --version` under 80 ms wall.\n');
+  if (ipsetCli) out.push(
     table(
       ['450 sets x 50 addresses into a fresh namespace (new process)', 'CPU', 'wall', 'peak RSS', 'CPU vs `ipset restore`'],
       [
-        ['`nfkube ipset restore --prefix b-`', ms(ipsetCli.nfkube.cpuMs), ms(ipsetCli.nfkube.wallMs), `${ipsetCli.nfkube.hwmMB.toFixed(0)} MB`, ratio(ipsetCli.nfkube.cpuMs, ipsetCli.ipset.cpuMs)],
+        ...BUILDS.map((b, i) => [`\`nfkube ipset restore --prefix b-\`${b.label}`, ms(ipsetCli.nfkube[i].cpuMs), ms(ipsetCli.nfkube[i].wallMs), `${ipsetCli.nfkube[i].hwmMB.toFixed(0)} MB`, ratio(ipsetCli.nfkube[i].cpuMs, ipsetCli.ipset.cpuMs)]),
         ['`ipset restore`', ms(ipsetCli.ipset.cpuMs), ms(ipsetCli.ipset.wallMs), `${ipsetCli.ipset.hwmMB.toFixed(0)} MB`, '1.00x'],
       ],
     ),
   );
-  out.push('\nTarget 4: `nfkube ipset restore` at 450 sets no slower than `ipset restore` (CPU here; the ipset section has the wall-clock re-sync with churn).\n');
+  if (ipsetCli) out.push('\nTarget 4: `nfkube ipset restore` at 450 sets no slower than `ipset restore` (CPU here; the ipset section has the wall-clock re-sync with churn).\n');
   process.stdout.write(out.join('\n') + '\n');
 }
 

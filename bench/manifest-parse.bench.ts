@@ -5,6 +5,7 @@
  * Run: node dist/bench/manifest-parse.bench.js [--quick] */
 import { CORE_SCHEMA, loadAll } from 'js-yaml';
 import { Composer, parse, parseAllDocuments, Parser, stringify } from 'yaml';
+import { blockYamlDocuments, implicitTypes } from '../src/k8s/yaml-block';
 import { fastYamlDocuments } from '../src/k8s/yaml-documents';
 import { buildCluster } from './cluster';
 import { ms, table } from './harness';
@@ -20,13 +21,16 @@ function cpuMs(): number {
   return (c.user + c.system) / 1000;
 }
 
+const CORE_TYPES = implicitTypes(CORE_SCHEMA)!;
+
 const candidates: [string, (text: string) => unknown][] = [
   ['`yaml` parseAllDocuments + toJS (the document model: nfkube before)', (t) => parseAllDocuments(t).map((d) => d.toJS({ maxAliasCount: 100 }))],
   ['`yaml` parse (one document, no lineCounter)', (t) => parse(t)],
   ['`yaml` Parser + Composer (lower-level API) + toJS', (t) => [...new Composer().compose(new Parser().parse(t))].map((d) => d.toJS({ maxAliasCount: 100 }))],
   ['`yaml` Parser alone (CST tokens, no values)', (t) => [...new Parser().parse(t)].length],
   ['`js-yaml` loadAll, core schema', (t) => loadAll(t, null, { schema: CORE_SCHEMA })],
-  ['nfkube fastYamlDocuments (js-yaml + alias check: the path taken now)', (t) => fastYamlDocuments(t)],
+  ['nfkube block-style subset parser alone (yaml-block.ts)', (t) => blockYamlDocuments(t, CORE_TYPES)],
+  ['nfkube fastYamlDocuments (the subset parser, else js-yaml + alias check: the path taken now)', (t) => fastYamlDocuments(t)],
 ];
 
 function main(): void {
@@ -56,7 +60,7 @@ function main(): void {
         ['parser', 'CPU', 'vs JSON.parse', 'speed-up over the document model'],
         [...best].map(([name, t]) => [name, ms(t), `${(t / json).toFixed(1)}x`, `${(old / t).toFixed(1)}x`]),
       ) +
-      '\n\n`yaml`\'s lower-level Parser alone (tokens, before any value exists) costs more than js-yaml\'s whole load, so no use of `yaml`\'s API can reach js-yaml; nfkube reads YAML with js-yaml (core schema: the scalars `yaml` resolves) and keeps `yaml`\'s document model for the files js-yaml refuses and for aliases of collections (the alias-expansion limit).\n',
+      '\n\n`yaml`\'s lower-level Parser alone (tokens, before any value exists) costs more than js-yaml\'s whole load, so no use of `yaml`\'s API can reach js-yaml. nfkube reads the block-style subset kubectl and `yaml.stringify` write (plain and quoted one-line scalars, `{}`/`[]`, comment lines, `---`) with its own one-pass parser, whose values are js-yaml\'s (its core-schema types resolve the plain scalars), then js-yaml (core schema: the scalars `yaml` resolves) for anything else, and keeps `yaml`\'s document model for the files js-yaml refuses and for aliases of collections (the alias-expansion limit).\n',
   );
 }
 

@@ -22,3 +22,9 @@ export function buildInfo(): BuildInfo {
   }
   return info;
 }
+
+/** What `nfkube --version` prints. */
+export function versionLine(): string {
+  const { version, revision } = buildInfo();
+  return `nfkube ${version} (commit ${revision}, node ${process.version})\n`;
+}

@@ -3,7 +3,7 @@
  * --masquerade-all, --proxy-table T. */
 import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
 import { parseCidr } from '../net/ip';
-import { ProxyComponent, ProxyOptions } from '../proxy/component';
+import type { ProxyComponent, ProxyOptions } from '../proxy/component';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
 import { OptionTable, tableName } from './options';
 
@@ -52,5 +52,7 @@ export function proxyComponent(
   nodeName: string,
   extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health'> = {},
 ): ProxyComponent {
+  // Loaded only when the proxy runs: the policy agent alone never pays for it.
+  const { ProxyComponent } = require('../proxy/component') as typeof import('../proxy/component');
   return new ProxyComponent({ ...opts, nodeName, ...extra });
 }

@@ -12,7 +12,7 @@
  * good version of its object stays (a NetworkPolicy that cannot be understood fails closed
  * instead, see normalize.ts). A kind nfkube does not read is a warning naming file and kind.
  * When two files define the same object the first file by name wins. */
-import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { extname, join } from 'node:path';
 import type { Document } from 'yaml';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
@@ -65,9 +65,11 @@ export class ManifestSource implements ClusterSource {
   private readonly definers = new Map<Ident, Set<string>>();
   private watcher?: FSWatcher;
   private readonly kinds: ReadonlySet<string>;
+  private readonly dirPrefix: string;
 
   constructor(private readonly opts: ManifestSourceOptions) {
     this.state = new ClusterState(opts);
+    this.dirPrefix = join(opts.dir, '/');
     this.kinds = new Set(opts.kinds ?? POLICY_KINDS);
   }
 
@@ -98,27 +100,31 @@ export class ManifestSource implements ClusterSource {
       this.opts.onError(sourceErrorFrom(err, { file: this.opts.dir }));
       return;
     }
-    for (const name of [...this.files.keys()]) if (!present.includes(name)) this.rescan(name);
+    const listed = new Set(present);
+    for (const name of [...this.files.keys()]) if (!listed.has(name)) this.rescan(name);
     for (const name of present) this.rescan(name);
   }
 
   /** Re-reads one file and delivers the differences it makes. */
   rescan(name: string): void {
     if (!isManifestName(name)) return;
-    const path = join(this.opts.dir, name);
+    // Names come from readdir or the watch: one component, no normalising join needed.
+    const path = `${this.dirPrefix}${name}`;
     let text: string | undefined;
+    const limit = isJsonName(name) ? MAX_MANIFEST_BYTES.json : MAX_MANIFEST_BYTES.yaml;
     try {
-      const stat = statSync(path, { throwIfNoEntry: false });
-      const limit = isJsonName(name) ? MAX_MANIFEST_BYTES.json : MAX_MANIFEST_BYTES.yaml;
-      if (stat?.isFile() && stat.size > limit) {
-        this.opts.onError({ message: `${name}: ${stat.size} bytes, more than the ${limit} this format may have; not read (its previous objects stay)`, file: name });
+      const read = readManifest(path, limit);
+      if (typeof read === 'number') {
+        this.opts.onError({ message: `${name}: ${read} bytes, more than the ${limit} this format may have; not read (its previous objects stay)`, file: name });
         return;
       }
-      text = stat?.isFile() ? readFileSync(path, 'utf8') : undefined;
+      text = read;
     } catch (err) {
-      // Gone between the check and the read: the next event says so; keep what we have.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.onError(sourceErrorFrom(err, { file: name }));
-      return;
+      // Gone: the file's objects go; any other failure keeps what we have (the next event retries).
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.opts.onError(sourceErrorFrom(err, { file: name }));
+        return;
+      }
     }
     const defs = text === undefined ? new Map<Ident, Defined>() : this.parseFile(name, text);
     if (defs) this.replaceFile(name, defs);
@@ -303,6 +309,33 @@ export class ManifestSource implements ClusterSource {
   }
 }
 
+/** Reused for every file that fits: one read into it, no buffer per file. It grows up to
+ * SCRATCH_MAX_BYTES (what a namespace's `kubectl get -o yaml` takes); larger files are read
+ * into a buffer of their own, so a long-running agent keeps no more than that. */
+let scratch = Buffer.allocUnsafe(256 * 1024);
+const SCRATCH_MAX_BYTES = 1024 * 1024;
+
+/** The text of a regular file, its size when that is more than limit (not read), or undefined
+ * when it is not a regular file. One open, fstat, read and close: opened non-blocking, so a FIFO
+ * cannot hang the agent, and sized by the descriptor, so the check and the read are one file. */
+function readManifest(path: string, limit: number): string | number | undefined {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return undefined;
+    if (stat.size > limit) return stat.size;
+    // One byte more than the size, to see a file that grew since the fstat.
+    if (scratch.length < stat.size + 1) {
+      if (stat.size + 1 > SCRATCH_MAX_BYTES) return readFileSync(fd, 'utf8');
+      scratch = Buffer.allocUnsafe(stat.size + 1);
+    }
+    const n = readSync(fd, scratch, 0, stat.size + 1, 0);
+    return n > stat.size ? readFileSync(path, 'utf8') : scratch.toString('utf8', 0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function isManifestName(name: string): boolean {
   return !name.startsWith('.') && MANIFEST_EXTENSIONS.has(extname(name).toLowerCase());
 }
@@ -336,6 +369,12 @@ function headDocuments(text: string): Document[] {
  * pass, no allocation. Exact for JSON; for YAML flow collections a bound (a bracket inside a
  * plain or single-quoted scalar counts too, which only matters past a thousand unmatched ones). */
 function bracketDepthExceeded(text: string, max: number): number {
+  // Nesting deeper than max needs more than max brackets: most files have far fewer, counted
+  // by the native search without visiting every character.
+  let brackets = 0;
+  for (let i = text.indexOf('['); i >= 0 && brackets <= max; i = text.indexOf('[', i + 1)) brackets++;
+  for (let i = text.indexOf('{'); i >= 0 && brackets <= max; i = text.indexOf('{', i + 1)) brackets++;
+  if (brackets <= max) return -1;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {

@@ -3,19 +3,35 @@
  * `yaml`'s document model (parseAllDocuments + toJS) keeps a node per value with source ranges,
  * comments and errors: measured side by side on the bench cluster's manifests it costs about 80x
  * JSON.parse, and its lower-level Parser alone 45x; js-yaml builds the values directly, at about
- * 6x (bench/manifest-parse.bench.ts). So a file is read by js-yaml with the YAML 1.2 core schema
- * (no timestamps, no merge keys: the same scalars `yaml` resolves), and the slow, exact path
- * stays for what the fast one does not take as it is: a file js-yaml refuses (syntax errors, unknown
- * tags, which `yaml` reports with the document index or tolerates) and a file whose aliases
- * share collections (`yaml` enforces the alias-expansion limit on those). */
-import { CORE_SCHEMA, loadAll } from 'js-yaml';
+ * 6x, and the block-style subset parser (yaml-block.ts) at about 2x (bench/manifest-parse.bench.ts).
+ * So a file is read by the subset parser when it is in the subset, else by js-yaml with the YAML
+ * 1.2 core schema (no timestamps, no merge keys: the same scalars `yaml` resolves), and the slow,
+ * exact path stays for what neither takes as it is: a file js-yaml refuses (syntax errors,
+ * unknown tags, which `yaml` reports with the document index or tolerates) and a file whose
+ * aliases share collections (`yaml` enforces the alias-expansion limit on those). */
+import type * as JsYaml from 'js-yaml';
+import { blockYamlDocuments, implicitTypes } from './yaml-block';
+
+/** js-yaml and its core schema's scalar types, loaded with the first YAML file. */
+let loaded: { jsYaml: typeof JsYaml; types?: ReturnType<typeof implicitTypes> } | undefined;
+
+function jsYaml(): NonNullable<typeof loaded> {
+  if (!loaded) {
+    const jsYaml = require('js-yaml') as typeof JsYaml;
+    loaded = { jsYaml, types: implicitTypes(jsYaml.CORE_SCHEMA) };
+  }
+  return loaded;
+}
 
 /** The documents (null for an empty one), or undefined when the caller must take the exact
  * path: js-yaml refused the text, or aliases share collections within it. */
 export function fastYamlDocuments(text: string): unknown[] | undefined {
+  const { jsYaml: js, types } = jsYaml();
+  const block = types ? blockYamlDocuments(text, types) : undefined;
+  if (block) return block;
   let documents: unknown[];
   try {
-    documents = loadAll(text, null, { schema: CORE_SCHEMA });
+    documents = js.loadAll(text, null, { schema: js.CORE_SCHEMA });
   } catch {
     return undefined;
   }

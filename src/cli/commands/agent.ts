@@ -1,8 +1,7 @@
 /** `nfkube agent`: enforce NetworkPolicy for this node's pods until stopped (or once). */
 import { PolicyComponent } from '../../agent/policy-component';
-import { metricsObserver, policyCounterReader } from '../../agent/metrics-bridge';
+import type { AgentMetrics } from '../../observe/metrics';
 import { ProgrammingLatency } from '../../agent/programming-latency';
-import { AgentMetrics } from '../../observe/metrics';
 import { DEFAULT_METRICS_ADDR, parseMetricsAddress, startObserveServer } from '../../observe/server';
 import { logCoexistence } from '../../agent/coexist';
 import { createLogger } from '../../log';
@@ -12,13 +11,9 @@ import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/age
 import { Command } from '../command';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
 import { describeSource, openSource, prepareSource, SOURCE_OPTIONS } from '../source';
-import { ConntrackClient } from '../../conntrack/client';
 import type { Component } from '../../pipeline/component';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
-import { ProxyMetrics, withProxyMetrics } from '../../proxy/metrics';
-import { HealthCheckServer } from '../../proxy/health';
 import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
-import { startDropLogging } from '../../nflog';
 import { PolicyModes } from '../../deny/modes';
 import { buildInfo } from '../../build-info';
 import type { ClusterSnapshot } from '../../k8s/source';
@@ -81,24 +76,30 @@ const command: Command = {
     await listTables(socket, policy.table.family);
     if (choice.policy) await logCoexistence(socket, table, logger);
     const components: Component[] = choice.policy ? [policy] : [];
-    const metrics = new AgentMetrics();
-    const drops = log ? await startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics.registry }) : undefined;
+    // Metrics, drop logging and the proxy are loaded only when used: `agent --once` over a
+    // manifests directory starts without prom-client, the drop log or the proxy's modules.
+    // (Made whenever the agent keeps running, or something registers its own metrics in it.)
+    const metrics: AgentMetrics | undefined = v.once && !log && !choice.proxy ? undefined : new (require('../../observe/metrics') as typeof import('../../observe/metrics')).AgentMetrics();
+    const drops = log ? await (require('../../nflog') as typeof import('../../nflog')).startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics!.registry }) : undefined;
     if (drops) ctx.defer(() => drops.close());
-    const proxyMetrics = choice.proxy ? new ProxyMetrics(metrics.registry) : undefined;
-    if (choice.proxy) {
-      const health = v.once ? undefined : new HealthCheckServer({ logger });
+    const proxyModules = choice.proxy ? { ...(require('../../proxy/metrics') as typeof import('../../proxy/metrics')), ...(require('../../proxy/health') as typeof import('../../proxy/health')) } : undefined;
+    const proxyMetrics = proxyModules ? new proxyModules.ProxyMetrics(metrics!.registry) : undefined;
+    if (choice.proxy && proxyModules) {
+      const health = v.once ? undefined : new proxyModules.HealthCheckServer({ logger });
       if (health) ctx.defer(() => health.close());
-      const proxy = proxyComponent(choice.proxy, node, { conntrack: new ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health });
+      const proxy = proxyComponent(choice.proxy, node, { conntrack: new (require('../../conntrack/client') as typeof import('../../conntrack/client')).ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health });
       if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
       components.push(proxy);
     }
-    const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics.observeProgramming(kind, sinceChange, sinceArrival));
+    const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics?.observeProgramming(kind, sinceChange, sinceArrival));
+    const bridge = metrics ? (require('../../agent/metrics-bridge') as typeof import('../../agent/metrics-bridge')) : undefined;
+    const observer = metrics && bridge ? bridge.metricsObserver(metrics, latency) : undefined;
     const agent = new Agent({
       socket,
       logger,
       components,
       holdTable: !v['no-hold-table'],
-      observer: proxyMetrics ? withProxyMetrics(metricsObserver(metrics, latency), proxyMetrics) : metricsObserver(metrics, latency),
+      observer: observer && proxyModules && proxyMetrics ? proxyModules.withProxyMetrics(observer, proxyMetrics) : observer,
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
     let lastSourceError: string | undefined;
@@ -139,13 +140,15 @@ const command: Command = {
       // What could be read is enforced; the exit code says that something could not.
       return initialErrors > 0 ? 1 : 0;
     }
+    // Past --once: metrics and the bridge were made.
+    const served = metrics as AgentMetrics;
     let ready = false;
     const failingLimitMs = Math.min(FAILING_LIMIT_MS, resyncMs);
     const server = metricsAddr
       ? await startObserveServer({
           address: metricsAddr,
-          metrics: () => metrics.expose(),
-          lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(),
+          metrics: () => served.expose(),
+          lastSuccessfulSync: () => served.lastSuccessfulSyncMs(),
           resyncPeriodMs: resyncMs,
           ready: () => ready,
           notAlive: () => agent.unhealthy(failingLimitMs),
@@ -156,7 +159,7 @@ const command: Command = {
       // Counters are read on their own socket so a scrape never queues behind a sync.
       const counterSocket = NetlinkSocket.open();
       ctx.defer(() => counterSocket.close());
-      if (choice.policy) metrics.setPolicyCounterReader(policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
+      if (choice.policy) served.setPolicyCounterReader(bridge!.policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
       logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     }
     const snapshot = await source.start();

@@ -1,5 +1,5 @@
 /** `nfkube version` (and `nfkube --version`): the version and commit recorded at build time. */
-import { buildInfo } from '../../build-info';
+import { versionLine } from '../../build-info';
 import { Command } from '../command';
 import { parse, usageText } from '../options';
 
@@ -12,8 +12,7 @@ const command: Command = {
   options,
   async run(args) {
     parse(args, options, usage);
-    const { version, revision } = buildInfo();
-    process.stdout.write(`nfkube ${version} (commit ${revision}, node ${process.version})\n`);
+    process.stdout.write(versionLine());
     return 0;
   },
 };
