@@ -9,12 +9,18 @@
  * Two base chains on one hook make ingress and egress independent: an `accept` ends only its own
  * base chain, so a packet between two local pods must pass both. Traffic the node itself sends to
  * its pods (kubelet probes) is never matched: nfkube has no output-hook chain.
- *   vmaps: local pod address -> goto pod_<target>_in|out
- *   pod chain: jump pol_<policy>_<dir> for each policy isolating the pod; then the default deny
+ *   vmaps: local pod address -> goto combo_<combination>_in|out
+ *   combination chain: jump pol_<policy>_<dir> for each policy of one combination (the sorted
+ *                   policy ids isolating a pod in one direction), then the default deny
+ *                   (src/deny/tail.ts). Pods isolated by the same policies share it: it exists
+ *                   while one of them does, and a pod changing combination is a vmap element
+ *                   change.
  *   policy chain: one rule per (rule entry x peer x port match) that accepts
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
- *         (address . l4proto . port)
+ *         (address . l4proto . port); deny_in|out_v4|v6 (and audited_..., with audit support):
+ *         the vmaps' addresses, each with a counter the default deny updates (per pod counts).
  */
+import { hash } from 'node:crypto';
 import * as b from '../nft/build';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
@@ -25,7 +31,7 @@ import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../r
 import { formatLabel } from './labels';
 import { PolicyModes } from '../deny/modes';
 import { auditElements } from '../deny/audit-entries';
-import { AUDIT_SETS, DropLogOptions, tailRules } from '../deny/tail';
+import { AUDIT_SETS, counterSets, DropLogOptions, tailRules } from '../deny/tail';
 
 export interface RenderOptions {
   table: string;
@@ -67,6 +73,8 @@ const ADDR_LOADS: Record<b.AddrField, Expr[]> = {
   'ip6 daddr': b.loadAddr('ip6 daddr'),
 };
 
+const ELEMENT_COUNTER: Expr[] = [b.counter()];
+
 // Distinct port matches are few; a policy edit could still bring new ones indefinitely.
 const PORT_MATCH_CACHE_MAX = 1024;
 
@@ -81,7 +89,9 @@ const NAMED_PORT_LOADS = { v4: namedPortLoads('ip daddr'), v6: namedPortLoads('i
 export const VMAPS = { ingress: { v4: 'ingress_v4', v6: 'ingress_v6' }, egress: { v4: 'egress_v4', v6: 'egress_v6' } } as const;
 
 export const policyChainName = (policyId: string, dir: Direction) => `pol_${policyId}_${DIR_SUFFIX[dir]}`;
-export const podChainName = (targetId: string, dir: Direction) => `pod_${targetId}_${DIR_SUFFIX[dir]}`;
+/** A combination's id: a stable hash of its sorted policy ids (the same in both directions). */
+export const comboId = (policies: readonly string[]) => hash('sha1', policies.join(' '), 'hex').slice(0, 12);
+export const comboChainName = (policies: readonly string[], dir: Direction) => `combo_${comboId(policies)}_${DIR_SUFFIX[dir]}`;
 export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 
@@ -91,7 +101,15 @@ export class Renderer {
   /** Policies rendered failing closed, by id: what could not be rendered. */
   readonly failedClosed = new Map<string, RenderError>();
 
-  constructor(readonly opts: RenderOptions) {}
+  /** vmap name -> the counter sets keyed alike. */
+  private readonly counterSetsByVmap = new Map<string, string[]>();
+
+  constructor(readonly opts: RenderOptions) {
+    for (const c of counterSets(!!opts.modes)) {
+      const vmap = VMAPS[c.direction][c.fam];
+      this.counterSetsByVmap.set(vmap, [...(this.counterSetsByVmap.get(vmap) ?? []), c.name]);
+    }
+  }
 
   private chain(name: string, base?: Chain['base']): Chain {
     const c: Chain = { family: 'inet', table: this.opts.table, name };
@@ -137,6 +155,12 @@ export class Renderer {
     if (this.opts.modes) {
       sets.push({ set: this.set(AUDIT_SETS.v4, { key: ['ipv4_addr'], flags: 0 }), elements: new Map() });
       sets.push({ set: this.set(AUDIT_SETS.v6, { key: ['ipv6_addr'], flags: 0 }), elements: new Map() });
+    }
+    // Dynamic: the default deny's dynset updates their elements' counters.
+    for (const c of counterSets(!!this.opts.modes)) {
+      const set = this.set(c.name, { key: [c.fam === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: C.NFT_SET_EVAL });
+      set.exprs = ELEMENT_COUNTER;
+      sets.push({ set, elements: new Map() });
     }
     return { chains, sets };
   }
@@ -255,32 +279,32 @@ export class Renderer {
     return exprs;
   }
 
-  /** A target's pod chains, one per direction it is isolated in. */
-  podChains(t: Target, policyNames: (id: string) => string): ChainModel[] {
-    const out: ChainModel[] = [];
-    for (const dir of ['ingress', 'egress'] as const) {
-      const policies = t[dir];
-      if (!policies) continue;
-      const name = podChainName(t.id, dir);
-      const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
-      for (const r of tailRules(dir, t.id, t.key, { log: this.opts.log, audit: !!this.opts.modes })) rules.push(this.rule(name, r.exprs, r.comment));
-      const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
-      rules.push(this.rule(name, [b.counter(), deny], formatLabel({ kind: 'deny', direction: dir, pod: t.key })));
-      out.push({ chain: this.chain(name), rules });
-    }
-    return out;
+  /** The chain of one combination of policies (the sorted ids isolating a pod in `dir`). */
+  comboChain(dir: Direction, policies: readonly string[], policyNames: (id: string) => string): ChainModel {
+    const name = comboChainName(policies, dir);
+    const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
+    for (const r of tailRules(dir, comboId(policies), { log: this.opts.log, audit: !!this.opts.modes })) rules.push(this.rule(name, r.exprs, r.comment));
+    const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
+    rules.push(this.rule(name, [deny], formatLabel({ kind: 'deny', direction: dir })));
+    return { chain: this.chain(name), rules };
   }
 
   /** The vmap entries a target contributes: set name -> elements. */
   vmapEntries(t: Target): [string, SetElement][] {
     const out: [string, SetElement][] = [];
     for (const dir of ['ingress', 'egress'] as const) {
-      if (!t[dir]) continue;
-      const verdict = { kind: 'goto' as const, chain: podChainName(t.id, dir) };
+      const policies = t[dir];
+      if (!policies) continue;
+      const verdict = { kind: 'goto' as const, chain: comboChainName(policies, dir) };
       for (const a of t.v4) out.push([VMAPS[dir].v4, { key: ipv4(a), verdict }]);
       for (const a of t.v6) out.push([VMAPS[dir].v6, { key: ipv6(a), verdict }]);
     }
     return out;
+  }
+
+  /** The counter sets that hold the same addresses as a vmap (keyed alike). */
+  countersOf(vmap: string): string[] {
+    return this.counterSetsByVmap.get(vmap) ?? [];
   }
 
   /** The audit set entries of a target, whatever its mode (none without audit support). */
@@ -307,7 +331,10 @@ export class Renderer {
     for (const p of ir.policies.values()) for (const c of this.policyChains(p, ir.ipBlockSets)) m.chains.set(c.chain.name, c);
     const names = (id: string) => policyLabel(ir.policies.get(id));
     for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
-      for (const c of this.podChains(t, names)) m.chains.set(c.chain.name, c);
+      for (const dir of ['ingress', 'egress'] as const) {
+        const policies = t[dir];
+        if (policies && !m.chains.has(comboChainName(policies, dir))) m.chains.set(comboChainName(policies, dir), this.comboChain(dir, policies, names));
+      }
       for (const [set, e] of this.vmapEntries(t)) {
         const k = elementKey(e);
         const entry = `${set} ${k}`;
@@ -318,6 +345,7 @@ export class Renderer {
         }
         claims.set(entry, [t.key]);
         m.sets.get(set)!.elements.set(k, e);
+        for (const counters of this.countersOf(set)) m.sets.get(counters)!.elements.set(k, { key: e.key });
       }
     }
     for (const [set, e] of auditElements(this, ir.targets.values()).values()) m.sets.get(set)!.elements.set(elementKey(e), e);

@@ -395,6 +395,7 @@ export function formatSet(s: NftSet, elements?: SetElement[], indent = '\t'): st
   const flags = setFlagNames(s);
   if (flags.length) lines.push(`\tflags ${flags.join(',')}`);
   if (s.timeout) lines.push(`\ttimeout ${s.timeout % 1000n === 0n ? `${s.timeout / 1000n}s` : `${s.timeout}ms`}`);
+  if (s.exprs?.some((e) => e.type === 'counter')) lines.push('\tcounter');
   if (elements?.length) lines.push(`\telements = { ${elements.map((e) => formatElement(s, e)).join(',\n\t\t     ')} }`);
   lines.push('}');
   return lines.map((l) => indent + l).join('\n');
