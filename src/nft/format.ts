@@ -366,6 +366,8 @@ export function formatElement(set: Pick<NftSet, 'key' | 'data' | 'flags'>, e: Se
   if (e.keyEnd && !e.keyEnd.equals(e.key)) s += `-${formatKey(set, e.keyEnd)}`;
   if (e.verdict) s += ` : ${formatVerdict(e.verdict)}`;
   else if (e.data && set.data) s += ` : ${formatValue(e.data, set.data)}`;
+  // As nft lists an element's own counter (read back; a rendered element has none).
+  for (const x of e.exprs ?? []) if (x.type === 'counter') s += ` counter packets ${x.packets} bytes ${x.bytes}`;
   return s;
 }
 
