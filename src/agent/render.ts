@@ -11,10 +11,11 @@
  * its pods (kubelet probes) is never matched: nfkube has no output-hook chain.
  *   vmaps: local pod address -> goto combo_<combination>_in|out
  *   combination chain: jump pol_<policy>_<dir> for each policy of one combination (the sorted
- *                   policy ids isolating a pod in one direction), then the default deny
- *                   (src/deny/tail.ts). Pods isolated by the same policies share it: it exists
- *                   while one of them does, and a pod changing combination is a vmap element
- *                   change.
+ *                   policy ids isolating a pod in one direction), then the drop log and goto
+ *                   default_deny_in|out (src/deny/tail.ts). Pods isolated by the same policies
+ *                   share it: it exists while one of them does, and a pod changing combination
+ *                   is a vmap element change.
+ *   default_deny_in|out: audit accepts, the per-address deny counts, the deny.
  *   policy chain: one rule per (rule entry x peer x port match) that accepts
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
  *         (address . l4proto . port); deny_in|out_v4|v6 (and audited_..., with audit support):
@@ -31,7 +32,7 @@ import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../r
 import { formatLabel } from './labels';
 import { PolicyModes } from '../deny/modes';
 import { auditElements } from '../deny/audit-entries';
-import { AUDIT_SETS, counterSets, DropLogOptions, tailRules } from '../deny/tail';
+import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from '../deny/tail';
 
 export interface RenderOptions {
   table: string;
@@ -130,7 +131,8 @@ export class Renderer {
     return r;
   }
 
-  /** Base chains and the four vmaps (empty): the part that never depends on the cluster. */
+  /** Base chains, the default deny chains, the four vmaps and the counter sets (empty): the part
+   * that never depends on the cluster. */
   base(): { chains: ChainModel[]; sets: SetModel[] } {
     const established = [...b.ctState(['established', 'related']), b.accept()];
     // Neighbor discovery is how an IPv6 pod reaches its gateway at all (it may come from the
@@ -147,6 +149,13 @@ export class Renderer {
       { chain: this.chain('forward_ingress', { hook: 'forward', priority: 1, type: 'filter', policy: 'accept' }), rules: dispatch('forward_ingress', 'ingress', 'daddr') },
       { chain: this.chain('input_egress', { hook: 'input', priority: 0, type: 'filter', policy: 'accept' }), rules: dispatch('input_egress', 'egress', 'saddr') },
     ];
+    for (const dir of ['ingress', 'egress'] as const) {
+      const name = DENY_CHAINS[dir];
+      const rules = denyChainRules(dir, !!this.opts.modes).map((r) => this.rule(name, r.exprs, r.comment));
+      const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
+      rules.push(this.rule(name, [deny], formatLabel({ kind: 'deny', direction: dir })));
+      chains.push({ chain: this.chain(name), rules });
+    }
     const sets: SetModel[] = [];
     for (const dir of ['ingress', 'egress'] as const) {
       sets.push({ set: this.set(VMAPS[dir].v4, { key: ['ipv4_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
@@ -283,9 +292,9 @@ export class Renderer {
   comboChain(dir: Direction, policies: readonly string[], policyNames: (id: string) => string): ChainModel {
     const name = comboChainName(policies, dir);
     const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
-    for (const r of tailRules(dir, comboId(policies), { log: this.opts.log, audit: !!this.opts.modes })) rules.push(this.rule(name, r.exprs, r.comment));
-    const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
-    rules.push(this.rule(name, [deny], formatLabel({ kind: 'deny', direction: dir })));
+    const log = logRule(dir, comboId(policies), this.opts.log);
+    if (log) rules.push(this.rule(name, log));
+    rules.push(this.rule(name, [b.goto(DENY_CHAINS[dir])]));
     return { chain: this.chain(name), rules };
   }
 

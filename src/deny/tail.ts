@@ -1,21 +1,26 @@
-/** The rules that end every combination chain, after the jumps to the policies of the
- * combination: what happens to a packet none of them accepted.
+/** What happens to a packet none of a combination's policies accepted. Each combination chain
+ * ends in its drop log rule (with --log-drops) and a goto to the default deny chain of its
+ * direction, one per table and direction:
  *
- *   limit rate R/second burst B packets log prefix "nfkube in <combination>" group G  (--log-drops)
- *   ip daddr @audit_v4 update @audited_in_v4 { ip daddr } accept   (audit mode)
- *   ip6 daddr @audit_v6 update @audited_in_v6 { ip6 daddr } accept
- *   update @deny_in_v4 { ip daddr }
- *   update @deny_in_v6 { ip6 daddr }
- *   drop                                                           (or reject)
+ *   combo_<id>_in:  jump pol_...  (one per policy)
+ *                   limit rate R/second burst B packets log prefix "nfkube in <id>" group G
+ *                   goto default_deny_in
+ *   default_deny_in:
+ *                   ip daddr @audit_v4 update @audited_in_v4 { ip daddr } accept   (audit mode)
+ *                   ip6 daddr @audit_v6 update @audited_in_v6 { ip6 daddr } accept
+ *                   update @deny_in_v4 { ip daddr }
+ *                   update @deny_in_v6 { ip6 daddr }
+ *                   drop                                                           (or reject)
  *
- * Pods isolated by the same policies share the chain, so what is counted per pod is counted by
- * address: the counter sets hold every isolated pod's addresses (as its vmap does), each element
- * with its own counter, and the dynset update finds the packet's element and counts it there.
- * The log rule has no verdict, so a packet over the limit goes on to the same verdict unlogged:
- * the token bucket lives in the kernel, per combination chain, and a flood cannot reach the
- * agent, which names the pod by the packet's address. A pod's mode is the membership of its
- * addresses in the audit sets: switching a namespace is one transaction of element changes, no
- * chain is rendered again. Egress chains match saddr. */
+ * Pods isolated by the same policies share a chain, so what is counted per pod is counted by
+ * address: the counter sets hold every isolated pod's addresses (as the vmap of the direction
+ * does), each element with its own counter, and the dynset update finds the packet's element and
+ * counts it there; the deny that follows has no condition, so a packet is denied whether or not
+ * it was counted. The log rule has no verdict, so a packet over the limit goes on to the same
+ * verdict unlogged: the token bucket lives in the kernel, per combination chain, and a flood
+ * cannot reach the agent, which names the pod by the packet's address. A pod's mode is the
+ * membership of its addresses in the audit sets: switching a namespace is one transaction of
+ * element changes, no chain is rendered again. Egress chains match saddr. */
 import { formatLabel } from '../agent/labels';
 import * as b from '../nft/build';
 import { Expr } from '../nft/types';
@@ -66,17 +71,23 @@ export function parseDropLogPrefix(prefix: string | undefined): { direction: Dir
   return m ? { direction: m[1] === 'in' ? 'ingress' : 'egress', comboId: m[2] } : undefined;
 }
 
-/** The expression lists of the tail before the final deny, with the comment each rule carries
- * (undefined: none). */
-export function tailRules(dir: Direction, comboId: string, opts: { log?: DropLogOptions; audit: boolean }): { exprs: Expr[]; comment?: string }[] {
+/** The default deny chains, one per direction. */
+export const DENY_CHAINS: Record<Direction, string> = { ingress: 'default_deny_in', egress: 'default_deny_out' };
+
+/** The drop log rule of a combination chain (none without --log-drops). */
+export function logRule(dir: Direction, comboId: string, log: DropLogOptions | undefined): Expr[] | undefined {
+  if (!log) return undefined;
+  const exprs: Expr[] = log.rate > 0 ? [b.limit(log.rate, log.burst)] : [];
+  exprs.push(b.log(log.group, dropLogPrefix(dir, comboId)));
+  return exprs;
+}
+
+/** The expression lists of a default deny chain before its deny, with the comment each rule
+ * carries (undefined: none). */
+export function denyChainRules(dir: Direction, audit: boolean): { exprs: Expr[]; comment?: string }[] {
   const out: { exprs: Expr[]; comment?: string }[] = [];
-  if (opts.log) {
-    const exprs: Expr[] = opts.log.rate > 0 ? [b.limit(opts.log.rate, opts.log.burst)] : [];
-    exprs.push(b.log(opts.log.group, dropLogPrefix(dir, comboId)));
-    out.push({ exprs });
-  }
   const field = dir === 'ingress' ? 'daddr' : 'saddr';
-  if (opts.audit) {
+  if (audit) {
     const comment = formatLabel({ kind: 'audit', direction: dir });
     for (const fam of ['v4', 'v6'] as const) {
       const addr = fam === 'v4' ? (`ip ${field}` as const) : (`ip6 ${field}` as const);

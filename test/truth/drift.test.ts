@@ -42,7 +42,7 @@ async function assertDetectedAndRepaired(sb: Sandbox, cluster: Cluster, agent: A
   assert.equal(agent.totals.commits, commits + 1, 'one transaction');
   const after = verify(sb, cluster);
   assert.equal(after.status, 0, after.stdout);
-  assert.match(after.stdout, /^table inet nfkube matches the desired state \(7 chains, 12 sets\)\n$/);
+  assert.match(after.stdout, /^table inet nfkube matches the desired state \(9 chains, 12 sets\)\n$/);
   assert.equal((await agent.resync()).drift, '', 'nothing left to repair');
 }
 
@@ -63,12 +63,12 @@ test('a deleted rule is reported as missing and re-added', async () => {
   await withAgent(async (sb, cluster, agent) => {
     const n = names(agent);
     sb.run('nft', ['delete', 'rule', 'inet', 'nfkube', 'forward_ingress', 'handle', handleOf(sb, 'forward_ingress', 'ct state established,related accept')]);
-    sb.run('nft', ['delete', 'rule', 'inet', 'nfkube', n.webIn, 'handle', handleOf(sb, n.webIn, 'drop comment "default deny ingress"')]);
+    sb.run('nft', ['delete', 'rule', 'inet', 'nfkube', 'default_deny_in', 'handle', handleOf(sb, 'default_deny_in', 'drop comment "default deny ingress"')]);
     await assertDetectedAndRepaired(
       sb,
       cluster,
       agent,
-      ['~ chain forward_ingress', '+   ct state established,related accept', `~ chain ${n.webIn}`, '+   drop comment "default deny ingress"'].join('\n'),
+      ['~ chain forward_ingress', '+   ct state established,related accept', '~ chain default_deny_in', '+   drop comment "default deny ingress"'].join('\n'),
     );
   });
 });
@@ -145,19 +145,23 @@ test('a flushed table (every rule gone, chains and sets kept) is refilled', asyn
         '+   meta nfproto ipv6 icmpv6 type 133-136 accept',
         '+   ip saddr vmap @egress_v4',
         '+   ip6 saddr vmap @egress_v6',
+        '~ chain default_deny_in',
+        '+   update @deny_in_v4 { ip daddr }',
+        '+   update @deny_in_v6 { ip6 daddr }',
+        '+   drop comment "default deny ingress"',
+        '~ chain default_deny_out',
+        '+   update @deny_out_v4 { ip saddr }',
+        '+   update @deny_out_v6 { ip6 saddr }',
+        '+   drop comment "default deny egress"',
         `~ chain ${n.webPolicy}`,
         `+   ip saddr @${n.clients4} ip daddr . meta l4proto . th dport @${n.ports4} counter packets 0 bytes 0 accept comment "x/web ingress[0]"`,
         `+   ip6 saddr @${n.clients6} ip6 daddr . meta l4proto . th dport @${n.ports6} counter packets 0 bytes 0 accept comment "x/web ingress[0]"`,
         `~ chain ${n.webIn}`,
         `+   jump ${n.webPolicy} comment "x/web"`,
-        '+   update @deny_in_v4 { ip daddr }',
-        '+   update @deny_in_v6 { ip6 daddr }',
-        '+   drop comment "default deny ingress"',
+        '+   goto default_deny_in',
         `~ chain ${n.clientOut}`,
         `+   jump ${n.denyPolicy} comment "y/deny-egress"`,
-        '+   update @deny_out_v4 { ip saddr }',
-        '+   update @deny_out_v6 { ip6 saddr }',
-        '+   drop comment "default deny egress"',
+        '+   goto default_deny_out',
       ].join('\n'),
     );
   });
@@ -176,10 +180,12 @@ test('a deleted table is reported whole and recreated', async () => {
         '+ chain forward_egress (4 rules)',
         '+ chain forward_ingress (4 rules)',
         '+ chain input_egress (4 rules)',
+        '+ chain default_deny_in (3 rules)',
+        '+ chain default_deny_out (3 rules)',
         `+ chain ${n.webPolicy} (2 rules)`,
         `+ chain ${n.denyPolicy} (0 rules)`,
-        `+ chain ${n.webIn} (4 rules)`,
-        `+ chain ${n.clientOut} (4 rules)`,
+        `+ chain ${n.webIn} (2 rules)`,
+        `+ chain ${n.clientOut} (2 rules)`,
         '+ set ingress_v4 (1 elements)',
         '+ set ingress_v6 (1 elements)',
         '+ set egress_v4 (1 elements)',

@@ -21,18 +21,20 @@ function assertSame(actual: RulesetModel, expected: RulesetModel, where: string)
   assert.ok(isEmptyDiff(d), `${where}:\n${formatDiff(actual, expected, d)}`);
 }
 
-test('a combination chain ends in the rate-limited drop log, the audit accepts, the per-address counts, then the deny', () => {
+test('a combination chain ends in the rate-limited drop log and a goto to the default deny: audit accepts, per-address counts, the deny', () => {
   const modes = new PolicyModes('enforce');
   const r = new Renderer({ table: 'nfkube', denyAction: 'drop', log: { group: 100, rate: 10, burst: 5 }, modes });
   const chain = r.comboChain('ingress', ['pabc'], () => 'x/deny-b');
   assert.equal(chain.chain.name, comboChainName(['pabc'], 'ingress'));
-  const contents: TableContents = { table: { family: 'inet', name: 'nfkube' }, chains: [chain.chain], sets: [], rules: chain.rules, elements: new Map() };
+  const deny = r.base().chains.find((c) => c.chain.name === 'default_deny_in')!;
+  const contents: TableContents = { table: { family: 'inet', name: 'nfkube' }, chains: [chain.chain, deny.chain], sets: [], rules: [...chain.rules, ...deny.rules], elements: new Map() };
   const text = formatTable(contents);
   const id = comboId(['pabc']);
+  assert.match(text, new RegExp(`jump pol_pabc_in comment "x\\/deny-b"\n\\s+limit rate 10\\/second burst 5 log prefix "nfkube in ${id}" group 100\n\\s+goto default_deny_in\n`));
   assert.match(
     text,
     new RegExp(
-      `jump pol_pabc_in comment "x\\/deny-b"\n\\s+limit rate 10\\/second burst 5 log prefix "nfkube in ${id}" group 100\n` +
+      `chain default_deny_in \\{\n` +
         `\\s+ip daddr @audit_v4 update @audited_in_v4 \\{ ip daddr \\} accept comment "audit ingress"\n` +
         `\\s+ip6 daddr @audit_v6 update @audited_in_v6 \\{ ip6 daddr \\} accept comment "audit ingress"\n` +
         `\\s+update @deny_in_v4 \\{ ip daddr \\}\n` +
@@ -40,9 +42,10 @@ test('a combination chain ends in the rate-limited drop log, the audit accepts, 
         `\\s+drop comment "default deny ingress"`,
     ),
   );
-  // Without the options: the jump, the two per-address counts, the deny.
-  const plain = new Renderer({ table: 'nfkube', denyAction: 'drop' }).comboChain('ingress', ['p'], () => 'p');
-  assert.equal(plain.rules.length, 4);
+  // Without the options the chain is what a pod chain always was: the jumps, then the deny.
+  const plain = new Renderer({ table: 'nfkube', denyAction: 'drop' });
+  assert.equal(plain.comboChain('ingress', ['p'], () => 'p').rules.length, 2);
+  assert.equal(plain.base().chains.find((c) => c.chain.name === 'default_deny_out')!.rules.length, 3, 'the two per-address counts, the deny');
 });
 
 test('desired table under random events and mode switches equals a full render; switches write set elements only', () => {
