@@ -3,7 +3,7 @@
  * next diff against the committed table looks at nothing else. */
 import { CompiledPolicy, IpBlockSet, PolicyDelta, PolicyIR, Target } from '../policy/ir';
 import { ChangeScope } from '../pipeline/scope';
-import { elementKey, RulesetModel } from '../ruleset/model';
+import { elementKey, RulesetModel, SetModel } from '../ruleset/model';
 import { SetElement } from '../nft/types';
 import { ipv4, ipv6 } from '../net/ip-bytes';
 import { AuditEntries } from '../deny/audit-entries';
@@ -26,8 +26,11 @@ export class DesiredTable {
    * one target does, as in a full render. */
   private readonly combos = new Map<string, { dir: Direction; policies: readonly string[]; users: Set<string> }>();
 
+  /** Policy id -> the names of its port sets. */
+  private readonly policySets = new Map<string, string[]>();
+
   constructor(private readonly renderer: Renderer, ir: PolicyIR) {
-    this.model = renderer.full(ir, this.vmapClaims);
+    this.model = renderer.full(ir, this.vmapClaims, this.policySets);
     for (const [k, t] of ir.targets) {
       this.targets.set(k, t);
       for (const dir of ['ingress', 'egress'] as const) {
@@ -112,11 +115,13 @@ export class DesiredTable {
     }
     for (const p of delta.policies.upsert) {
       this.policies.set(p.id, p);
-      const chains = new Map(r.policyChains(p, this.ipBlocks).map((c) => [c.chain.name, c]));
+      const rendered = r.policy(p, this.ipBlocks);
+      const chains = new Map(rendered.chains.map((c) => [c.chain.name, c]));
       for (const dir of ['ingress', 'egress'] as const) {
         const name = policyChainName(p.id, dir);
         this.putChain(scope, name, chains.get(name));
       }
+      this.putPolicySets(p.id, rendered.sets, scope);
       // Combination chains carry the policy's name in their comments.
       for (const [name, c] of this.combos) if (c.policies.includes(p.id)) this.putChain(scope, name, r.comboChain(c.dir, c.policies, this.policyNames));
     }
@@ -140,6 +145,7 @@ export class DesiredTable {
       this.policies.delete(id);
       r.forget(id);
       for (const dir of ['ingress', 'egress'] as const) this.putChain(scope, policyChainName(id, dir), undefined);
+      this.putPolicySets(id, [], scope);
     }
     for (const id of delta.peerSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(peerSetName(id, fam)), scope.sets.add(peerSetName(id, fam)));
     for (const id of delta.ipBlockSets.remove) {
@@ -148,6 +154,14 @@ export class DesiredTable {
       this.ipBlocks.delete(id);
     }
     for (const id of delta.namedPortSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(namedPortSetName(id, fam)), scope.sets.add(namedPortSetName(id, fam)));
+  }
+
+  /** Replaces a policy's port sets (compared whole: they are small). */
+  private putPolicySets(policyId: string, sets: SetModel[], scope: ChangeScope): void {
+    for (const name of this.policySets.get(policyId) ?? []) (this.model.sets.delete(name), scope.sets.add(name));
+    for (const s of sets) (this.model.sets.set(s.set.name, s), scope.sets.add(s.set.name));
+    if (sets.length) this.policySets.set(policyId, sets.map((s) => s.set.name));
+    else this.policySets.delete(policyId);
   }
 
   /** Moves a target from the combinations of `before` to those of `after`: a chain appears with

@@ -16,7 +16,9 @@
  *                   share it: it exists while one of them does, and a pod changing combination
  *                   is a vmap element change.
  *   default_deny_in|out: audit accepts, the per-address deny counts, the deny.
- *   policy chain: one rule per (rule entry x peer x port match) that accepts
+ *   policy chain: one rule per (rule entry x peer x port match) that accepts; a rule entry of
+ *                   several port matches has them in one set, pol_<policy>_<dir>_ports<entry>
+ *                   (meta l4proto . th dport ranges), and one rule per peer
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
  *         (address . l4proto . port); deny_in|out_v4|v6 (and audited_..., with audit support):
  *         the vmaps' addresses, each with a counter the default deny updates (per pod counts).
@@ -86,6 +88,8 @@ function namedPortLoads(field: 'ip daddr' | 'ip6 daddr') {
   return { exprs: loads.exprs, pinned: loads.exprs.slice(2), sreg: loads.sreg };
 }
 const NAMED_PORT_LOADS = { v4: namedPortLoads('ip daddr'), v6: namedPortLoads('ip6 daddr') };
+/** The loads of a port set lookup, `meta l4proto . th dport`. */
+const PORT_SET_LOADS = b.concatLoads(['meta l4proto', 'th dport']);
 
 export const VMAPS = { ingress: { v4: 'ingress_v4', v6: 'ingress_v6' }, egress: { v4: 'egress_v4', v6: 'egress_v6' } } as const;
 
@@ -95,6 +99,8 @@ export const comboId = (policies: readonly string[]) => hash('sha1', policies.jo
 export const comboChainName = (policies: readonly string[], dir: Direction) => `combo_${comboId(policies)}_${DIR_SUFFIX[dir]}`;
 export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
+/** The port set of a policy's rule entry (entries with several port matches have one). */
+export const portSetName = (policyId: string, dir: Direction, entry: number) => `${policyChainName(policyId, dir)}_ports${entry}`;
 
 export class Renderer {
   /** Port match expressions by protocol and range, shared by every rule that has them. */
@@ -194,23 +200,29 @@ export class Renderer {
     ];
   }
 
-  /** The policy's chains (one per direction it isolates). ipBlocks tells each block's family.
-   * A policy whose rules cannot be rendered gets empty chains: it isolates what it selects and
-   * allows nothing (see RenderError). What a rule carries from the cluster is checked here, so
-   * nothing unencodable reaches a batch: comments come from formatLabel (bounded, sanitised),
-   * ports are checked in portMatch, addresses and set names are canonical or ids. Encoding
-   * every rule here instead would cost as much as rendering it again. */
-  policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
+  /** The policy's chains (one per direction it isolates) and port sets (one per rule entry of
+   * several port matches). ipBlocks tells each block's family. A policy whose rules cannot be
+   * rendered gets empty chains and no sets: it isolates what it selects and allows nothing (see
+   * RenderError). What a rule carries from the cluster is checked here, so nothing unencodable
+   * reaches a batch: comments come from formatLabel (bounded, sanitised), ports are checked in
+   * portMatch, addresses and set names are canonical or ids. Encoding every rule here instead
+   * would cost as much as rendering it again. */
+  policy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): { chains: ChainModel[]; sets: SetModel[] } {
     try {
-      const chains = this.renderPolicyChains(p, ipBlocks);
+      const rendered = this.renderPolicy(p, ipBlocks);
       this.failedClosed.delete(p.id);
-      return chains;
+      return rendered;
     } catch (cause) {
       const err = new RenderError(`NetworkPolicy ${p.namespace}/${p.name}`, cause);
       this.failedClosed.set(p.id, err);
       this.opts.onFailClosed?.(err);
-      return (['ingress', 'egress'] as const).filter((dir) => p[dir]).map((dir) => ({ chain: this.chain(policyChainName(p.id, dir)), rules: [] }));
+      return { chains: (['ingress', 'egress'] as const).filter((dir) => p[dir]).map((dir) => ({ chain: this.chain(policyChainName(p.id, dir)), rules: [] })), sets: [] };
     }
+  }
+
+  /** The policy's chains alone (see policy). */
+  policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
+    return this.policy(p, ipBlocks).chains;
   }
 
   /** Forgets a removed policy's render failure. */
@@ -218,8 +230,9 @@ export class Renderer {
     this.failedClosed.delete(policyId);
   }
 
-  private renderPolicyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
-    const out: ChainModel[] = [];
+  private renderPolicy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): { chains: ChainModel[]; sets: SetModel[] } {
+    const chains: ChainModel[] = [];
+    const sets: SetModel[] = [];
     for (const dir of ['ingress', 'egress'] as const) {
       const entries = p[dir];
       if (!entries) continue;
@@ -227,15 +240,34 @@ export class Renderer {
       const rules: Rule[] = [];
       for (let i = 0; i < entries.length; i++) {
         const comment = formatLabel({ kind: 'accept', policy: `${p.namespace}/${p.name}`, direction: dir, entry: i });
-        for (const exprs of this.acceptRules(entries[i], dir, ipBlocks)) rules.push(this.rule(name, exprs, comment));
+        const ports = entries[i].ports;
+        const portSet = ports !== 'any' && ports.length > 1 ? this.portSet(portSetName(p.id, dir, i), ports) : undefined;
+        if (portSet) sets.push(portSet);
+        for (const exprs of this.acceptRules(entries[i], dir, ipBlocks, portSet?.set.name)) rules.push(this.rule(name, exprs, comment));
       }
-      out.push({ chain: this.chain(name), rules });
+      chains.push({ chain: this.chain(name), rules });
     }
-    return out;
+    return { chains, sets };
   }
 
-  /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each. */
-  private acceptRules(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>): Expr[][] {
+  /** The port matches of one rule entry as one set of `meta l4proto . th dport` ranges: one rule
+   * per peer matches them all. */
+  private portSet(name: string, ports: PortMatch[]): SetModel {
+    const elements = new Map<string, SetElement>();
+    for (const pm of ports) {
+      this.portMatch(pm); // checks protocol and range
+      const proto = Buffer.from([b.IPPROTO[PROTO[pm.protocol]]]);
+      const e: SetElement = { key: concatKey([proto, be16(pm.port ?? 0)]) };
+      const last = pm.port === undefined ? 65535 : (pm.endPort ?? pm.port);
+      if (last !== (pm.port ?? 0)) e.keyEnd = concatKey([proto, be16(last)]);
+      elements.set(elementKey(e), e);
+    }
+    return { set: this.set(name, { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements };
+  }
+
+  /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each;
+   * with `portSet`, one rule per peer matches every port match of the entry. */
+  private acceptRules(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>, portSet?: string): Expr[][] {
     const peerField = dir === 'ingress' ? 'saddr' : 'daddr';
     // Peer alternatives, each tagged with the address family it pins (undefined: any).
     const peers: { fam?: Fam; exprs: Expr[] }[] = [];
@@ -259,7 +291,8 @@ export class Renderer {
       return out;
     }
     const ports: Expr[][] = [];
-    for (const pm of entry.ports) ports.push(this.portMatch(pm));
+    if (portSet) ports.push(PORT_SET_LOADS.exprs.concat(b.lookup(portSet, PORT_SET_LOADS.sreg)));
+    else for (const pm of entry.ports) ports.push(this.portMatch(pm));
     for (const peer of peers) {
       for (const port of ports) out.push(peer.exprs.concat(port, COUNTED_ACCEPT));
       if (entry.namedPorts) {
@@ -324,8 +357,9 @@ export class Renderer {
 
   /** The whole table for an IR. `claims` receives, per vmap entry (`set key`), the keys of the
    * targets that claim it, sorted: two local pods may briefly share an address (one leaving, one
-   * arriving), and the first by pod key holds the entry. */
-  full(ir: PolicyIR, claims = new Map<string, string[]>()): RulesetModel {
+   * arriving), and the first by pod key holds the entry. `policySets` receives the names of each
+   * policy's port sets. */
+  full(ir: PolicyIR, claims = new Map<string, string[]>(), policySets = new Map<string, string[]>()): RulesetModel {
     this.failedClosed.clear();
     const m = emptyModel({ family: 'inet', name: this.opts.table });
     const base = this.base();
@@ -337,7 +371,12 @@ export class Renderer {
       m.sets.set(s.set.name, s);
     }
     for (const np of ir.namedPortSets.values()) for (const s of this.namedPortSet(np)) m.sets.set(s.set.name, s);
-    for (const p of ir.policies.values()) for (const c of this.policyChains(p, ir.ipBlockSets)) m.chains.set(c.chain.name, c);
+    for (const p of ir.policies.values()) {
+      const rendered = this.policy(p, ir.ipBlockSets);
+      for (const c of rendered.chains) m.chains.set(c.chain.name, c);
+      for (const s of rendered.sets) m.sets.set(s.set.name, s);
+      if (rendered.sets.length) policySets.set(p.id, rendered.sets.map((s) => s.set.name));
+    }
     const names = (id: string) => policyLabel(ir.policies.get(id));
     for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
       for (const dir of ['ingress', 'egress'] as const) {

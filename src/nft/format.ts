@@ -361,9 +361,23 @@ function formatKey(set: Pick<NftSet, 'key' | 'flags'>, key: Buffer): string {
   return parts.join(' . ');
 }
 
+/** A range of a concatenation as nft writes it: each field's own range, `tcp . 8000-8100`. */
+function formatConcatRange(set: Pick<NftSet, 'key'>, key: Buffer, keyEnd: Buffer): string {
+  const parts: string[] = [];
+  let pos = 0;
+  for (const f of set.key) {
+    const from = key.subarray(pos, pos + TYPE_LEN[f]);
+    const to = keyEnd.subarray(pos, pos + TYPE_LEN[f]);
+    parts.push(from.equals(to) ? formatValue(from, f) : `${formatValue(from, f)}-${formatValue(to, f)}`);
+    pos += (TYPE_LEN[f] + 3) & ~3;
+  }
+  return parts.join(' . ');
+}
+
 export function formatElement(set: Pick<NftSet, 'key' | 'data' | 'flags'>, e: SetElement): string {
-  let s = formatKey(set, e.key);
-  if (e.keyEnd && !e.keyEnd.equals(e.key)) s += `-${formatKey(set, e.keyEnd)}`;
+  const range = e.keyEnd && !e.keyEnd.equals(e.key) ? e.keyEnd : undefined;
+  let s = range && set.key.length > 1 ? formatConcatRange(set, e.key, range) : formatKey(set, e.key);
+  if (range && set.key.length === 1) s += `-${formatKey(set, range)}`;
   if (e.verdict) s += ` : ${formatVerdict(e.verdict)}`;
   else if (e.data && set.data) s += ` : ${formatValue(e.data, set.data)}`;
   // As nft lists an element's own counter (read back; a rendered element has none).

@@ -123,3 +123,43 @@ test('two pods share a combination chain; each denied packet is counted and logg
     topo.close();
   }
 });
+
+test('a rule entry of several port matches, as one port set: allowed ports pass, others are counted against the pod', { timeout: 120_000 }, async () => {
+  const topo = createTopology('routed', [
+    { namespace: 'x', name: 'a' },
+    { namespace: 'x', name: 'c' },
+  ]);
+  const [a, c] = topo.pods;
+  const socket = NetlinkSocket.open({ netns: topo.nodeNetnsPath });
+  const cluster = new Cluster();
+  cluster.apply(namespace('x'));
+  cluster.apply(pod('x', 'a', a.ipv4, { role: 'db' }, { ip6: a.ipv6 }));
+  cluster.apply(pod('x', 'c', c.ipv4, { role: 'client' }, { ip6: c.ipv6 }));
+  cluster.apply(policy('x', 'ports', { podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53, endPort: 60 }] }] }));
+  const silent = pino({ level: 'silent' });
+  const component = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent });
+  const agent = new Agent({ socket, logger: silent, components: [component] });
+  try {
+    await agent.start(cluster.snapshot());
+    assert.ok([...agent.desiredModel!.sets.keys()].some((n) => /^pol_\w+_in_ports0$/.test(n)), 'the entry has a port set');
+    const reader = policyCounterReader(socket, 'nfkube', (addr, dir) => component.podAt(addr, dir));
+    const count = async (verdict: 'accept' | 'drop') => (await reader()).filter((r) => r.verdict === verdict && r.direction === 'ingress' && (verdict === 'drop' ? r.pod === 'a' : r.policy === 'x/ports')).reduce((n, r) => n + BigInt(r.packets), 0n);
+    for (const family of [4, 6] as const) {
+      const dst = family === 4 ? a.ipv4 : a.ipv6;
+      const [accepted0, dropped0] = [await count('accept'), await count('drop')];
+      // One datagram per allowed flow (later ones of a flow may pass as part of the connection);
+      // a denied flow never gets a conntrack entry, so each of its datagrams meets the deny.
+      await sendPackets(c.netnsPath, 'udp', dst, 53, family, 1);
+      await sendPackets(c.netnsPath, 'udp', dst, 60, family, 1);
+      await sendPackets(c.netnsPath, 'udp', dst, 61, family, 3);
+      await sendPackets(c.netnsPath, 'udp', dst, 80, family, 1);
+      await settle();
+      assert.equal((await count('accept')) - accepted0, 2n, `IPv${family}: udp 53 and 60 are in the range`);
+      assert.equal((await count('drop')) - dropped0, 4n, `IPv${family}: udp 61 and udp 80 (tcp only) are denied`);
+    }
+  } finally {
+    await agent.stop();
+    await socket.close();
+    topo.close();
+  }
+});

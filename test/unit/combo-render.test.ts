@@ -1,13 +1,13 @@
 /** Combination chains and per-address deny counters, without a kernel: pods isolated by the same
  * policies share one chain; moving a pod between combinations is a vmap element change; a chain
  * appears with its first pod and goes with its last, each its own small change; the counter sets
- * hold the vmaps' addresses; set and element stateful expressions survive the codec, their
+ * hold the vmaps' addresses; several port matches of a rule entry are one set; set and element stateful expressions survive the codec, their
  * values never make a difference, and hostile element bytes give a value or a DecodeError. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DesiredTable } from '../../src/agent/desired';
 import { policyCounterRows } from '../../src/agent/metrics-bridge';
-import { comboChainName, Renderer } from '../../src/agent/render';
+import { comboChainName, portSetName, Renderer } from '../../src/agent/render';
 import { podAtOf } from '../../src/explain/counters';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { AttrWriter } from '../../src/netlink/attr';
@@ -15,6 +15,7 @@ import { DecodeError } from '../../src/netlink/errors';
 import * as b from '../../src/nft/build';
 import * as C from '../../src/nft/constants';
 import { encodeExprNest } from '../../src/nft/expr';
+import { formatRule, formatSet } from '../../src/nft/format';
 import { decodeSet, decodeSetElements, encodeSet } from '../../src/nft/objects';
 import { NFPROTO, NftSet, Rule, SetElement } from '../../src/nft/types';
 import { ipv4 } from '../../src/net/ip-bytes';
@@ -191,4 +192,40 @@ test('fuzz: mutated element dumps with counters give elements or a DecodeError, 
     }
   }
   assert.ok(decoded > 30 && refused > 30, `${decoded} decoded, ${refused} refused`);
+});
+
+test('a rule entry of several port matches is one set of protocol . port ranges and one rule per peer', () => {
+  const engine = world();
+  engine.upsertPolicy(
+    normalizeNetworkPolicy(
+      policy('x', 'ports', {
+        podSelector: { matchLabels: { role: 'db' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53, endPort: 60 }, { protocol: 'SCTP' }] }],
+      }),
+    ),
+  );
+  const r = new Renderer({ table: 'nfkube', denyAction: 'drop' });
+  const m = r.full(engine.state());
+  const p = [...engine.state().policies.values()].find((x) => x.name === 'ports')!;
+  const set = m.sets.get(portSetName(p.id, 'ingress', 0))!;
+  assert.deepEqual(set.set.key, ['inet_proto', 'inet_service']);
+  assert.equal(set.set.flags, C.NFT_SET_INTERVAL);
+  const text = formatSet(set.set, [...set.elements.values()]);
+  assert.match(text, /elements = \{ tcp \. 80,\n\s+udp \. 53-60,\n\s+sctp \. 0-65535 \}/);
+  const rules = m.chains.get(`pol_${p.id}_in`)!.rules;
+  assert.equal(rules.length, 2, 'one rule per peer family, not per port');
+  assert.match(formatRule(rules[0]), new RegExp(`ip saddr @\\w+_v4 meta l4proto \\. th dport @pol_${p.id}_in_ports0 counter packets 0 bytes 0 accept`));
+  // Edited to one port, the set goes and the rules match the port inline; the desired table
+  // follows with a scoped change.
+  const desired = new DesiredTable(r, engine.state());
+  const scope = new ChangeScope();
+  desired.apply(
+    engine.upsertPolicy(normalizeNetworkPolicy(policy('x', 'ports', { podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }] }] }))),
+    scope,
+  );
+  assert.ok(!desired.model.sets.has(portSetName(p.id, 'ingress', 0)));
+  assert.deepEqual(desired.model, r.full(engine.state()));
+  const d = diffRulesets(m, desired.model, scope);
+  assert.deepEqual(d.removeSets, [portSetName(p.id, 'ingress', 0)]);
+  assert.deepEqual(d.rewriteChains, [`pol_${p.id}_in`]);
 });
