@@ -26,11 +26,14 @@ export class DesiredTable {
    * one target does, as in a full render. */
   private readonly combos = new Map<string, { dir: Direction; policies: readonly string[]; users: Set<string> }>();
 
-  /** Policy id -> the names of its port sets. */
+  /** Policy id -> the names of its port sets; a port set (named by its content) exists while a
+   * policy uses it. */
   private readonly policySets = new Map<string, string[]>();
+  private readonly portSetUsers = new Map<string, Set<string>>();
 
   constructor(private readonly renderer: Renderer, ir: PolicyIR) {
     this.model = renderer.full(ir, this.vmapClaims, this.policySets);
+    for (const [id, names] of this.policySets) for (const name of names) this.portSetUsers.set(name, (this.portSetUsers.get(name) ?? new Set()).add(id));
     for (const [k, t] of ir.targets) {
       this.targets.set(k, t);
       for (const dir of ['ingress', 'egress'] as const) {
@@ -156,11 +159,25 @@ export class DesiredTable {
     for (const id of delta.namedPortSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(namedPortSetName(id, fam)), scope.sets.add(namedPortSetName(id, fam)));
   }
 
-  /** Replaces a policy's port sets (compared whole: they are small). */
+  /** Replaces a policy's port sets: a set appears with its first policy and goes with its last
+   * (compared whole: they are small). */
   private putPolicySets(policyId: string, sets: SetModel[], scope: ChangeScope): void {
-    for (const name of this.policySets.get(policyId) ?? []) (this.model.sets.delete(name), scope.sets.add(name));
-    for (const s of sets) (this.model.sets.set(s.set.name, s), scope.sets.add(s.set.name));
-    if (sets.length) this.policySets.set(policyId, sets.map((s) => s.set.name));
+    for (const s of sets) {
+      const users = this.portSetUsers.get(s.set.name);
+      if (users) users.add(policyId);
+      else (this.portSetUsers.set(s.set.name, new Set([policyId])), this.model.sets.set(s.set.name, s), scope.sets.add(s.set.name));
+    }
+    const now = new Set(sets.map((s) => s.set.name));
+    for (const name of this.policySets.get(policyId) ?? []) {
+      if (now.has(name)) continue;
+      const users = this.portSetUsers.get(name);
+      users?.delete(policyId);
+      if (users && users.size > 0) continue;
+      this.portSetUsers.delete(name);
+      this.model.sets.delete(name);
+      scope.sets.add(name);
+    }
+    if (sets.length) this.policySets.set(policyId, [...now]);
     else this.policySets.delete(policyId);
   }
 

@@ -17,8 +17,9 @@
  *                   is a vmap element change.
  *   default_deny_in|out: audit accepts, the per-address deny counts, the deny.
  *   policy chain: one rule per (rule entry x peer x port match) that accepts; a rule entry of
- *                   several port matches has them in one set, pol_<policy>_<dir>_ports<entry>
- *                   (meta l4proto . th dport ranges), and one rule per peer
+ *                   several port matches has them in one set, ports_<hash of its content>
+ *                   (meta l4proto . th dport ranges, shared by the entries of the same ports),
+ *                   and one rule per peer
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
  *         (address . l4proto . port); deny_in|out_v4|v6 (and audited_..., with audit support):
  *         the vmaps' addresses, each with a counter the default deny updates (per pod counts).
@@ -99,8 +100,8 @@ export const comboId = (policies: readonly string[]) => hash('sha1', policies.jo
 export const comboChainName = (policies: readonly string[], dir: Direction) => `combo_${comboId(policies)}_${DIR_SUFFIX[dir]}`;
 export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
-/** The port set of a policy's rule entry (entries with several port matches have one). */
-export const portSetName = (policyId: string, dir: Direction, entry: number) => `${policyChainName(policyId, dir)}_ports${entry}`;
+/** A set of port matches, named by its content: rule entries of the same ports share it. */
+export const portSetName = (elements: Iterable<string>) => `ports_${hash('sha1', [...elements].sort().join(' '), 'hex').slice(0, 12)}`;
 
 export class Renderer {
   /** Port match expressions by protocol and range, shared by every rule that has them. */
@@ -241,8 +242,8 @@ export class Renderer {
       for (let i = 0; i < entries.length; i++) {
         const comment = formatLabel({ kind: 'accept', policy: `${p.namespace}/${p.name}`, direction: dir, entry: i });
         const ports = entries[i].ports;
-        const portSet = ports !== 'any' && ports.length > 1 ? this.portSet(portSetName(p.id, dir, i), ports) : undefined;
-        if (portSet) sets.push(portSet);
+        const portSet = ports !== 'any' && ports.length > 1 ? this.portSet(ports) : undefined;
+        if (portSet && !sets.some((x) => x.set.name === portSet.set.name)) sets.push(portSet);
         for (const exprs of this.acceptRules(entries[i], dir, ipBlocks, portSet?.set.name)) rules.push(this.rule(name, exprs, comment));
       }
       chains.push({ chain: this.chain(name), rules });
@@ -252,17 +253,19 @@ export class Renderer {
 
   /** The port matches of one rule entry as one set of `meta l4proto . th dport` ranges: one rule
    * per peer matches them all. */
-  private portSet(name: string, ports: PortMatch[]): SetModel {
-    const elements = new Map<string, SetElement>();
+  private portSet(ports: PortMatch[]): SetModel {
+    const byKey = new Map<string, SetElement>();
     for (const pm of ports) {
       this.portMatch(pm); // checks protocol and range
       const proto = Buffer.from([b.IPPROTO[PROTO[pm.protocol]]]);
       const e: SetElement = { key: concatKey([proto, be16(pm.port ?? 0)]) };
       const last = pm.port === undefined ? 65535 : (pm.endPort ?? pm.port);
       if (last !== (pm.port ?? 0)) e.keyEnd = concatKey([proto, be16(last)]);
-      elements.set(elementKey(e), e);
+      byKey.set(elementKey(e), e);
     }
-    return { set: this.set(name, { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements };
+    // In key order: entries of the same ports in another order render the same set.
+    const elements = new Map([...byKey].sort(([x], [y]) => (x < y ? -1 : 1)));
+    return { set: this.set(portSetName(elements.keys()), { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements };
   }
 
   /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each;
@@ -358,7 +361,7 @@ export class Renderer {
   /** The whole table for an IR. `claims` receives, per vmap entry (`set key`), the keys of the
    * targets that claim it, sorted: two local pods may briefly share an address (one leaving, one
    * arriving), and the first by pod key holds the entry. `policySets` receives the names of each
-   * policy's port sets. */
+   * policy's port sets (shared by content). */
   full(ir: PolicyIR, claims = new Map<string, string[]>(), policySets = new Map<string, string[]>()): RulesetModel {
     this.failedClosed.clear();
     const m = emptyModel({ family: 'inet', name: this.opts.table });

@@ -194,38 +194,40 @@ test('fuzz: mutated element dumps with counters give elements or a DecodeError, 
   assert.ok(decoded > 30 && refused > 30, `${decoded} decoded, ${refused} refused`);
 });
 
-test('a rule entry of several port matches is one set of protocol . port ranges and one rule per peer', () => {
+test('a rule entry of several port matches is one set of protocol . port ranges, shared by content, and one rule per peer', () => {
   const engine = world();
-  engine.upsertPolicy(
-    normalizeNetworkPolicy(
-      policy('x', 'ports', {
-        podSelector: { matchLabels: { role: 'db' } },
-        ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53, endPort: 60 }, { protocol: 'SCTP' }] }],
-      }),
-    ),
-  );
+  const ports = [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53, endPort: 60 }, { protocol: 'SCTP' }];
+  const withPorts = (name: string, list: object[]) =>
+    normalizeNetworkPolicy(policy('x', name, { podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: list }] }));
+  engine.upsertPolicy(withPorts('ports', ports));
+  engine.upsertPolicy(withPorts('same-ports', [...ports].reverse()));
   const r = new Renderer({ table: 'nfkube', denyAction: 'drop' });
   const m = r.full(engine.state());
-  const p = [...engine.state().policies.values()].find((x) => x.name === 'ports')!;
-  const set = m.sets.get(portSetName(p.id, 'ingress', 0))!;
+  const portSets = () => [...m.sets.keys()].filter((n) => n.startsWith('ports_'));
+  assert.equal(portSets().length, 1, 'the two entries share one set');
+  const set = m.sets.get(portSets()[0])!;
   assert.deepEqual(set.set.key, ['inet_proto', 'inet_service']);
   assert.equal(set.set.flags, C.NFT_SET_INTERVAL);
+  assert.equal(set.set.name, portSetName(set.elements.keys()));
   const text = formatSet(set.set, [...set.elements.values()]);
   assert.match(text, /elements = \{ tcp \. 80,\n\s+udp \. 53-60,\n\s+sctp \. 0-65535 \}/);
+  const p = [...engine.state().policies.values()].find((x) => x.name === 'ports')!;
   const rules = m.chains.get(`pol_${p.id}_in`)!.rules;
   assert.equal(rules.length, 2, 'one rule per peer family, not per port');
-  assert.match(formatRule(rules[0]), new RegExp(`ip saddr @\\w+_v4 meta l4proto \\. th dport @pol_${p.id}_in_ports0 counter packets 0 bytes 0 accept`));
-  // Edited to one port, the set goes and the rules match the port inline; the desired table
-  // follows with a scoped change.
+  assert.match(formatRule(rules[0]), new RegExp(`ip saddr @\\w+_v4 meta l4proto \\. th dport @${set.set.name} counter packets 0 bytes 0 accept`));
+  // Edited to one port, the policy no longer uses the set, which stays for the other; when the
+  // other goes too, the set goes. The desired table follows with scoped changes.
   const desired = new DesiredTable(r, engine.state());
-  const scope = new ChangeScope();
-  desired.apply(
-    engine.upsertPolicy(normalizeNetworkPolicy(policy('x', 'ports', { podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }] }] }))),
-    scope,
-  );
-  assert.ok(!desired.model.sets.has(portSetName(p.id, 'ingress', 0)));
+  let scope = new ChangeScope();
+  desired.apply(engine.upsertPolicy(withPorts('ports', [{ protocol: 'TCP', port: 80 }])), scope);
+  assert.ok(desired.model.sets.has(set.set.name));
   assert.deepEqual(desired.model, r.full(engine.state()));
-  const d = diffRulesets(m, desired.model, scope);
-  assert.deepEqual(d.removeSets, [portSetName(p.id, 'ingress', 0)]);
-  assert.deepEqual(d.rewriteChains, [`pol_${p.id}_in`]);
+  let d = diffRulesets(m, desired.model, scope);
+  assert.deepEqual([d.removeSets, d.rewriteChains], [[], [`pol_${p.id}_in`]]);
+  const committed = r.full(engine.state());
+  scope = new ChangeScope();
+  desired.apply(engine.deletePolicy(withPorts('same-ports', ports)), scope);
+  assert.deepEqual(desired.model, r.full(engine.state()));
+  d = diffRulesets(committed, desired.model, scope);
+  assert.deepEqual(d.removeSets, [set.set.name]);
 });
