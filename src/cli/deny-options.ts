@@ -40,7 +40,7 @@ export function dropLogOptions(v: Record<string, string | boolean | undefined>):
 }
 
 /** --policy-mode, with every namespace's annotation taken in; undefined without the flag. Audit
- * support adds the audit sets and two rules to each pod chain, so it is asked for: with
+ * support adds the audit sets and two rules to each default deny chain, so it is asked for: with
  * `--policy-mode enforce` namespaces may switch themselves to audit by annotation. */
 export function policyModes(v: Record<string, string | boolean | undefined>, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes | undefined {
   if (v['policy-mode'] === undefined) return undefined;
