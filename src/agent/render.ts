@@ -254,17 +254,28 @@ export class Renderer {
   /** The port matches of one rule entry as one set of `meta l4proto . th dport` ranges: one rule
    * per peer matches them all. */
   private portSet(ports: PortMatch[]): SetModel {
-    const byKey = new Map<string, SetElement>();
+    // Ranges of one protocol that overlap or touch are merged: the kernel refuses overlapping
+    // elements in an interval set.
+    const ranges: [number, number, number][] = [];
     for (const pm of ports) {
       this.portMatch(pm); // checks protocol and range
-      const proto = Buffer.from([b.IPPROTO[PROTO[pm.protocol]]]);
-      const e: SetElement = { key: concatKey([proto, be16(pm.port ?? 0)]) };
-      const last = pm.port === undefined ? 65535 : (pm.endPort ?? pm.port);
-      if (last !== (pm.port ?? 0)) e.keyEnd = concatKey([proto, be16(last)]);
-      byKey.set(elementKey(e), e);
+      const first = pm.port ?? 0;
+      ranges.push([b.IPPROTO[PROTO[pm.protocol]], first, pm.port === undefined ? 65535 : (pm.endPort ?? first)]);
     }
-    // In key order: entries of the same ports in another order render the same set.
-    const elements = new Map([...byKey].sort(([x], [y]) => (x < y ? -1 : 1)));
+    ranges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    const merged: [number, number, number][] = [];
+    for (const r of ranges) {
+      const last = merged[merged.length - 1];
+      if (last && last[0] === r[0] && r[1] <= last[2] + 1) last[2] = Math.max(last[2], r[2]);
+      else merged.push([...r]);
+    }
+    const elements = new Map<string, SetElement>();
+    for (const [proto, first, last] of merged) {
+      const protoByte = Buffer.from([proto]);
+      const e: SetElement = { key: concatKey([protoByte, be16(first)]) };
+      if (last !== first) e.keyEnd = concatKey([protoByte, be16(last)]);
+      elements.set(elementKey(e), e);
+    }
     return { set: this.set(portSetName(elements.keys()), { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements };
   }
 

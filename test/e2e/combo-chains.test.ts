@@ -135,7 +135,7 @@ test('a rule entry of several port matches, as one port set: allowed ports pass,
   cluster.apply(namespace('x'));
   cluster.apply(pod('x', 'a', a.ipv4, { role: 'db' }, { ip6: a.ipv6 }));
   cluster.apply(pod('x', 'c', c.ipv4, { role: 'client' }, { ip6: c.ipv6 }));
-  cluster.apply(policy('x', 'ports', { podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53, endPort: 60 }] }] }));
+  cluster.apply(policy('x', 'ports', { podSelector: { matchLabels: { role: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53, endPort: 60 }, { protocol: 'UDP', port: 55 }] }] }));
   const silent = pino({ level: 'silent' });
   const component = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent });
   const agent = new Agent({ socket, logger: silent, components: [component] });

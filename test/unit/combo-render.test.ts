@@ -231,3 +231,18 @@ test('a rule entry of several port matches is one set of protocol . port ranges,
   d = diffRulesets(committed, desired.model, scope);
   assert.deepEqual(d.removeSets, [set.set.name]);
 });
+
+test('port ranges of one protocol that overlap or touch are one element (an interval set refuses overlaps)', () => {
+  const engine = world();
+  engine.upsertPolicy(
+    normalizeNetworkPolicy(
+      policy('x', 'overlap', {
+        podSelector: { matchLabels: { role: 'db' } },
+        ingress: [{ ports: [{ protocol: 'TCP', port: 80 }, { protocol: 'TCP', port: 80, endPort: 90 }, { protocol: 'TCP', port: 91 }, { protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 100 }, { protocol: 'TCP', port: 85 }] }],
+      }),
+    ),
+  );
+  const m = new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(engine.state());
+  const set = [...m.sets.values()].find((s) => s.set.name.startsWith('ports_'))!;
+  assert.match(formatSet(set.set, [...set.elements.values()]), /elements = \{ tcp \. 80-91,\n\s+tcp \. 100,\n\s+udp \. 53 \}/);
+});
