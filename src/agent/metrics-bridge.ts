@@ -64,7 +64,7 @@ export interface PolicyCounterRead {
 
 /** Reads the policy chains' counted accepts and the counter sets (src/deny/tail.ts), naming each
  * counted address's pod through `podAt`. The rule comments the renderer writes name the policies
- * (labels.ts); the deny verdict (drop or reject) is read off the combination chains' deny. */
+ * (labels.ts); the deny verdict (drop or reject) is read off the default deny chains. */
 export async function readPolicyCounters(socket: NetlinkSocket, table: string, podAt: PodAt): Promise<PolicyCounterRead> {
   const rules = await listRules(socket, 'inet', table);
   const elements = new Map<string, SetElement[]>();
