@@ -322,7 +322,7 @@ export function formatRuleBody(exprs: Expr[]): string {
         continue;
       }
       case 'limit':
-        out.push({ text: `limit rate ${e.flags & C.NFT_LIMIT_F_INV ? 'over ' : ''}${e.rate}/${e.unit === 1n ? 'second' : e.unit === 60n ? 'minute' : `${e.unit}s`}${e.limitType === 'bytes' ? ' bytes' : ''} burst ${e.burst}` });
+        out.push({ text: `limit rate ${e.flags & C.NFT_LIMIT_F_INV ? 'over ' : ''}${e.rate}/${e.unit === 1n ? 'second' : e.unit === 60n ? 'minute' : `${e.unit}s`}${e.limitType === 'bytes' ? ' bytes' : ''} burst ${e.burst}${e.limitType === 'bytes' ? '' : ' packets'}` });
         continue;
       case 'opaque':
         out.push({ text: `# unknown expression "${e.name}" (${e.data.length} bytes)` });

@@ -30,7 +30,7 @@ test('a combination chain ends in the rate-limited drop log and a goto to the de
   const contents: TableContents = { table: { family: 'inet', name: 'nfkube' }, chains: [chain.chain, deny.chain], sets: [], rules: [...chain.rules, ...deny.rules], elements: new Map() };
   const text = formatTable(contents);
   const id = comboId(['pabc']);
-  assert.match(text, new RegExp(`jump pol_pabc_in comment "x\\/deny-b"\n\\s+limit rate 10\\/second burst 5 log prefix "nfkube in ${id}" group 100\n\\s+goto default_deny_in\n`));
+  assert.match(text, new RegExp(`jump pol_pabc_in comment "x\\/deny-b"\n\\s+limit rate 10\\/second burst 5 packets log prefix "nfkube in ${id}" group 100\n\\s+goto default_deny_in\n`));
   assert.match(
     text,
     new RegExp(
