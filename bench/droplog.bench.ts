@@ -1,7 +1,7 @@
 /** Drop logging: the agent's CPU per logged drop, the drop rate it keeps up with when the
  * kernel-side limit is off (and what the limit leaves it), and the cost of logging on the data
  * path: datagrams per second through an isolated pod's default deny with logging off, on with
- * the default per-pod limit, and on without a limit. One topology, configurations interleaved,
+ * the default limit (per combination chain), and on without a limit. One topology, configurations interleaved,
  * median of three floods of 100,000 datagrams each. */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -13,7 +13,7 @@ import { PolicyModes } from '../src/deny/modes';
 import { DropLogOptions } from '../src/deny/tail';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../src/k8s/normalize';
 import { NetlinkSocket } from '../src/netlink/socket';
-import { listRules } from '../src/nft/readback';
+import { readPolicyCounters } from '../src/agent/metrics-bridge';
 import { ClusterView } from '../src/nflog/cluster-view';
 import { DropLog } from '../src/nflog/drop-log';
 import { NflogSubscription } from '../src/nflog/subscription';
@@ -44,7 +44,7 @@ interface Config {
 }
 const CONFIGS: Config[] = [
   { name: 'logging off' },
-  { name: 'logging on, default limit (10/s, burst 5 per pod)', log: { group: GROUP, rate: 10, burst: 5 } },
+  { name: 'logging on, default limit (10/s, burst 5 per combination chain)', log: { group: GROUP, rate: 10, burst: 5 } },
   { name: 'logging on, no limit', log: { group: GROUP, rate: 0, burst: 5 } },
 ];
 
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
 
 ${table(['configuration', 'datagrams/s through the deny (sender)', 'vs logging off', 'dropped by the kernel', 'lines logged', 'lost (socket overruns)', 'agent CPU', 'agent CPU per logged drop'], rows)}
 
-One pod floods ${DATAGRAMS.toLocaleString('en')} UDP datagrams (python3 sendto loop) at an isolated pod on the same node; median of ${ROUNDS} floods per configuration, configurations interleaved. The sender's rate includes the forward path (veth, both base chains, the pod chain, its deny rule), so it shows what the log rule adds per packet. The sender is a separate process; this process is the agent's drop logging, reading while the flood runs. Agent CPU is its CPU from the flood's start until no line has arrived for 300 ms: receiving, decoding, resolving pods and policies, and writing one pino JSON line per packet. With the default limit the kernel hands the agent at most burst + rate x seconds lines per pod, whatever the flood; without one every dropped packet is a message to the agent, and the lines and overruns columns (the kernel's ENOBUFS reports, each for one or more lost messages) show whether it kept up. On a machine of few cores the agent and the flood share them, so the sender's rate falls with the agent's work, not with the rule.
+One pod floods ${DATAGRAMS.toLocaleString('en')} UDP datagrams (python3 sendto loop) at an isolated pod on the same node; median of ${ROUNDS} floods per configuration, configurations interleaved. The sender's rate includes the forward path (veth, both base chains, the combination chain, the default deny chain), so it shows what the log rule adds per packet. The sender is a separate process; this process is the agent's drop logging, reading while the flood runs. Agent CPU is its CPU from the flood's start until no line has arrived for 300 ms: receiving, decoding, resolving pods and policies, and writing one pino JSON line per packet. With the default limit the kernel hands the agent at most burst + rate x seconds lines per combination chain, whatever the flood; without one every dropped packet is a message to the agent, and the lines and overruns columns (the kernel's ENOBUFS reports, each for one or more lost messages) show whether it kept up. On a machine of few cores the agent and the flood share them, so the sender's rate falls with the agent's work, not with the rule.
 `);
 }
 
@@ -129,9 +129,11 @@ async function quiet(count: () => number): Promise<void> {
   }
 }
 
+/** Every packet the default deny caught, from the per-address counter sets. */
 async function denyPackets(socket: NetlinkSocket): Promise<bigint> {
+  const read = await readPolicyCounters(socket, 'nfkube', (address) => address);
   let n = 0n;
-  for (const r of await listRules(socket, 'inet', 'nfkube')) if (r.comment?.startsWith('default deny')) for (const e of r.exprs) if (e.type === 'counter') n += e.packets;
+  for (const r of read.rows) if (r.verdict !== 'accept') n += BigInt(r.packets);
   return n;
 }
 

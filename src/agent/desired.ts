@@ -3,10 +3,13 @@
  * next diff against the committed table looks at nothing else. */
 import { CompiledPolicy, IpBlockSet, PolicyDelta, PolicyIR, Target } from '../policy/ir';
 import { ChangeScope } from '../pipeline/scope';
-import { elementKey, RulesetModel } from '../ruleset/model';
+import { elementKey, RulesetModel, SetModel } from '../ruleset/model';
+import { SetElement } from '../nft/types';
+import { ipv4, ipv6 } from '../net/ip-bytes';
 import { AuditEntries } from '../deny/audit-entries';
 import { namespaceOf } from '../deny/modes';
-import { namedPortSetName, peerElement, peerSetName, podChainName, policyChainName, policyLabel, Renderer, tripleElement } from './render';
+import { comboChainName, VMAPS, namedPortSetName, peerElement, peerSetName, policyChainName, policyLabel, Renderer, tripleElement } from './render';
+import { Direction } from '../policy/ir';
 
 export class DesiredTable {
   readonly model: RulesetModel;
@@ -19,10 +22,29 @@ export class DesiredTable {
   private readonly vmapClaims = new Map<string, string[]>();
   /** Audit set elements (with audit support on). */
   private readonly audit?: AuditEntries;
+  /** Combination chains by name, with the keys of the targets using each: a chain exists while
+   * one target does, as in a full render. */
+  private readonly combos = new Map<string, { dir: Direction; policies: readonly string[]; users: Set<string> }>();
+
+  /** Policy id -> the names of its port sets; a port set (named by its content) exists while a
+   * policy uses it. */
+  private readonly policySets = new Map<string, string[]>();
+  private readonly portSetUsers = new Map<string, Set<string>>();
 
   constructor(private readonly renderer: Renderer, ir: PolicyIR) {
-    this.model = renderer.full(ir, this.vmapClaims);
-    for (const [k, t] of ir.targets) this.targets.set(k, t);
+    this.model = renderer.full(ir, this.vmapClaims, this.policySets);
+    for (const [id, names] of this.policySets) for (const name of names) this.portSetUsers.set(name, (this.portSetUsers.get(name) ?? new Set()).add(id));
+    for (const [k, t] of ir.targets) {
+      this.targets.set(k, t);
+      for (const dir of ['ingress', 'egress'] as const) {
+        const policies = t[dir];
+        if (!policies) continue;
+        const name = comboChainName(policies, dir);
+        const combo = this.combos.get(name);
+        if (combo) combo.users.add(k);
+        else this.combos.set(name, { dir, policies, users: new Set([k]) });
+      }
+    }
     for (const [k, p] of ir.policies) this.policies.set(k, p);
     for (const [k, ib] of ir.ipBlockSets) this.ipBlocks.set(k, ib);
     if (renderer.opts.modes) {
@@ -34,6 +56,18 @@ export class DesiredTable {
   /** A namespace's policy mode changed: its pods' addresses join or leave the audit sets. */
   namespaceModeChanged(namespace: string, scope: ChangeScope): void {
     for (const t of this.targets.values()) if (namespaceOf(t.key) === namespace) this.audit?.sync(t.key, t, scope);
+  }
+
+  /** The target holding an address's vmap entry in `dir` (whose default deny counts it). */
+  podAt(address: string, dir: Direction): string | undefined {
+    const v6 = address.includes(':');
+    let key: Buffer;
+    try {
+      key = v6 ? ipv6(address) : ipv4(address);
+    } catch {
+      return undefined;
+    }
+    return this.vmapClaims.get(`${VMAPS[dir][v6 ? 'v6' : 'v4']} ${key.toString('hex')}`)?.[0];
   }
 
   private policyNames = (id: string) => policyLabel(this.policies.get(id));
@@ -84,18 +118,21 @@ export class DesiredTable {
     }
     for (const p of delta.policies.upsert) {
       this.policies.set(p.id, p);
-      const chains = new Map(r.policyChains(p, this.ipBlocks).map((c) => [c.chain.name, c]));
+      const rendered = r.policy(p, this.ipBlocks);
+      const chains = new Map(rendered.chains.map((c) => [c.chain.name, c]));
       for (const dir of ['ingress', 'egress'] as const) {
         const name = policyChainName(p.id, dir);
         this.putChain(scope, name, chains.get(name));
       }
-      // Pod chains carry the policy's name in their comments.
-      for (const t of this.targets.values()) if (t.ingress?.includes(p.id) || t.egress?.includes(p.id)) this.renderTarget(t, scope);
+      this.putPolicySets(p.id, rendered.sets, scope);
+      // Combination chains carry the policy's name in their comments.
+      for (const [name, c] of this.combos) if (c.policies.includes(p.id)) this.putChain(scope, name, r.comboChain(c.dir, c.policies, this.policyNames));
     }
     for (const t of delta.targets.upsert) {
-      this.removeVmapEntries(this.targets.get(t.key), scope);
+      const before = this.targets.get(t.key);
+      this.removeVmapEntries(before, scope);
       this.targets.set(t.key, t);
-      this.renderTarget(t, scope);
+      this.useCombos(t.key, before, t, scope);
       this.addVmapEntries(t, scope);
       this.audit?.sync(t.key, t, scope);
     }
@@ -105,12 +142,13 @@ export class DesiredTable {
       this.removeVmapEntries(t, scope);
       this.audit?.sync(key, undefined, scope);
       this.targets.delete(key);
-      for (const dir of ['ingress', 'egress'] as const) this.putChain(scope, podChainName(t.id, dir), undefined);
+      this.useCombos(key, t, undefined, scope);
     }
     for (const id of delta.policies.remove) {
       this.policies.delete(id);
       r.forget(id);
       for (const dir of ['ingress', 'egress'] as const) this.putChain(scope, policyChainName(id, dir), undefined);
+      this.putPolicySets(id, [], scope);
     }
     for (const id of delta.peerSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(peerSetName(id, fam)), scope.sets.add(peerSetName(id, fam)));
     for (const id of delta.ipBlockSets.remove) {
@@ -121,11 +159,61 @@ export class DesiredTable {
     for (const id of delta.namedPortSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(namedPortSetName(id, fam)), scope.sets.add(namedPortSetName(id, fam)));
   }
 
-  private renderTarget(t: Target, scope: ChangeScope): void {
-    const chains = new Map(this.renderer.podChains(t, this.policyNames).map((c) => [c.chain.name, c]));
+  /** Replaces a policy's port sets: a set appears with its first policy and goes with its last
+   * (compared whole: they are small). */
+  private putPolicySets(policyId: string, sets: SetModel[], scope: ChangeScope): void {
+    for (const s of sets) {
+      const users = this.portSetUsers.get(s.set.name);
+      if (users) users.add(policyId);
+      else (this.portSetUsers.set(s.set.name, new Set([policyId])), this.model.sets.set(s.set.name, s), scope.sets.add(s.set.name));
+    }
+    const now = new Set(sets.map((s) => s.set.name));
+    for (const name of this.policySets.get(policyId) ?? []) {
+      if (now.has(name)) continue;
+      const users = this.portSetUsers.get(name);
+      users?.delete(policyId);
+      if (users && users.size > 0) continue;
+      this.portSetUsers.delete(name);
+      this.model.sets.delete(name);
+      scope.sets.add(name);
+    }
+    if (sets.length) this.policySets.set(policyId, [...now]);
+    else this.policySets.delete(policyId);
+  }
+
+  /** Moves a target from the combinations of `before` to those of `after`: a chain appears with
+   * its first user and goes with its last, in the same transaction as the vmap elements (the
+   * diff adds chains before elements point at them, and deletes them after). */
+  private useCombos(key: string, before: Target | undefined, after: Target | undefined, scope: ChangeScope): void {
     for (const dir of ['ingress', 'egress'] as const) {
-      const name = podChainName(t.id, dir);
-      this.putChain(scope, name, chains.get(name));
+      const was = before?.[dir] ? comboChainName(before[dir], dir) : undefined;
+      const policies = after?.[dir];
+      const now = policies ? comboChainName(policies, dir) : undefined;
+      if (was === now) continue;
+      if (now && policies) {
+        const combo = this.combos.get(now);
+        if (combo) combo.users.add(key);
+        else {
+          this.combos.set(now, { dir, policies, users: new Set([key]) });
+          this.putChain(scope, now, this.renderer.comboChain(dir, policies, this.policyNames));
+        }
+      }
+      const old = was && this.combos.get(was);
+      if (!old) continue;
+      old.users.delete(key);
+      if (old.users.size > 0) continue;
+      this.combos.delete(was);
+      this.putChain(scope, was, undefined);
+    }
+  }
+
+  /** Keeps the counter sets keyed as the vmap `set` is at `k`. */
+  private mirrorCounters(set: string, k: string, e: SetElement | undefined, scope: ChangeScope): void {
+    for (const name of this.renderer.countersOf(set)) {
+      const elements = this.model.sets.get(name)!.elements;
+      if (e) elements.set(k, { key: e.key });
+      else elements.delete(k);
+      scope.element(name, k);
     }
   }
 
@@ -144,6 +232,7 @@ export class DesiredTable {
       if (claims.length === 0) {
         this.vmapClaims.delete(entry);
         elements.delete(k);
+        this.mirrorCounters(set, k, undefined, scope);
       } else {
         const next = this.renderer.vmapEntries(this.targets.get(claims[0])!).find(([s, x]) => s === set && elementKey(x) === k)!;
         elements.set(k, next[1]);
@@ -164,6 +253,7 @@ export class DesiredTable {
       if (this.vmapClaims.get(entry)![0] !== t.key) continue;
       this.model.sets.get(set)!.elements.set(k, e);
       scope.element(set, k);
+      this.mirrorCounters(set, k, e, scope);
     }
   }
 }

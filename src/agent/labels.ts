@@ -2,8 +2,10 @@
  * renderer (which writes them) and the metrics bridge (which attributes kernel counters by them).
  *
  *   accept  `<ns>/<policy> <direction>[<entry>]`    a policy chain's counted accept
- *   jump    `<ns>/<policy>`                          a pod chain's jump to a policy chain
- *   deny    `default deny <direction> <ns>/<pod>`    a pod chain's counted default deny
+ *   jump    `<ns>/<policy>`                          a combination chain's jump to a policy chain
+ *   deny    `default deny <direction>`               a combination chain's default deny
+ *   audit   `audit <direction>`                      its audit accepts
+ * (Denies and audit accepts are counted per pod address in the counter sets, src/deny/tail.ts.)
  *
  * Names come from cluster objects, so a label is made safe before it is written:
  * - sanitised: control characters (the kernel keeps a comment only up to its first NUL), lone
@@ -20,9 +22,9 @@ export type LabelDirection = 'ingress' | 'egress';
 export type RuleLabel =
   | { kind: 'accept'; policy: string; direction: LabelDirection; entry: number }
   | { kind: 'jump'; policy: string }
-  | { kind: 'deny'; direction: LabelDirection; pod: string }
-  /** Audit mode's accept before a pod's deny: what it let through. */
-  | { kind: 'audit'; direction: LabelDirection; pod: string };
+  | { kind: 'deny'; direction: LabelDirection }
+  /** Audit mode's accept before the deny: what it let through. */
+  | { kind: 'audit'; direction: LabelDirection };
 
 /** The longest comment nft itself will parse back (libnftnl NFTNL_UDATA_COMMENT_MAXLEN). */
 export const LABEL_MAX_BYTES = 128;
@@ -76,25 +78,23 @@ export function formatLabel(label: RuleLabel): string {
     case 'jump':
       return boundedName(label.policy, LABEL_MAX_BYTES);
     case 'deny':
-    case 'audit': {
-      const prefix = `${label.kind === 'deny' ? DENY_PREFIX : AUDIT_PREFIX}${label.direction} `;
-      return prefix + boundedName(label.pod, LABEL_MAX_BYTES - prefix.length);
-    }
+    case 'audit':
+      return `${label.kind === 'deny' ? DENY_PREFIX : AUDIT_PREFIX}${label.direction}`;
   }
 }
 
 const ACCEPT = /^(\S+) (ingress|egress)\[(\d+)\]$/u;
-const DENY = /^default deny (ingress|egress) (\S+)$/u;
-const AUDIT = /^audit (ingress|egress) (\S+)$/u;
+const DENY = /^default deny (ingress|egress)$/u;
+const AUDIT = /^audit (ingress|egress)$/u;
 const JUMP = /^\S*\/\S*$/u;
 
 /** The label a comment carries, or undefined when the comment is not one nfkube writes. Names
  * come back as written: sanitised, and truncated when they were long. */
 export function parseLabel(comment: string): RuleLabel | undefined {
   const d = DENY.exec(comment);
-  if (d) return { kind: 'deny', direction: d[1] as LabelDirection, pod: d[2] };
+  if (d) return { kind: 'deny', direction: d[1] as LabelDirection };
   const au = AUDIT.exec(comment);
-  if (au) return { kind: 'audit', direction: au[1] as LabelDirection, pod: au[2] };
+  if (au) return { kind: 'audit', direction: au[1] as LabelDirection };
   const a = ACCEPT.exec(comment);
   if (a) return { kind: 'accept', policy: a[1], direction: a[2] as LabelDirection, entry: Number(a[3]) };
   if (JUMP.test(comment)) return { kind: 'jump', policy: comment };

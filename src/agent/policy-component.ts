@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from '../policy/engine';
-import { isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
+import { Direction, isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
 import { Component, TableRef } from '../pipeline/component';
 import { ChangeScope } from '../pipeline/scope';
 import { RulesetModel } from '../ruleset/model';
@@ -57,6 +57,12 @@ export class PolicyComponent implements Component {
   get desired(): RulesetModel {
     if (!this.desiredTable) throw new Error('policy component: desired state read before start()');
     return this.desiredTable.model;
+  }
+
+  /** The local pod (`namespace/name`) whose default deny counts an address in `dir`: how the
+   * per-address counters are attributed. */
+  podAt(address: string, dir: Direction): string | undefined {
+    return this.desiredTable?.podAt(address, dir);
   }
 
   /** Whether start() has built the desired model. */

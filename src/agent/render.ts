@@ -9,12 +9,22 @@
  * Two base chains on one hook make ingress and egress independent: an `accept` ends only its own
  * base chain, so a packet between two local pods must pass both. Traffic the node itself sends to
  * its pods (kubelet probes) is never matched: nfkube has no output-hook chain.
- *   vmaps: local pod address -> goto pod_<target>_in|out
- *   pod chain: jump pol_<policy>_<dir> for each policy isolating the pod; then the default deny
- *   policy chain: one rule per (rule entry x peer x port match) that accepts
+ *   vmaps: local pod address -> goto combo_<combination>_in|out
+ *   combination chain: jump pol_<policy>_<dir> for each policy of one combination (the sorted
+ *                   policy ids isolating a pod in one direction), then the drop log and goto
+ *                   default_deny_in|out (src/deny/tail.ts). Pods isolated by the same policies
+ *                   share it: it exists while one of them does, and a pod changing combination
+ *                   is a vmap element change.
+ *   default_deny_in|out: audit accepts, the per-address deny counts, the deny.
+ *   policy chain: one rule per (rule entry x peer x port match) that accepts; a rule entry of
+ *                   several port matches has them in one set, ports_<hash of its content>
+ *                   (meta l4proto . th dport ranges, shared by the entries of the same ports),
+ *                   and one rule per peer
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
- *         (address . l4proto . port)
+ *         (address . l4proto . port); deny_in|out_v4|v6 (and audited_..., with audit support):
+ *         the vmaps' addresses, each with a counter the default deny updates (per pod counts).
  */
+import { hash } from 'node:crypto';
 import * as b from '../nft/build';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
@@ -25,7 +35,7 @@ import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../r
 import { formatLabel } from './labels';
 import { PolicyModes } from '../deny/modes';
 import { auditElements } from '../deny/audit-entries';
-import { AUDIT_SETS, DropLogOptions, tailRules } from '../deny/tail';
+import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from '../deny/tail';
 
 export interface RenderOptions {
   table: string;
@@ -67,6 +77,8 @@ const ADDR_LOADS: Record<b.AddrField, Expr[]> = {
   'ip6 daddr': b.loadAddr('ip6 daddr'),
 };
 
+const ELEMENT_COUNTER: Expr[] = [b.counter()];
+
 // Distinct port matches are few; a policy edit could still bring new ones indefinitely.
 const PORT_MATCH_CACHE_MAX = 1024;
 
@@ -77,13 +89,19 @@ function namedPortLoads(field: 'ip daddr' | 'ip6 daddr') {
   return { exprs: loads.exprs, pinned: loads.exprs.slice(2), sreg: loads.sreg };
 }
 const NAMED_PORT_LOADS = { v4: namedPortLoads('ip daddr'), v6: namedPortLoads('ip6 daddr') };
+/** The loads of a port set lookup, `meta l4proto . th dport`. */
+const PORT_SET_LOADS = b.concatLoads(['meta l4proto', 'th dport']);
 
 export const VMAPS = { ingress: { v4: 'ingress_v4', v6: 'ingress_v6' }, egress: { v4: 'egress_v4', v6: 'egress_v6' } } as const;
 
 export const policyChainName = (policyId: string, dir: Direction) => `pol_${policyId}_${DIR_SUFFIX[dir]}`;
-export const podChainName = (targetId: string, dir: Direction) => `pod_${targetId}_${DIR_SUFFIX[dir]}`;
+/** A combination's id: a stable hash of its sorted policy ids (the same in both directions). */
+export const comboId = (policies: readonly string[]) => hash('sha1', policies.join(' '), 'hex').slice(0, 12);
+export const comboChainName = (policies: readonly string[], dir: Direction) => `combo_${comboId(policies)}_${DIR_SUFFIX[dir]}`;
 export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
+/** A set of port matches, named by its content: rule entries of the same ports share it. */
+export const portSetName = (elements: Iterable<string>) => `ports_${hash('sha1', [...elements].sort().join(' '), 'hex').slice(0, 12)}`;
 
 export class Renderer {
   /** Port match expressions by protocol and range, shared by every rule that has them. */
@@ -91,7 +109,15 @@ export class Renderer {
   /** Policies rendered failing closed, by id: what could not be rendered. */
   readonly failedClosed = new Map<string, RenderError>();
 
-  constructor(readonly opts: RenderOptions) {}
+  /** vmap name -> the counter sets keyed alike. */
+  private readonly counterSetsByVmap = new Map<string, string[]>();
+
+  constructor(readonly opts: RenderOptions) {
+    for (const c of counterSets(!!opts.modes)) {
+      const vmap = VMAPS[c.direction][c.fam];
+      this.counterSetsByVmap.set(vmap, [...(this.counterSetsByVmap.get(vmap) ?? []), c.name]);
+    }
+  }
 
   private chain(name: string, base?: Chain['base']): Chain {
     const c: Chain = { family: 'inet', table: this.opts.table, name };
@@ -112,7 +138,8 @@ export class Renderer {
     return r;
   }
 
-  /** Base chains and the four vmaps (empty): the part that never depends on the cluster. */
+  /** Base chains, the default deny chains, the four vmaps and the counter sets (empty): the part
+   * that never depends on the cluster. */
   base(): { chains: ChainModel[]; sets: SetModel[] } {
     const established = [...b.ctState(['established', 'related']), b.accept()];
     // Neighbor discovery is how an IPv6 pod reaches its gateway at all (it may come from the
@@ -129,6 +156,13 @@ export class Renderer {
       { chain: this.chain('forward_ingress', { hook: 'forward', priority: 1, type: 'filter', policy: 'accept' }), rules: dispatch('forward_ingress', 'ingress', 'daddr') },
       { chain: this.chain('input_egress', { hook: 'input', priority: 0, type: 'filter', policy: 'accept' }), rules: dispatch('input_egress', 'egress', 'saddr') },
     ];
+    for (const dir of ['ingress', 'egress'] as const) {
+      const name = DENY_CHAINS[dir];
+      const rules = denyChainRules(dir, !!this.opts.modes).map((r) => this.rule(name, r.exprs, r.comment));
+      const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
+      rules.push(this.rule(name, [deny], formatLabel({ kind: 'deny', direction: dir })));
+      chains.push({ chain: this.chain(name), rules });
+    }
     const sets: SetModel[] = [];
     for (const dir of ['ingress', 'egress'] as const) {
       sets.push({ set: this.set(VMAPS[dir].v4, { key: ['ipv4_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
@@ -137,6 +171,12 @@ export class Renderer {
     if (this.opts.modes) {
       sets.push({ set: this.set(AUDIT_SETS.v4, { key: ['ipv4_addr'], flags: 0 }), elements: new Map() });
       sets.push({ set: this.set(AUDIT_SETS.v6, { key: ['ipv6_addr'], flags: 0 }), elements: new Map() });
+    }
+    // Dynamic: the default deny's dynset updates their elements' counters.
+    for (const c of counterSets(!!this.opts.modes)) {
+      const set = this.set(c.name, { key: [c.fam === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: C.NFT_SET_EVAL });
+      set.exprs = ELEMENT_COUNTER;
+      sets.push({ set, elements: new Map() });
     }
     return { chains, sets };
   }
@@ -161,23 +201,29 @@ export class Renderer {
     ];
   }
 
-  /** The policy's chains (one per direction it isolates). ipBlocks tells each block's family.
-   * A policy whose rules cannot be rendered gets empty chains: it isolates what it selects and
-   * allows nothing (see RenderError). What a rule carries from the cluster is checked here, so
-   * nothing unencodable reaches a batch: comments come from formatLabel (bounded, sanitised),
-   * ports are checked in portMatch, addresses and set names are canonical or ids. Encoding
-   * every rule here instead would cost as much as rendering it again. */
-  policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
+  /** The policy's chains (one per direction it isolates) and port sets (one per rule entry of
+   * several port matches). ipBlocks tells each block's family. A policy whose rules cannot be
+   * rendered gets empty chains and no sets: it isolates what it selects and allows nothing (see
+   * RenderError). What a rule carries from the cluster is checked here, so nothing unencodable
+   * reaches a batch: comments come from formatLabel (bounded, sanitised), ports are checked in
+   * portMatch, addresses and set names are canonical or ids. Encoding every rule here instead
+   * would cost as much as rendering it again. */
+  policy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): { chains: ChainModel[]; sets: SetModel[] } {
     try {
-      const chains = this.renderPolicyChains(p, ipBlocks);
+      const rendered = this.renderPolicy(p, ipBlocks);
       this.failedClosed.delete(p.id);
-      return chains;
+      return rendered;
     } catch (cause) {
       const err = new RenderError(`NetworkPolicy ${p.namespace}/${p.name}`, cause);
       this.failedClosed.set(p.id, err);
       this.opts.onFailClosed?.(err);
-      return (['ingress', 'egress'] as const).filter((dir) => p[dir]).map((dir) => ({ chain: this.chain(policyChainName(p.id, dir)), rules: [] }));
+      return { chains: (['ingress', 'egress'] as const).filter((dir) => p[dir]).map((dir) => ({ chain: this.chain(policyChainName(p.id, dir)), rules: [] })), sets: [] };
     }
+  }
+
+  /** The policy's chains alone (see policy). */
+  policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
+    return this.policy(p, ipBlocks).chains;
   }
 
   /** Forgets a removed policy's render failure. */
@@ -185,8 +231,9 @@ export class Renderer {
     this.failedClosed.delete(policyId);
   }
 
-  private renderPolicyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
-    const out: ChainModel[] = [];
+  private renderPolicy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): { chains: ChainModel[]; sets: SetModel[] } {
+    const chains: ChainModel[] = [];
+    const sets: SetModel[] = [];
     for (const dir of ['ingress', 'egress'] as const) {
       const entries = p[dir];
       if (!entries) continue;
@@ -194,15 +241,47 @@ export class Renderer {
       const rules: Rule[] = [];
       for (let i = 0; i < entries.length; i++) {
         const comment = formatLabel({ kind: 'accept', policy: `${p.namespace}/${p.name}`, direction: dir, entry: i });
-        for (const exprs of this.acceptRules(entries[i], dir, ipBlocks)) rules.push(this.rule(name, exprs, comment));
+        const ports = entries[i].ports;
+        const portSet = ports !== 'any' && ports.length > 1 ? this.portSet(ports) : undefined;
+        if (portSet && !sets.some((x) => x.set.name === portSet.set.name)) sets.push(portSet);
+        for (const exprs of this.acceptRules(entries[i], dir, ipBlocks, portSet?.set.name)) rules.push(this.rule(name, exprs, comment));
       }
-      out.push({ chain: this.chain(name), rules });
+      chains.push({ chain: this.chain(name), rules });
     }
-    return out;
+    return { chains, sets };
   }
 
-  /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each. */
-  private acceptRules(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>): Expr[][] {
+  /** The port matches of one rule entry as one set of `meta l4proto . th dport` ranges: one rule
+   * per peer matches them all. */
+  private portSet(ports: PortMatch[]): SetModel {
+    // Ranges of one protocol that overlap or touch are merged: the kernel refuses overlapping
+    // elements in an interval set.
+    const ranges: [number, number, number][] = [];
+    for (const pm of ports) {
+      this.portMatch(pm); // checks protocol and range
+      const first = pm.port ?? 0;
+      ranges.push([b.IPPROTO[PROTO[pm.protocol]], first, pm.port === undefined ? 65535 : (pm.endPort ?? first)]);
+    }
+    ranges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    const merged: [number, number, number][] = [];
+    for (const r of ranges) {
+      const last = merged[merged.length - 1];
+      if (last && last[0] === r[0] && r[1] <= last[2] + 1) last[2] = Math.max(last[2], r[2]);
+      else merged.push([...r]);
+    }
+    const elements = new Map<string, SetElement>();
+    for (const [proto, first, last] of merged) {
+      const protoByte = Buffer.from([proto]);
+      const e: SetElement = { key: concatKey([protoByte, be16(first)]) };
+      if (last !== first) e.keyEnd = concatKey([protoByte, be16(last)]);
+      elements.set(elementKey(e), e);
+    }
+    return { set: this.set(portSetName(elements.keys()), { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements };
+  }
+
+  /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each;
+   * with `portSet`, one rule per peer matches every port match of the entry. */
+  private acceptRules(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>, portSet?: string): Expr[][] {
     const peerField = dir === 'ingress' ? 'saddr' : 'daddr';
     // Peer alternatives, each tagged with the address family it pins (undefined: any).
     const peers: { fam?: Fam; exprs: Expr[] }[] = [];
@@ -226,7 +305,8 @@ export class Renderer {
       return out;
     }
     const ports: Expr[][] = [];
-    for (const pm of entry.ports) ports.push(this.portMatch(pm));
+    if (portSet) ports.push(PORT_SET_LOADS.exprs.concat(b.lookup(portSet, PORT_SET_LOADS.sreg)));
+    else for (const pm of entry.ports) ports.push(this.portMatch(pm));
     for (const peer of peers) {
       for (const port of ports) out.push(peer.exprs.concat(port, COUNTED_ACCEPT));
       if (entry.namedPorts) {
@@ -255,32 +335,32 @@ export class Renderer {
     return exprs;
   }
 
-  /** A target's pod chains, one per direction it is isolated in. */
-  podChains(t: Target, policyNames: (id: string) => string): ChainModel[] {
-    const out: ChainModel[] = [];
-    for (const dir of ['ingress', 'egress'] as const) {
-      const policies = t[dir];
-      if (!policies) continue;
-      const name = podChainName(t.id, dir);
-      const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
-      for (const r of tailRules(dir, t.id, t.key, { log: this.opts.log, audit: !!this.opts.modes })) rules.push(this.rule(name, r.exprs, r.comment));
-      const deny = this.opts.denyAction === 'reject' ? b.rejectAdminProhibited() : b.drop();
-      rules.push(this.rule(name, [b.counter(), deny], formatLabel({ kind: 'deny', direction: dir, pod: t.key })));
-      out.push({ chain: this.chain(name), rules });
-    }
-    return out;
+  /** The chain of one combination of policies (the sorted ids isolating a pod in `dir`). */
+  comboChain(dir: Direction, policies: readonly string[], policyNames: (id: string) => string): ChainModel {
+    const name = comboChainName(policies, dir);
+    const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
+    const log = logRule(dir, comboId(policies), this.opts.log);
+    if (log) rules.push(this.rule(name, log));
+    rules.push(this.rule(name, [b.goto(DENY_CHAINS[dir])]));
+    return { chain: this.chain(name), rules };
   }
 
   /** The vmap entries a target contributes: set name -> elements. */
   vmapEntries(t: Target): [string, SetElement][] {
     const out: [string, SetElement][] = [];
     for (const dir of ['ingress', 'egress'] as const) {
-      if (!t[dir]) continue;
-      const verdict = { kind: 'goto' as const, chain: podChainName(t.id, dir) };
+      const policies = t[dir];
+      if (!policies) continue;
+      const verdict = { kind: 'goto' as const, chain: comboChainName(policies, dir) };
       for (const a of t.v4) out.push([VMAPS[dir].v4, { key: ipv4(a), verdict }]);
       for (const a of t.v6) out.push([VMAPS[dir].v6, { key: ipv6(a), verdict }]);
     }
     return out;
+  }
+
+  /** The counter sets that hold the same addresses as a vmap (keyed alike). */
+  countersOf(vmap: string): string[] {
+    return this.counterSetsByVmap.get(vmap) ?? [];
   }
 
   /** The audit set entries of a target, whatever its mode (none without audit support). */
@@ -291,8 +371,9 @@ export class Renderer {
 
   /** The whole table for an IR. `claims` receives, per vmap entry (`set key`), the keys of the
    * targets that claim it, sorted: two local pods may briefly share an address (one leaving, one
-   * arriving), and the first by pod key holds the entry. */
-  full(ir: PolicyIR, claims = new Map<string, string[]>()): RulesetModel {
+   * arriving), and the first by pod key holds the entry. `policySets` receives the names of each
+   * policy's port sets (shared by content). */
+  full(ir: PolicyIR, claims = new Map<string, string[]>(), policySets = new Map<string, string[]>()): RulesetModel {
     this.failedClosed.clear();
     const m = emptyModel({ family: 'inet', name: this.opts.table });
     const base = this.base();
@@ -304,10 +385,18 @@ export class Renderer {
       m.sets.set(s.set.name, s);
     }
     for (const np of ir.namedPortSets.values()) for (const s of this.namedPortSet(np)) m.sets.set(s.set.name, s);
-    for (const p of ir.policies.values()) for (const c of this.policyChains(p, ir.ipBlockSets)) m.chains.set(c.chain.name, c);
+    for (const p of ir.policies.values()) {
+      const rendered = this.policy(p, ir.ipBlockSets);
+      for (const c of rendered.chains) m.chains.set(c.chain.name, c);
+      for (const s of rendered.sets) m.sets.set(s.set.name, s);
+      if (rendered.sets.length) policySets.set(p.id, rendered.sets.map((s) => s.set.name));
+    }
     const names = (id: string) => policyLabel(ir.policies.get(id));
     for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
-      for (const c of this.podChains(t, names)) m.chains.set(c.chain.name, c);
+      for (const dir of ['ingress', 'egress'] as const) {
+        const policies = t[dir];
+        if (policies && !m.chains.has(comboChainName(policies, dir))) m.chains.set(comboChainName(policies, dir), this.comboChain(dir, policies, names));
+      }
       for (const [set, e] of this.vmapEntries(t)) {
         const k = elementKey(e);
         const entry = `${set} ${k}`;
@@ -318,6 +407,7 @@ export class Renderer {
         }
         claims.set(entry, [t.key]);
         m.sets.get(set)!.elements.set(k, e);
+        for (const counters of this.countersOf(set)) m.sets.get(counters)!.elements.set(k, { key: e.key });
       }
     }
     for (const [set, e] of auditElements(this, ir.targets.values()).values()) m.sets.get(set)!.elements.set(elementKey(e), e);

@@ -11,9 +11,9 @@ export const DEFAULT_LOG_RATE = 10;
 export const DEFAULT_LOG_BURST = 5;
 
 export const DENY_OPTIONS = {
-  'log-drops': { type: 'boolean', description: "each pod's default deny logs to nfnetlink_log (the agent writes one line per drop), rate-limited per pod in the kernel" },
+  'log-drops': { type: 'boolean', description: "each pod's default deny logs to nfnetlink_log (the agent writes one line per drop), rate-limited in the kernel per combination chain (the pods isolated by the same policies)" },
   'log-group': { type: 'string', value: 'N', description: 'the NFLOG group the deny rules log to', default: String(DEFAULT_LOG_GROUP) },
-  'log-rate': { type: 'string', value: 'N', description: 'logged packets per second per pod and direction (0: no limit)', default: String(DEFAULT_LOG_RATE) },
+  'log-rate': { type: 'string', value: 'N', description: 'logged packets per second per combination chain and direction (0: no limit)', default: String(DEFAULT_LOG_RATE) },
   'log-burst': { type: 'string', value: 'N', description: 'packets logged in a burst before the rate applies', default: String(DEFAULT_LOG_BURST) },
   'policy-mode': { type: 'string', value: 'enforce|audit', description: `audit support: with audit, what a deny would drop is logged and accepted instead; with enforce, namespaces annotated ${POLICY_MODE_ANNOTATION}: audit are audited (off when absent)` },
 } as const satisfies OptionTable;
@@ -40,7 +40,7 @@ export function dropLogOptions(v: Record<string, string | boolean | undefined>):
 }
 
 /** --policy-mode, with every namespace's annotation taken in; undefined without the flag. Audit
- * support adds the audit sets and two rules to each pod chain, so it is asked for: with
+ * support adds the audit sets and two rules to each default deny chain, so it is asked for: with
  * `--policy-mode enforce` namespaces may switch themselves to audit by annotation. */
 export function policyModes(v: Record<string, string | boolean | undefined>, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes | undefined {
   if (v['policy-mode'] === undefined) return undefined;

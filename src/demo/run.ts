@@ -22,6 +22,7 @@ import { Listeners, probe } from './traffic';
 import { PolicyModes } from '../deny/modes';
 import { DropLogOptions } from '../deny/tail';
 import { DropLogging, startDropLogging } from '../nflog';
+import { comboChainName, policyChainName } from '../agent/render';
 
 /** The drop log the demo shows: nfnetlink_log group 100, as `--log-drops` defaults to. */
 const DEMO_LOG: DropLogOptions = { group: 100, rate: 10, burst: 5 };
@@ -168,14 +169,21 @@ function formatDenials(m: Matrix, ir: PolicyIR): string {
   return lines.length ? `\nWhy each path is closed (the deciding policies):\n${lines.join('\n')}\n` : '';
 }
 
-/** Chain names are hashes (pol_<id>_in, pod_<id>_out): a comment after each chain's opening
- * line says which NetworkPolicy or pod it belongs to. */
+/** Chain names are hashes (pol_<id>_in, combo_<id>_out): a comment after each chain's opening
+ * line says which NetworkPolicy it belongs to, or which pods share a combination chain. */
 function annotateChains(text: string, ir: PolicyIR): string {
   const owners = new Map<string, string>();
-  for (const p of ir.policies.values()) owners.set(p.id, `NetworkPolicy ${p.namespace}/${p.name}`);
-  for (const t of ir.targets.values()) owners.set(t.id, `pod ${t.key}`);
-  return text.replace(/^(\s*chain (?:pol|pod)_(\w+?)_(in|out) \{)$/gm, (line, _open, id: string, dir: string) => {
-    const owner = owners.get(id);
+  for (const p of ir.policies.values()) for (const dir of ['ingress', 'egress'] as const) owners.set(policyChainName(p.id, dir), `NetworkPolicy ${p.namespace}/${p.name}`);
+  const pods = new Map<string, string[]>();
+  for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
+    for (const dir of ['ingress', 'egress'] as const) {
+      const policies = t[dir];
+      if (policies) pods.set(comboChainName(policies, dir), [...(pods.get(comboChainName(policies, dir)) ?? []), t.key]);
+    }
+  }
+  for (const [name, keys] of pods) owners.set(name, `pod${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`);
+  return text.replace(/^(\s*chain ((?:pol|combo)_\w+?_(in|out)) \{)$/gm, (line, _open, name: string, dir: string) => {
+    const owner = owners.get(name);
     return owner ? `${line} # ${owner}, ${dir === 'in' ? 'ingress' : 'egress'}` : line;
   });
 }
@@ -192,7 +200,7 @@ async function showDropLog(o: DemoOptions, sandbox: Sandbox, m: Matrix, lines: s
     lines.length = 0;
     await probe(sandbox.pods[r - 1].netns, target, o.probeTimeoutMs);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    o.write(`\nThe drop log of one denied probe, ${what}: one JSON line per logged packet (nfnetlink_log group ${DEMO_LOG.group}, at most ${DEMO_LOG.rate}/s per pod)\n`);
+    o.write(`\nThe drop log of one denied probe, ${what}: one JSON line per logged packet (nfnetlink_log group ${DEMO_LOG.group}, at most ${DEMO_LOG.rate}/s per combination chain)\n`);
     // Retransmissions of the matrix's own probes may still be arriving: only this probe's lines.
     const mine = lines.filter((line) => {
       const d = (JSON.parse(line) as { drop?: { src: string; dstAddr: string; dport?: number } }).drop;

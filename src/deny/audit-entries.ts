@@ -1,6 +1,6 @@
 /** The audit sets' elements, kept current as targets come, go and change addresses, and as
  * namespaces switch mode. Two local pods may briefly share an address (one leaving, one
- * arriving), and the audit check runs in whichever pod chain holds the address's dispatch: so an
+ * arriving), and one audit check serves whichever pod holds the address's dispatch: so an
  * address is audited only while every pod holding it is in audit mode (fail closed). */
 import type { ChangeScope } from '../pipeline/scope';
 import type { Renderer } from '../agent/render';

@@ -1,13 +1,11 @@
 /** `nfkube verify --counters`: the kernel's per-policy counters as a table sorted by drops. A
  * policy's accepts are its own rules' counters; its drops (and audit-mode passes) are the
- * default-deny (and audit accept) counters of the pods it selects in that direction: every policy
+ * default-deny (and audit accept) counts of the pods it selects in that direction: every policy
  * selecting a pod shares them, none of them allowed the packet. */
-import { policyCounterReader } from '../agent/metrics-bridge';
+import { PodAt, readPolicyCounters } from '../agent/metrics-bridge';
 import type { NetlinkSocket } from '../netlink/socket';
-import { listRules } from '../nft/readback';
 import type { PolicyCounterRow } from '../observe/metrics';
 import type { PolicyIR } from '../policy/ir';
-import { parseLabel } from '../agent/labels';
 
 export interface PolicyCounters {
   policy: string;
@@ -20,17 +18,24 @@ export interface PolicyCounters {
   auditedPackets: bigint;
 }
 
-/** The kernel's counters for `policyCounters`: the rows /metrics exports, plus audit accepts
- * (as rows with verdict 'audit'). */
-export async function readCounterRows(socket: NetlinkSocket, table: string): Promise<(PolicyCounterRow | AuditRow)[]> {
-  const rows: (PolicyCounterRow | AuditRow)[] = await policyCounterReader(socket, table)();
-  for (const r of await listRules(socket, 'inet', table)) {
-    const label = r.comment ? parseLabel(r.comment) : undefined;
-    if (label?.kind !== 'audit') continue;
-    const [namespace, pod] = label.pod.split('/');
-    for (const e of r.exprs) if (e.type === 'counter') rows.push({ namespace, pod, direction: label.direction, verdict: 'audit', packets: e.packets, bytes: e.bytes });
+/** The kernel's counters for `policyCounters`: the rows /metrics exports, with what audit mode
+ * let through as rows with verdict 'audit'. Counted addresses are named by the IR's targets. */
+export async function readCounterRows(socket: NetlinkSocket, table: string, ir: PolicyIR): Promise<(PolicyCounterRow | AuditRow)[]> {
+  const read = await readPolicyCounters(socket, table, podAtOf(ir));
+  return [...read.rows, ...read.audited.map((a): AuditRow => ({ ...a, verdict: 'audit' }))];
+}
+
+/** Address -> the target holding its vmap entry in a direction: the first by key, as the
+ * renderer decides when two briefly share an address. */
+export function podAtOf(ir: PolicyIR): PodAt {
+  const at = { ingress: new Map<string, string>(), egress: new Map<string, string>() };
+  for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
+    for (const dir of ['ingress', 'egress'] as const) {
+      if (!t[dir]) continue;
+      for (const a of [...t.v4, ...t.v6]) if (!at[dir].has(a)) at[dir].set(a, t.key);
+    }
   }
-  return rows;
+  return (address, direction) => at[direction].get(address);
 }
 
 export interface AuditRow extends Omit<PolicyCounterRow, 'verdict'> {

@@ -1,6 +1,7 @@
 /** The verdict of the table as read back from the kernel, for one packet: a small interpreter of
  * the nf_tables expressions nfkube's table uses (payload, meta, ct, cmp, range, bitwise, lookup
- * in plain, interval, concatenated and verdict-map sets, immediate, jump/goto/return) run over the
+ * in plain, interval, concatenated and verdict-map sets, immediate, jump/goto/return, dynset
+ * updates) run over the
  * base chains of the hook in priority order. It reads what the kernel holds, not what nfkube
  * meant, so it is independent of the renderer; an expression it cannot evaluate is an error,
  * never a guess. The packet opens a connection (ct state new), is not fragmented, and is within
@@ -199,6 +200,10 @@ class Evaluator {
       case 'log':
       case 'limit':
         return true;
+      case 'dynset':
+        // Adding or updating an element (a per-address counter) does not change the verdict.
+        if (e.op !== 'delete' && !((e.flags ?? 0) & C.NFT_DYNSET_F_INV)) return true;
+        throw new Unsupported(`dynset ${e.op}${(e.flags ?? 0) & C.NFT_DYNSET_F_INV ? ' (inverted)' : ''}`);
       case 'reject':
         return { kind: 'reject' };
       default:

@@ -1,11 +1,11 @@
 /** What a drop log line needs to name things, kept from the same change stream the agent
- * enforces: pods by address (cluster-wide), this node's pod chains by target id, and the
+ * enforces: pods by address (cluster-wide, and this node's own, whose default deny logged), and the
  * policies of each namespace with their compiled pod selectors. Each change costs work for that
  * object only; a lookup costs the policies of one namespace. */
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { PodInfo } from '../k8s/model';
 import type { Direction } from '../policy/ir';
-import { podFacts, shortId, type PodFacts } from '../policy/objects';
+import { podFacts, type PodFacts } from '../policy/objects';
 import { compilePolicy, type PolicyPlan } from '../policy/rules';
 import { matches } from '../policy/selector';
 
@@ -14,7 +14,6 @@ export class ClusterView {
   /** Canonical address -> keys of the eligible pods holding it (a pod leaving while its
    * successor arrives may briefly share one). */
   private readonly byAddress = new Map<string, string[]>();
-  private readonly byTargetId = new Map<string, string>();
   private readonly plans = new Map<string, Map<string, PolicyPlan>>();
 
   constructor(private readonly nodeName: string) {}
@@ -39,9 +38,13 @@ export class ClusterView {
     return this.byAddress.get(address)?.[0];
   }
 
-  /** The pod of this node whose pod chains carry this target id. */
-  targetKey(id: string): string | undefined {
-    return this.byTargetId.get(id);
+  /** `namespace/name` of the pod of this node holding the address: the pod whose default deny
+   * logged a packet to (ingress) or from (egress) it. The first by key, as the renderer decides
+   * when two briefly share an address. */
+  localPodAt(address: string): string | undefined {
+    let first: string | undefined;
+    for (const k of this.byAddress.get(address) ?? []) if (this.pods.get(k)?.local && (first === undefined || k < first)) first = k;
+    return first;
   }
 
   /** `namespace/name` of every policy that selects the pod and isolates it in `dir`: the
@@ -71,7 +74,6 @@ export class ClusterView {
       if (keys) keys.push(facts.key);
       else this.byAddress.set(a, [facts.key]);
     }
-    if (facts.local) this.byTargetId.set(shortId('t', facts.key), facts.key);
   }
 
   private removePod(key: string): void {
@@ -83,6 +85,5 @@ export class ClusterView {
       if (keys && keys.length > 0) this.byAddress.set(a, keys);
       else this.byAddress.delete(a);
     }
-    if (facts.local) this.byTargetId.delete(shortId('t', key));
   }
 }

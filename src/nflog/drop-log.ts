@@ -41,12 +41,13 @@ export interface DropRecord {
 export class DropLog {
   constructor(private readonly opts: DropLogOptions) {}
 
-  /** Turns one logged packet into a record; 'unknown' when no pod chain of this agent logged
-   * it, 'decode' when its headers do not decode. */
+  /** Turns one logged packet into a record; 'unknown' when no combination chain of this agent
+   * logged it or its address is no local pod's, 'decode' when its headers do not decode. The
+   * chain is shared by the pods isolated by the same policies: the pod is the one at the
+   * packet's destination (ingress) or source (egress) address. */
   record(p: NflogPacket): DropRecord | 'unknown' | 'decode' {
     const chain = parseDropLogPrefix(p.prefix);
-    const pod = chain && this.opts.view.targetKey(chain.targetId);
-    if (!chain || !pod) return 'unknown';
+    if (!chain) return 'unknown';
     if (!p.payload) return 'decode';
     let h: PacketHeaders;
     try {
@@ -56,6 +57,8 @@ export class DropLog {
       throw err;
     }
     const view = this.opts.view;
+    const pod = view.localPodAt(chain.direction === 'ingress' ? h.dst : h.src);
+    if (!pod) return 'unknown';
     const audit = this.opts.modes.mode(namespaceOf(pod)) === 'audit';
     const r: DropRecord = {
       verdict: audit ? 'audit' : this.opts.denyAction,

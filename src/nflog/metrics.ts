@@ -21,7 +21,7 @@ export class DropLogMetrics {
     });
     this.lost = new Counter({
       name: 'nfkube_drop_log_lost_total',
-      help: 'Drop log messages lost, by reason: overrun (the socket queue was full), decode (malformed bytes), unknown (no pod chain of this agent).',
+      help: 'Drop log messages lost, by reason: overrun (the socket queue was full), decode (malformed bytes), unknown (no combination chain of this agent, or no local pod at the address).',
       labelNames: ['reason'],
       registers: [registry],
     });

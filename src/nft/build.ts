@@ -103,6 +103,12 @@ export function lookup(set: string, sreg: number = REG, invert = false): Expr {
   return invert ? { type: 'lookup', set, sreg, invert: true } : { type: 'lookup', set, sreg };
 }
 
+/** `update @set { <loaded> }`: finds (or adds) the element and runs its stateful expressions.
+ * No timeout: the kernel refuses one for a set without timeouts (it dumps 0 all the same). */
+export function updateSet(set: string, sreg: number = REG): Expr {
+  return { type: 'dynset', set, op: 'update', sregKey: sreg };
+}
+
 /** `<loaded> vmap @map`: the map's verdict decides. */
 export function vmap(set: string, sreg: number = REG): Expr {
   return { type: 'lookup', set, sreg, dreg: C.NFT_REG_VERDICT };

@@ -14,6 +14,11 @@ export function canonicalRegister(reg: number): number {
   return word % 4 === 0 ? word / 4 : reg;
 }
 
+/** The kernel dumps a dynset's timeout and flags even when none were given. */
+function dynsetDefault(k: string, v: unknown): boolean {
+  return (k === 'timeoutMs' && v === 0n) || (k === 'flags' && v === 0);
+}
+
 /** An expression with default-valued fields dropped, registers in dump form and counter values
  * ignored. */
 export function canonicalExpr(e: Expr): Expr {
@@ -22,6 +27,7 @@ export function canonicalExpr(e: Expr): Expr {
   for (const [k, v] of Object.entries(e)) {
     if (v === undefined || v === false) continue;
     if (e.type === 'bitwise' && k === 'op' && v === 'bool') continue;
+    if (e.type === 'dynset' && dynsetDefault(k, v)) continue;
     out[k] = REGISTER_FIELDS.has(k) && typeof v === 'number' ? canonicalRegister(v) : v;
   }
   return out as unknown as Expr;
@@ -92,6 +98,7 @@ function sameExpr(x: Expr, y: Expr): boolean {
 function canonicalField(type: string, k: string, v: unknown): unknown {
   if (k === 'type' || v === undefined || v === false) return undefined;
   if (type === 'bitwise' && k === 'op' && v === 'bool') return undefined;
+  if (type === 'dynset' && dynsetDefault(k, v)) return undefined;
   if (typeof v === 'number' && REGISTER_FIELDS.has(k)) return canonicalRegister(v);
   return v;
 }
@@ -121,6 +128,7 @@ function computeRuleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
       const v = fields[k];
       if (k === 'type' || v === undefined || v === false) continue;
       if (e.type === 'bitwise' && k === 'op' && v === 'bool') continue;
+      if (e.type === 'dynset' && dynsetDefault(k, v)) continue;
       let text: string;
       if (typeof v === 'number') text = String(REGISTER_FIELDS.has(k) ? canonicalRegister(v) : v);
       else if (Buffer.isBuffer(v)) text = v.toString('hex');

@@ -322,7 +322,7 @@ export function formatRuleBody(exprs: Expr[]): string {
         continue;
       }
       case 'limit':
-        out.push({ text: `limit rate ${e.flags & C.NFT_LIMIT_F_INV ? 'over ' : ''}${e.rate}/${e.unit === 1n ? 'second' : e.unit === 60n ? 'minute' : `${e.unit}s`}${e.limitType === 'bytes' ? ' bytes' : ''} burst ${e.burst}` });
+        out.push({ text: `limit rate ${e.flags & C.NFT_LIMIT_F_INV ? 'over ' : ''}${e.rate}/${e.unit === 1n ? 'second' : e.unit === 60n ? 'minute' : `${e.unit}s`}${e.limitType === 'bytes' ? ' bytes' : ''} burst ${e.burst}${e.limitType === 'bytes' ? '' : ' packets'}` });
         continue;
       case 'opaque':
         out.push({ text: `# unknown expression "${e.name}" (${e.data.length} bytes)` });
@@ -361,11 +361,27 @@ function formatKey(set: Pick<NftSet, 'key' | 'flags'>, key: Buffer): string {
   return parts.join(' . ');
 }
 
+/** A range of a concatenation as nft writes it: each field's own range, `tcp . 8000-8100`. */
+function formatConcatRange(set: Pick<NftSet, 'key'>, key: Buffer, keyEnd: Buffer): string {
+  const parts: string[] = [];
+  let pos = 0;
+  for (const f of set.key) {
+    const from = key.subarray(pos, pos + TYPE_LEN[f]);
+    const to = keyEnd.subarray(pos, pos + TYPE_LEN[f]);
+    parts.push(from.equals(to) ? formatValue(from, f) : `${formatValue(from, f)}-${formatValue(to, f)}`);
+    pos += (TYPE_LEN[f] + 3) & ~3;
+  }
+  return parts.join(' . ');
+}
+
 export function formatElement(set: Pick<NftSet, 'key' | 'data' | 'flags'>, e: SetElement): string {
-  let s = formatKey(set, e.key);
-  if (e.keyEnd && !e.keyEnd.equals(e.key)) s += `-${formatKey(set, e.keyEnd)}`;
+  const range = e.keyEnd && !e.keyEnd.equals(e.key) ? e.keyEnd : undefined;
+  let s = range && set.key.length > 1 ? formatConcatRange(set, e.key, range) : formatKey(set, e.key);
+  if (range && set.key.length === 1) s += `-${formatKey(set, range)}`;
   if (e.verdict) s += ` : ${formatVerdict(e.verdict)}`;
   else if (e.data && set.data) s += ` : ${formatValue(e.data, set.data)}`;
+  // As nft lists an element's own counter (read back; a rendered element has none).
+  for (const x of e.exprs ?? []) if (x.type === 'counter') s += ` counter packets ${x.packets} bytes ${x.bytes}`;
   return s;
 }
 
@@ -395,6 +411,7 @@ export function formatSet(s: NftSet, elements?: SetElement[], indent = '\t'): st
   const flags = setFlagNames(s);
   if (flags.length) lines.push(`\tflags ${flags.join(',')}`);
   if (s.timeout) lines.push(`\ttimeout ${s.timeout % 1000n === 0n ? `${s.timeout / 1000n}s` : `${s.timeout}ms`}`);
+  if (s.exprs?.some((e) => e.type === 'counter')) lines.push('\tcounter');
   if (elements?.length) lines.push(`\telements = { ${elements.map((e) => formatElement(s, e)).join(',\n\t\t     ')} }`);
   lines.push('}');
   return lines.map((l) => indent + l).join('\n');

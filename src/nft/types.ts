@@ -310,6 +310,9 @@ export interface NftSet {
   /** The key (and map data) as nft expression text (`numgen random mod 65536`, `ip daddr`),
    * stored as NFTA_SET_USERDATA so `nft list` prints a `typeof` line `nft -f` can load back. */
   typeof?: { key: string; data?: string };
+  /** NFTA_SET_EXPR/NFTA_SET_EXPRESSIONS: stateful expressions every element gets a copy of
+   * (e.g. a counter, updated when a rule's dynset finds the element). */
+  exprs?: Expr[];
 }
 
 export interface SetElement {
@@ -320,6 +323,9 @@ export interface SetElement {
   verdict?: Verdict;
   /** NFT_SET_ELEM_* as read back. */
   flags?: number;
+  /** NFTA_SET_ELEM_EXPR/NFTA_SET_ELEM_EXPRESSIONS as read back: the element's own stateful
+   * expressions (their state, e.g. counter values, is not part of its identity or value). */
+  exprs?: Expr[];
 }
 
 export interface Generation {

@@ -8,9 +8,11 @@
  * they are hashes of canonical identities, never counters):
  *
  *   ingress base chain:  ip daddr vmap @ingress_v4 / ip6 daddr vmap @ingress_v6
- *                        (every ip of a Target whose `ingress` is not null -> goto its chain)
+ *                        (every ip of a Target whose `ingress` is not null -> goto the chain
+ *                        of its combination of policies)
  *   egress base chain:   ip saddr vmap @egress_v4 / ip6 saddr vmap @egress_v6 (same for egress)
- *   pod chain:           jump pol_<policyId>_<dir> for each id in Target.ingress / .egress; drop
+ *   combination chain:   jump pol_<policyId>_<dir> for each id in Target.ingress / .egress (shared
+ *                        by the targets of the same ids); the default deny
  *   policy chain:        per CompiledRule, per peer kind and address family, one rule that
  *                        accepts on (peer match) and (port match)
  *
@@ -35,7 +37,7 @@ export interface PolicyInputs {
 export interface Target {
   /** `namespace/name`. The map key of `PolicyIR.targets`. */
   key: string;
-  /** Short stable id derived from `key` (for the pod chain name). */
+  /** Short stable id derived from `key`. */
   id: string;
   /** Canonical addresses (IPv4 dotted quad, IPv6 RFC 5952), sorted, unique. */
   v4: string[];
@@ -173,7 +175,7 @@ export interface SetElementChange<E> {
  *   1. create sets (peerSets.create, ipBlockSets.create, namedPortSets.create: full contents)
  *   2. set element adds/removes (existing sets only)
  *   3. policies.upsert (rewrite both chains of each listed policy; a direction that became
- *      absent deletes that chain after step 4), then targets.upsert (vmap entries + pod chain)
+ *      absent deletes that chain after step 4), then targets.upsert (vmap entries + combination chains)
  *   4. targets.remove, policies.remove
  *   5. remove sets
  * A delta where every list is empty means nothing enforcement needs changed. */

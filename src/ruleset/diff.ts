@@ -1,11 +1,10 @@
 /** RuleSetDiff: the minimal transaction that turns one RulesetModel into another, optionally
  * looking only at the chains and sets an event touched (so its cost follows the change). */
 import { ruleKey } from '../nft/canonical';
-import { NFT_SET_EVAL } from '../nft/constants';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
 import { SetElement } from '../nft/types';
-import { elementKey, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from './model';
+import { elementKey, packetOwnedElements, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from './model';
 
 export interface DiffScope {
   chains: Iterable<string>;
@@ -57,7 +56,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
       setNames.add(name);
       continue;
     }
-    if ((b.set.flags ?? 0) & NFT_SET_EVAL) continue;
+    if (packetOwnedElements(b.set)) continue;
     const add: SetElement[] = [];
     const del: SetElement[] = [];
     for (const k of keys) {
@@ -79,8 +78,8 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
         d.replaceSets.push(name);
         continue;
       }
-      // The packet path owns the elements of a dynamic set (e.g. session affinity entries).
-      if ((b.set.flags ?? 0) & NFT_SET_EVAL) continue;
+      // The packet path owns the elements of a set whose elements time out (session affinity).
+      if (packetOwnedElements(b.set)) continue;
       const add: SetElement[] = [];
       const del: SetElement[] = [];
       for (const [k, e] of b.elements) {

@@ -3,7 +3,7 @@
  * read-back of the kernel converts into the same shape. */
 import { sameRuleBody } from '../nft/canonical';
 import { sameTypeof } from '../nft/objects/set-udata';
-import { NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
+import { NFT_SET_EVAL, NFT_SET_TIMEOUT, NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
 import { Chain, NftSet, Rule, SetElement, Table, TableContents } from '../nft/types';
 
 export interface ChainModel {
@@ -56,8 +56,23 @@ export function sameSetDefinition(a: NftSet, b: NftSet): boolean {
     (a.data ?? null) === (b.data ?? null) &&
     (a.flags ?? 0) === (b.flags ?? 0) &&
     a.timeout === b.timeout &&
-    sameTypeof(a.typeof, b.typeof)
+    sameTypeof(a.typeof, b.typeof) &&
+    exprKinds(a) === exprKinds(b)
   );
+}
+
+/** The kinds of a set's per-element expressions: their state (a template counter's values) is
+ * not part of the definition. */
+function exprKinds(s: NftSet): string {
+  return s.exprs?.map((e) => (e.type === 'opaque' ? e.name : e.type)).join(' ') ?? '';
+}
+
+/** Whether the packet path owns a set's elements: a dynamic set whose elements time out (session
+ * affinity). A dynamic set without timeouts holds what the agent put there; rules only update
+ * its elements' stateful expressions (per-address counters). */
+export function packetOwnedElements(s: NftSet): boolean {
+  const flags = s.flags ?? 0;
+  return (flags & NFT_SET_EVAL) !== 0 && (flags & NFT_SET_TIMEOUT) !== 0;
 }
 
 /** Whether two chain definitions are the same (base chain hook, priority, policy, type). */
@@ -105,6 +120,7 @@ function stripSet(s: NftSet): NftSet {
   if (s.data) out.data = s.data;
   if (s.timeout !== undefined) out.timeout = s.timeout;
   if (s.typeof) out.typeof = s.typeof;
+  if (s.exprs) out.exprs = s.exprs;
   return out;
 }
 

@@ -13,8 +13,9 @@ import { namespace, NODE, pod, policy } from './fixtures';
 test('metrics: syncs, kernel messages, drift repairs and per-policy kernel counters over HTTP', async () => {
   await withSandbox(async (sb) => {
     const metrics = new AgentMetrics({ processMetrics: false });
-    metrics.setPolicyCounterReader(policyCounterReader(sb.socket, 'nfkube'));
-    const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) })], observer: metricsObserver(metrics) });
+    const component = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
+    metrics.setPolicyCounterReader(policyCounterReader(sb.socket, 'nfkube', (a, d) => component.podAt(a, d)));
+    const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [component], observer: metricsObserver(metrics) });
     const server = await startObserveServer({ address: { host: '127.0.0.1', port: 0 }, metrics: () => metrics.expose(), lastSuccessfulSync: () => metrics.lastSuccessfulSyncMs(), resyncPeriodMs: 60_000, ready: () => true });
     try {
       const objects = [namespace('x'), pod('x', 'a', '198.18.0.2', { app: 'web' }), pod('x', 'b', '198.18.0.3', { app: 'client' })];

@@ -13,8 +13,13 @@ import { baseCluster, Cluster, NODE, pod, policy } from './fixtures';
 
 const silent = pino({ level: 'silent' });
 
+/** Each started agent's policy component. */
+const policyOf = new WeakMap<Agent, PolicyComponent>();
+
 async function startAgent(sb: Sandbox, cluster: Cluster, extra: Partial<ConstructorParameters<typeof Agent>[0]> = {}): Promise<Agent> {
-  const agent = new Agent({ socket: sb.socket, logger: silent, components: [new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent })], ...extra });
+  const component = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: silent });
+  const agent = new Agent({ socket: sb.socket, logger: silent, components: [component], ...extra });
+  policyOf.set(agent, component);
   await agent.start(cluster.snapshot());
   cluster.agent = agent;
   return agent;
@@ -78,14 +83,18 @@ test('two local pods briefly sharing an address: the entry passes to the one tha
     const cluster = baseCluster();
     const agent = await startAgent(sb, cluster);
     const dispatch = () => sb.run('nft', ['list', 'map', 'inet', 'nfkube', 'ingress_v4']);
-    const chainOf = (text: string, ip: string) => new RegExp(`${ip.replace(/\./g, '\\.')} : goto (pod_\\w+_in)`).exec(text)?.[1];
+    const chainOf = (text: string, ip: string) => new RegExp(`${ip.replace(/\./g, '\\.')} : goto (combo_\\w+_in)`).exec(text)?.[1];
+    // The pods share their combination chain: whose default deny counts the address is the holder.
+    const holder = () => policyOf.get(agent)!.podAt('198.18.0.2', 'ingress');
     const chainA = chainOf(dispatch(), '198.18.0.2');
     assert.ok(chainA);
+    assert.equal(holder(), 'x/a');
     // A new web pod gets x/a's address while x/a is still running (slow status update): x/a,
     // first by key, keeps the entry.
     cluster.apply(pod('x', 'a2', '198.18.0.2', { app: 'web' }));
     await agent.idle();
     assert.equal(chainOf(dispatch(), '198.18.0.2'), chainA);
+    assert.equal(holder(), 'x/a');
     await assertEnforced(sb, cluster);
     // x/a leaves: its address stays dispatched, now to x/a2's chain (before, it lost the entry
     // and x/a2 was not isolated at all).
@@ -93,7 +102,7 @@ test('two local pods briefly sharing an address: the entry passes to the one tha
     await agent.idle();
     const chainA2 = chainOf(dispatch(), '198.18.0.2');
     assert.ok(chainA2, 'the address is still dispatched');
-    assert.notEqual(chainA2, chainA);
+    assert.equal(holder(), 'x/a2', 'now held by x/a2');
     await assertEnforced(sb, cluster);
     // The same the other way round: a claimant first by key arrives, then leaves.
     cluster.apply(pod('x', 'a1', '198.18.0.2', { app: 'web' }));
@@ -244,7 +253,7 @@ test('a commit the kernel rejects keeps the previous state, is retried, and repa
     const failures: unknown[] = [];
     const agent = await startAgent(sb, cluster, { observer: { failed: (_k, err) => failures.push(err) } });
     // Someone deletes a chain nfkube owns; the next change to it is refused by the kernel.
-    const podChain = /chain (pod_\w+_in)/.exec(sb.run('nft', ['list', 'table', 'inet', 'nfkube']))![1];
+    const podChain = /chain (combo_\w+_in)/.exec(sb.run('nft', ['list', 'table', 'inet', 'nfkube']))![1];
     sb.run('nft', ['flush', 'chain', 'inet', 'nfkube', podChain]);
     sb.run('nft', ['-f', '-'], `flush map inet nfkube ingress_v4\nflush map inet nfkube ingress_v6\ndelete chain inet nfkube ${podChain}\n`);
     cluster.apply(policy('x', 'web-2', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 443 }] }] }));

@@ -155,11 +155,13 @@ test('nfkube demo: all open before, exactly the example policies after, the rule
   assert.match(ruleset, /^table inet nfkube \{$/m);
   assert.match(ruleset, /chain forward_ingress \{\n\t\ttype filter hook forward priority 1; policy accept;/);
   assert.match(ruleset, /counter packets [1-9]\d* bytes \d+ accept comment "shop\/db-from-web ingress\[0\]"/);
-  assert.match(ruleset, /counter packets [1-9]\d* bytes \d+ drop comment "default deny egress shop\/db"/);
+  // Default denies are counted per pod address (shop/db is the only pod isolated for egress).
+  assert.match(ruleset, /set deny_out_v4 \{[^}]*elements = \{ [\d.]+ counter packets [1-9]\d* bytes \d+/);
+  assert.match(ruleset, /chain default_deny_out \{\n(.*\n)*?\t\tupdate @deny_out_v4 \{ ip saddr \}.*\n\t\tupdate @deny_out_v6 \{ ip6 saddr \}.*\n\t\tdrop comment "default deny egress"/);
   // Hashed chain names say whose they are.
   assert.match(ruleset, /chain pol_\w+_in \{ # NetworkPolicy shop\/db-from-web, ingress\n/);
-  assert.match(ruleset, /chain pod_\w+_out \{ # pod shop\/db, egress\n/);
-  assert.doesNotMatch(ruleset, /chain (pol|pod)_\w+ \{\n/, 'every hashed chain is annotated');
+  assert.match(ruleset, /chain combo_\w+_out \{ # pod shop\/db, egress\n/);
+  assert.doesNotMatch(ruleset, /chain (pol|combo)_\w+ \{\n/, 'every hashed chain is annotated');
   assert.match(run.stdout, /Cleaned up: closed 4 network namespaces/);
   assert.doesNotMatch(run.stdout, /\x1b\[/, '--no-color prints no escape codes');
   assertNothingLeft(run.stdout, before);

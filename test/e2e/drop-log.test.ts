@@ -11,7 +11,6 @@ import { PolicyModes } from '../../src/deny/modes';
 import { DropLogOptions } from '../../src/deny/tail';
 import { ClusterChange } from '../../src/k8s/source';
 import { NetlinkSocket } from '../../src/netlink/socket';
-import { listRules } from '../../src/nft/readback';
 import { DropRecord, startDropLogging } from '../../src/nflog';
 import { policyCounters, readCounterRows } from '../../src/explain/counters';
 import { compileFull } from '../../src/policy/compile';
@@ -202,7 +201,8 @@ async function policyTable(env: Env) {
   const socket = NetlinkSocket.open({ netns: env.topo.nodeNetnsPath });
   try {
     const snap = env.cluster.snapshot();
-    return policyCounters(await readCounterRows(socket, 'nfkube'), compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE));
+    const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE);
+    return policyCounters(await readCounterRows(socket, 'nfkube', ir), ir);
   } finally {
     await socket.close();
   }
@@ -211,11 +211,11 @@ async function policyTable(env: Env) {
 async function denyCounter(env: Env, podKey: string): Promise<bigint> {
   const socket = NetlinkSocket.open({ netns: env.topo.nodeNetnsPath });
   try {
+    // The pod's default deny, counted by its address, as `verify --counters` reads it.
+    const snap = env.cluster.snapshot();
+    const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE);
     let n = 0n;
-    for (const r of await listRules(socket, 'inet', 'nfkube')) {
-      if (r.comment !== `default deny ingress ${podKey}`) continue;
-      for (const e of r.exprs) if (e.type === 'counter') n += e.packets;
-    }
+    for (const r of await readCounterRows(socket, 'nfkube', ir)) if (r.verdict === 'drop' && r.direction === 'ingress' && `${r.namespace}/${r.pod}` === podKey) n += BigInt(r.packets);
     return n;
   } finally {
     await socket.close();

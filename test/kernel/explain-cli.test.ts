@@ -29,7 +29,7 @@ test('explain prints both verdicts and what decides them; a tampered table is a 
 
     const denied = nfkube(sb.netns.path, ['explain', 'ops/probe', 'shop/db', '--port', '5432', '--protocol', 'udp', ...common]);
     assert.equal(denied.status, 0, denied.stderr);
-    assert.match(denied.stdout, /model   DENIED[^]*no rule allows it[^]*kernel  DENIED[^]*drop comment "default deny ingress shop\/db"/);
+    assert.match(denied.stdout, /model   DENIED[^]*no rule allows it[^]*kernel  DENIED[^]*combo_\w+_in -> [^]*default_deny_in: drop comment "default deny ingress"/);
 
     const counters = nfkube(sb.netns.path, ['verify', '--counters', ...common]);
     assert.equal(counters.status, 0, counters.stdout);

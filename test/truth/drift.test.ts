@@ -12,8 +12,8 @@ function names(agent: Agent) {
   const chain = (re: RegExp) => [...m.chains.keys()].find((n) => re.test(n))!;
   const set = (re: RegExp) => [...m.sets.keys()].find((n) => re.test(n))!;
   return {
-    webIn: chain(/^pod_\w+_in$/),
-    clientOut: chain(/^pod_\w+_out$/),
+    webIn: chain(/^combo_\w+_in$/),
+    clientOut: chain(/^combo_\w+_out$/),
     webPolicy: chain(/^pol_\w+_in$/),
     denyPolicy: chain(/^pol_\w+_out$/),
     clients4: set(/^ps\w+_v4$/),
@@ -42,7 +42,7 @@ async function assertDetectedAndRepaired(sb: Sandbox, cluster: Cluster, agent: A
   assert.equal(agent.totals.commits, commits + 1, 'one transaction');
   const after = verify(sb, cluster);
   assert.equal(after.status, 0, after.stdout);
-  assert.match(after.stdout, /^table inet nfkube matches the desired state \(7 chains, 8 sets\)\n$/);
+  assert.match(after.stdout, /^table inet nfkube matches the desired state \(9 chains, 12 sets\)\n$/);
   assert.equal((await agent.resync()).drift, '', 'nothing left to repair');
 }
 
@@ -63,12 +63,12 @@ test('a deleted rule is reported as missing and re-added', async () => {
   await withAgent(async (sb, cluster, agent) => {
     const n = names(agent);
     sb.run('nft', ['delete', 'rule', 'inet', 'nfkube', 'forward_ingress', 'handle', handleOf(sb, 'forward_ingress', 'ct state established,related accept')]);
-    sb.run('nft', ['delete', 'rule', 'inet', 'nfkube', n.webIn, 'handle', handleOf(sb, n.webIn, 'counter packets 0 bytes 0 drop comment "default deny ingress x/a"')]);
+    sb.run('nft', ['delete', 'rule', 'inet', 'nfkube', 'default_deny_in', 'handle', handleOf(sb, 'default_deny_in', 'drop comment "default deny ingress"')]);
     await assertDetectedAndRepaired(
       sb,
       cluster,
       agent,
-      ['~ chain forward_ingress', '+   ct state established,related accept', `~ chain ${n.webIn}`, '+   counter packets 0 bytes 0 drop comment "default deny ingress x/a"'].join('\n'),
+      ['~ chain forward_ingress', '+   ct state established,related accept', '~ chain default_deny_in', '+   drop comment "default deny ingress"'].join('\n'),
     );
   });
 });
@@ -145,15 +145,23 @@ test('a flushed table (every rule gone, chains and sets kept) is refilled', asyn
         '+   meta nfproto ipv6 icmpv6 type 133-136 accept',
         '+   ip saddr vmap @egress_v4',
         '+   ip6 saddr vmap @egress_v6',
+        '~ chain default_deny_in',
+        '+   update @deny_in_v4 { ip daddr }',
+        '+   update @deny_in_v6 { ip6 daddr }',
+        '+   drop comment "default deny ingress"',
+        '~ chain default_deny_out',
+        '+   update @deny_out_v4 { ip saddr }',
+        '+   update @deny_out_v6 { ip6 saddr }',
+        '+   drop comment "default deny egress"',
         `~ chain ${n.webPolicy}`,
         `+   ip saddr @${n.clients4} ip daddr . meta l4proto . th dport @${n.ports4} counter packets 0 bytes 0 accept comment "x/web ingress[0]"`,
         `+   ip6 saddr @${n.clients6} ip6 daddr . meta l4proto . th dport @${n.ports6} counter packets 0 bytes 0 accept comment "x/web ingress[0]"`,
         `~ chain ${n.webIn}`,
         `+   jump ${n.webPolicy} comment "x/web"`,
-        '+   counter packets 0 bytes 0 drop comment "default deny ingress x/a"',
+        '+   goto default_deny_in',
         `~ chain ${n.clientOut}`,
         `+   jump ${n.denyPolicy} comment "y/deny-egress"`,
-        '+   counter packets 0 bytes 0 drop comment "default deny egress y/c"',
+        '+   goto default_deny_out',
       ].join('\n'),
     );
   });
@@ -172,6 +180,8 @@ test('a deleted table is reported whole and recreated', async () => {
         '+ chain forward_egress (4 rules)',
         '+ chain forward_ingress (4 rules)',
         '+ chain input_egress (4 rules)',
+        '+ chain default_deny_in (3 rules)',
+        '+ chain default_deny_out (3 rules)',
         `+ chain ${n.webPolicy} (2 rules)`,
         `+ chain ${n.denyPolicy} (0 rules)`,
         `+ chain ${n.webIn} (2 rules)`,
@@ -180,6 +190,10 @@ test('a deleted table is reported whole and recreated', async () => {
         '+ set ingress_v6 (1 elements)',
         '+ set egress_v4 (1 elements)',
         '+ set egress_v6 (0 elements)',
+        '+ set deny_in_v4 (1 elements)',
+        '+ set deny_in_v6 (1 elements)',
+        '+ set deny_out_v4 (1 elements)',
+        '+ set deny_out_v6 (0 elements)',
         `+ set ${n.clients4} (1 elements)`,
         `+ set ${n.clients6} (0 elements)`,
         `+ set ${n.ports4} (1 elements)`,

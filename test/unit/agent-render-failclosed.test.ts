@@ -3,7 +3,7 @@
  * renders as before. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RenderError, Renderer } from '../../src/agent/render';
+import { comboChainName, RenderError, Renderer } from '../../src/agent/render';
 import type { CompiledPolicy, PolicyIR } from '../../src/policy/ir';
 
 function ir(policies: CompiledPolicy[]): PolicyIR {
@@ -30,8 +30,9 @@ test('an unrenderable policy gets empty chains and a named error; the others are
   assert.match(failures[0].message, /^NetworkPolicy x\/bad: cannot be rendered \(.+\); failing closed/);
   assert.deepEqual(m.chains.get('pol_pbad_in')?.rules, [], 'allows nothing');
   assert.equal(m.chains.get('pol_pgood_in')?.rules.length, 1, 'the other policy renders');
-  const podChain = m.chains.get('pod_ta_in')!.rules;
+  const podChain = m.chains.get(comboChainName(['pbad', 'pgood'], 'ingress'))!.rules;
   assert.equal(podChain.length, 3, 'the pod jumps to both policies, then the default deny');
+  assert.deepEqual(podChain.map((r) => r.exprs), [[{ type: 'immediate', dreg: 0, verdict: { kind: 'jump', chain: 'pol_pbad_in' } }], [{ type: 'immediate', dreg: 0, verdict: { kind: 'jump', chain: 'pol_pgood_in' } }], [{ type: 'immediate', dreg: 0, verdict: { kind: 'goto', chain: 'default_deny_in' } }]]);
   assert.deepEqual([...r.failedClosed.keys()], ['pbad']);
   // Fixed, the failure is forgotten; a removed policy is forgotten too.
   r.policyChains({ ...bad, ingress: [{ peers: 'any', ports: [{ protocol: 'TCP', port: 7000 }] }] }, new Map());

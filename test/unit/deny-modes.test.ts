@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DesiredTable } from '../../src/agent/desired';
 import { ChangeScope } from '../../src/pipeline/scope';
-import { Renderer } from '../../src/agent/render';
+import { comboChainName, comboId, Renderer } from '../../src/agent/render';
 import { PolicyModes } from '../../src/deny/modes';
 import { formatTable } from '../../src/nft/format';
 import { TableContents } from '../../src/nft/types';
@@ -21,16 +21,31 @@ function assertSame(actual: RulesetModel, expected: RulesetModel, where: string)
   assert.ok(isEmptyDiff(d), `${where}:\n${formatDiff(actual, expected, d)}`);
 }
 
-test('a pod chain ends in the rate-limited drop log, the audit accepts, then the counted deny', () => {
+test('a combination chain ends in the rate-limited drop log and a goto to the default deny: audit accepts, per-address counts, the deny', () => {
   const modes = new PolicyModes('enforce');
   const r = new Renderer({ table: 'nfkube', denyAction: 'drop', log: { group: 100, rate: 10, burst: 5 }, modes });
-  const chain = r.podChains({ key: 'x/b', id: 't0123456789ab', v4: ['198.18.0.11'], v6: ['2001:db8::11'], ingress: ['pabc'], egress: null }, () => 'x/deny-b')[0];
-  const contents: TableContents = { table: { family: 'inet', name: 'nfkube' }, chains: [chain.chain], sets: [], rules: chain.rules, elements: new Map() };
+  const chain = r.comboChain('ingress', ['pabc'], () => 'x/deny-b');
+  assert.equal(chain.chain.name, comboChainName(['pabc'], 'ingress'));
+  const deny = r.base().chains.find((c) => c.chain.name === 'default_deny_in')!;
+  const contents: TableContents = { table: { family: 'inet', name: 'nfkube' }, chains: [chain.chain, deny.chain], sets: [], rules: [...chain.rules, ...deny.rules], elements: new Map() };
   const text = formatTable(contents);
-  assert.match(text, /jump pol_pabc_in comment "x\/deny-b"\n\s+limit rate 10\/second burst 5 log prefix "nfkube in t0123456789ab" group 100\n\s+ip daddr @audit_v4 counter packets 0 bytes 0 accept comment "audit ingress x\/b"\n\s+ip6 daddr @audit_v6 counter packets 0 bytes 0 accept comment "audit ingress x\/b"\n\s+counter packets 0 bytes 0 drop comment "default deny ingress x\/b"/);
-  // Without the options the chain is what it always was.
-  const plain = new Renderer({ table: 'nfkube', denyAction: 'drop' }).podChains({ key: 'x/b', id: 't1', v4: [], v6: [], ingress: ['p'], egress: null }, () => 'p')[0];
-  assert.equal(plain.rules.length, 2);
+  const id = comboId(['pabc']);
+  assert.match(text, new RegExp(`jump pol_pabc_in comment "x\\/deny-b"\n\\s+limit rate 10\\/second burst 5 packets log prefix "nfkube in ${id}" group 100\n\\s+goto default_deny_in\n`));
+  assert.match(
+    text,
+    new RegExp(
+      `chain default_deny_in \\{\n` +
+        `\\s+ip daddr @audit_v4 update @audited_in_v4 \\{ ip daddr \\} accept comment "audit ingress"\n` +
+        `\\s+ip6 daddr @audit_v6 update @audited_in_v6 \\{ ip6 daddr \\} accept comment "audit ingress"\n` +
+        `\\s+update @deny_in_v4 \\{ ip daddr \\}\n` +
+        `\\s+update @deny_in_v6 \\{ ip6 daddr \\}\n` +
+        `\\s+drop comment "default deny ingress"`,
+    ),
+  );
+  // Without the options the chain is what a pod chain always was: the jumps, then the deny.
+  const plain = new Renderer({ table: 'nfkube', denyAction: 'drop' });
+  assert.equal(plain.comboChain('ingress', ['p'], () => 'p').rules.length, 2);
+  assert.equal(plain.base().chains.find((c) => c.chain.name === 'default_deny_out')!.rules.length, 3, 'the two per-address counts, the deny');
 });
 
 test('desired table under random events and mode switches equals a full render; switches write set elements only', () => {

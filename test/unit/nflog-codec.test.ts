@@ -124,9 +124,9 @@ test('headers: IPv4 and IPv6, TCP, UDP, SCTP ports, ICMP types, extension header
   assert.throws(() => decodeHeaders(v6(0, '00'.repeat(8 * 20))), /extension headers/);
 });
 
-test('the drop log prefix names direction and target; anything else is not ours', () => {
-  assert.equal(dropLogPrefix('ingress', 't0123456789ab'), 'nfkube in t0123456789ab');
-  assert.deepEqual(parseDropLogPrefix('nfkube out t0123456789ab'), { direction: 'egress', targetId: 't0123456789ab' });
+test('the drop log prefix names direction and combination; anything else is not ours', () => {
+  assert.equal(dropLogPrefix('ingress', '0123456789ab'), 'nfkube in 0123456789ab');
+  assert.deepEqual(parseDropLogPrefix('nfkube out 0123456789ab'), { direction: 'egress', comboId: '0123456789ab' });
   for (const p of [undefined, '', 'nfkube in', 'nfkube sideways t1', 'nfkube in T1', 'kube-router drop']) assert.equal(parseDropLogPrefix(p), undefined, String(p));
 });
 

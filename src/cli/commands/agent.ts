@@ -159,7 +159,7 @@ const command: Command = {
       // Counters are read on their own socket so a scrape never queues behind a sync.
       const counterSocket = NetlinkSocket.open();
       ctx.defer(() => counterSocket.close());
-      if (choice.policy) served.setPolicyCounterReader(bridge!.policyCounterReader(counterSocket, table), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
+      if (choice.policy) served.setPolicyCounterReader(bridge!.policyCounterReader(counterSocket, table, (address, dir) => policy.podAt(address, dir)), (err: unknown) => logger.warn({ err }, 'reading policy counters failed'));
       logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     }
     const snapshot = await source.start();

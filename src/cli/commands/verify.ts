@@ -62,7 +62,7 @@ async function verifyTable(socket: NetlinkSocket, desired: RulesetModel, counter
   const kernel = back ? modelFromKernel(back) : undefined;
   const flags = back ? tableFlagsProblem(back.table) : undefined;
   const p = plan(kernel, flags, desired, false);
-  if (countersFor && back) process.stdout.write(formatPolicyCounters(policyCounters(await readCounterRows(socket, table.name), countersFor)));
+  if (countersFor && back) process.stdout.write(formatPolicyCounters(policyCounters(await readCounterRows(socket, table.name, countersFor), countersFor)));
   if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
   if (flags) process.stdout.write(`${flags}\n`);
   if (p.action === 'noop') {

@@ -87,7 +87,13 @@ function codecOf<K extends ExprKind>(kind: K): ExprCodec<K> {
 /** Writes one expression as an NFTA_LIST_ELEM nest. Every rule of a batch passes here, so nests
  * are opened and closed directly rather than through closures. */
 export function encodeExpr(w: AttrWriter, e: Expr): void {
-  const elem = w.beginNest(C.NFTA_LIST_ELEM);
+  encodeExprNest(w, C.NFTA_LIST_ELEM, e);
+}
+
+/** Writes one expression (NFTA_EXPR_NAME, NFTA_EXPR_DATA) as the nest `attrType`, e.g. a set's
+ * NFTA_SET_EXPR. */
+export function encodeExprNest(w: AttrWriter, attrType: number, e: Expr): void {
+  const elem = w.beginNest(attrType);
   if (e.type === 'opaque') {
     w.str(C.NFTA_EXPR_NAME, e.name);
     // A nest header around the raw bytes, so they go back exactly as they came.

@@ -7,6 +7,7 @@ import { formatElement } from '../format';
 import { NftSet, SetElement } from '../types';
 import { decrement, increment, keyLength, TYPE_LEN } from '../values';
 import { isRemoval, ObjectCodec, objectVerbs, tableReference } from './codec';
+import { decodeStatefulExprs } from './set';
 
 /** Single-field interval sets (rbtree) take [start, end+1) as two elements, the second flagged
  * NFT_SET_ELEM_INTERVAL_END; concatenations (pipapo) take NFTA_SET_ELEM_KEY_END inclusive. */
@@ -134,6 +135,8 @@ export function decodeSetElements(payload: Buffer): { table: string; set: string
       }
       const flags = e.be32(C.NFTA_SET_ELEM_FLAGS);
       if (flags) elem.flags = flags;
+      const exprs = decodeStatefulExprs(e, C.NFTA_SET_ELEM_EXPR, C.NFTA_SET_ELEM_EXPRESSIONS);
+      if (exprs) elem.exprs = exprs;
       elements.push(elem);
     }
   }

@@ -7,7 +7,7 @@ import { formatRule } from '../format';
 import { Rule } from '../types';
 import { decodeComment, familyFromNumber, isRemoval, msg, ObjectCodec, Reference, tableReference, UDATA_RULE_COMMENT } from './codec';
 
-// Rules of one policy entry, and pod chains' jumps to one policy, carry the same comment: a
+// Rules of one policy entry, and combination chains' jumps to one policy, carry the same comment: a
 // batch encodes each text once. Bounded, as comments name policies that come and go.
 const COMMENT_CACHE_MAX = 4096;
 const encodedComments = new Map<string, Uint8Array>();

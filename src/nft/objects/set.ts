@@ -3,9 +3,10 @@ import { AttrMap, AttrWriter, parseAttrs } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { setFlagNames, setType } from '../format';
-import { NFT_TYPE, NftSet, NftTypeName } from '../types';
+import { Expr, NFT_TYPE, NftSet, NftTypeName } from '../types';
 import { keyLength, TYPE_LEN } from '../values';
 import { decodeSetUdata, encodeSetUdata } from './set-udata';
+import { decodeExpr, decodeExprListAttr, encodeExprList, encodeExprNest } from '../expr';
 import { familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
 
 // nftables src/datatype.h: concatenated type ids are built 6 bits per field.
@@ -34,10 +35,20 @@ function keyFieldsFromId(typeId: number, fieldCount: number | undefined, keyLen:
   return fields;
 }
 
+/** The stateful expressions of a set or an element: the kernel dumps one as `single` (a nest
+ * holding NFTA_EXPR_NAME and NFTA_EXPR_DATA), several as the `list` of NFTA_LIST_ELEM. */
+export function decodeStatefulExprs(a: AttrMap, single: number, list: number): Expr[] | undefined {
+  const one = a.get(single);
+  if (one) return [decodeExpr(Buffer.from(one.data))];
+  const many = a.get(list);
+  return many ? decodeExprListAttr(many) : undefined;
+}
+
 export function setFlags(s: NftSet): number {
   let flags = s.flags ?? 0;
   if (s.data) flags |= C.NFT_SET_MAP;
   if (s.key.length > 1) flags |= C.NFT_SET_CONCAT;
+  if ((s.exprs?.length ?? 0) > 1) flags |= C.NFT_SET_EXPR;
   return flags;
 }
 
@@ -67,6 +78,9 @@ export function encodeSet(w: AttrWriter, s: NftSet, id = s.id): void {
     w.endNest(desc);
   }
   if (s.typeof) w.bytes(C.NFTA_SET_USERDATA, encodeSetUdata(s.typeof));
+  // As nft sends them: one expression as NFTA_SET_EXPR; a list needs the NFT_SET_EXPR flag.
+  if (s.exprs?.length === 1) encodeExprNest(w, C.NFTA_SET_EXPR, s.exprs[0]);
+  else if (s.exprs?.length) encodeExprList(w, C.NFTA_SET_EXPRESSIONS, s.exprs);
   if (id !== undefined) w.be32(C.NFTA_SET_ID, id);
 }
 
@@ -87,7 +101,7 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
     name: a.required(a.str(C.NFTA_SET_NAME), 'NFTA_SET_NAME'),
     handle: a.be64(C.NFTA_SET_HANDLE),
     key: keyFieldsFromId(a.required(a.be32(C.NFTA_SET_KEY_TYPE), 'NFTA_SET_KEY_TYPE'), fieldCount, a.be32(C.NFTA_SET_KEY_LEN)),
-    flags: rawFlags & ~(C.NFT_SET_MAP | C.NFT_SET_CONCAT),
+    flags: rawFlags & ~(C.NFT_SET_MAP | C.NFT_SET_CONCAT | C.NFT_SET_EXPR),
   };
   // The kernel stores a key length and a type id it never interprets: a length that does not fit
   // the types would make every key read as something it is not.
@@ -110,6 +124,8 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
   const udata = a.get(C.NFTA_SET_USERDATA);
   const typeofText = udata && decodeSetUdata(udata.buf.subarray(udata.start, udata.end));
   if (typeofText) set.typeof = typeofText;
+  const exprs = decodeStatefulExprs(a, C.NFTA_SET_EXPR, C.NFTA_SET_EXPRESSIONS);
+  if (exprs) set.exprs = exprs;
   return set;
 }
 
