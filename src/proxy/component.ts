@@ -353,12 +353,11 @@ export class ProxyComponent implements Component {
       this.chainService.set(chain, key);
       const { displaced, newBlock } = this.drawSlots[f].enter(chain, slot);
       if (displaced !== undefined) this.slotChanged.add(this.chainService.get(displaced)!);
-      // The first chain of a block brings the block's maps.
+      // The first chain of a block brings the block's map.
       if (newBlock) {
-        for (const set of this.renderer.endpointMaps(f, slot.block)) {
-          this.desired.sets.set(set.name, { set, elements: new Map() });
-          this.createdMaps.push(set.name);
-        }
+        const set = this.renderer.endpointMap(f, slot.block);
+        this.desired.sets.set(set.name, { set, elements: new Map() });
+        this.createdMaps.push(set.name);
       }
       return this.drawSlots[f].holds(chain, slot) ? slot : undefined;
     };
@@ -446,10 +445,9 @@ export class ProxyComponent implements Component {
     }
     for (const [f, block] of emptied) {
       if (this.drawSlots[f].blocks.has(block)) continue;
-      for (const set of this.renderer.endpointMaps(f, block)) {
-        m.sets.delete(set.name);
-        scope.sets.add(set.name);
-      }
+      const name = this.renderer.endpointMap(f, block).name;
+      m.sets.delete(name);
+      scope.sets.add(name);
     }
     for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
   }

@@ -19,11 +19,12 @@
  * list, so per-service sets make every element message O(services); and an interval set's commit
  * walks all its elements (nft_rbtree_commit), so one map for all services is O(endpoints). So
  * each load-balancing chain has a draw slot, a hash of its name: one of 512 blocks and a 16-bit
- * id in it. It DNATs in one fixed rule: a draw `numgen random mod 65536`, shifted below the id
- * (key = id . draw), looked up in its block's two interval maps, @endpoint-addrs-vN-B and
- * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws
- * (the ports map as one range per run of endpoints with the same port).
- * Endpoints come and go as elements of those maps and of @hairpin-vN, none of which jump. A chain
+ * id in it. It DNATs in one fixed rule, as nft writes `dnat ip to numgen random mod 65536 offset
+ * <id << 16> map @endpoint-draws-vN-B`: the draw (key = id . draw, in network order) looked up in
+ * its block's interval map, whose elements give each endpoint an equal share of the chain's draws
+ * and map it to `address . port`, which the lookup writes to consecutive registers for the nat
+ * expression. Endpoints come and go as elements of that map and of @hairpin-vN, neither of which
+ * jumps. A chain
  * without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
  * and decided by the set of chains alone, so a full render equals the incremental one) keeps
  * kube-proxy's layout (numgen vmap to endpoint-…__ip/port chains that record and honour the
@@ -34,7 +35,7 @@ import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement, Verdict } from '../nft/types';
 import { ipv4, ipv6 } from '../net/ip-bytes';
 import { K8S_IPPROTO, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
-import { be16, concatKey, HOST_LE, hostU32 } from '../nft/values';
+import { be16, concatKey, hostU32 } from '../nft/values';
 import { RTN_LOCAL } from '../rtnl/constants';
 import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../net/ip';
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
@@ -63,8 +64,7 @@ export const N = {
   nodePortIPs: (f: Fam) => `nodeport-ips-${f}`,
   clusterCIDRs: (f: Fam) => `cluster-cidrs-${f}`,
   hairpin: (f: Fam) => `hairpin-${f}`,
-  endpointAddrs: (f: Fam, block: number) => `endpoint-addrs-${f}-${block}`,
-  endpointPorts: (f: Fam, block: number) => `endpoint-ports-${f}-${block}`,
+  endpointDraws: (f: Fam, block: number) => `endpoint-draws-${f}-${block}`,
 } as const;
 
 /** Names of one service port's objects (kube-proxy's prefixes, with the family). */
@@ -136,7 +136,7 @@ export function protoPortKey(protocol: string, port: number): Buffer {
 
 /** The endpoint choice draws `numgen random mod DRAWS`; draw ids are 16 bits. */
 export const DRAWS = 65536;
-/** Blocks of draw slots, each a pair of endpoint maps: enough that a map's commit (which walks
+/** Blocks of draw slots, each an endpoint map: enough that a map's commit (which walks
  * it) stays small, few enough that finding a map by name (a list walk) stays cheap. */
 export const DRAW_BLOCKS = 512;
 
@@ -152,11 +152,9 @@ export function drawSlot(chain: string): DrawSlot {
   return { block: (h >>> 16) % DRAW_BLOCKS, id: h & 0xffff };
 }
 
-/** The key `id . rank` of the endpoint maps. numgen writes a host-order u32 and the kernel
- * compares keys bytewise: on a little-endian host the draw is shifted left 16 (its bytes land in
- * bytes 2 and 3, low byte first), on a big-endian one it is there already; the id goes into
- * bytes 0 and 1. The rank (bytes 2 and 3 read big-endian) is a bijection of the draws, so equal
- * rank intervals are equal shares. */
+/** The key `id . rank` of the endpoint maps: numgen's offset adds the id above the draw, and a
+ * byteorder puts the host-order u32 in network order (as nft does before an interval lookup),
+ * so the id is bytes 0 and 1 and the draw (the rank) bytes 2 and 3, big-endian. */
 export function drawKey(id: number, rank: number): Buffer {
   const key = Buffer.allocUnsafe(4);
   key.writeUInt32BE(((id << 16) | rank) >>> 0);
@@ -170,12 +168,37 @@ export function drawShares(id: number, n: number): [Buffer, Buffer][] {
   return out;
 }
 
-/** Loads `id . draw` into NFT_REG_3. */
-function drawExprs(id: number): Expr[] {
-  const exprs: Expr[] = [{ type: 'numgen', dreg: C.NFT_REG_3, modulus: DRAWS, ngType: 'random', offset: 0 }];
-  if (HOST_LE) exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'lshift', shift: 16 });
-  exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'bool', mask: Buffer.from([0, 0, 0xff, 0xff]), xor: Buffer.from([id >> 8, id & 255, 0, 0]) });
-  return exprs;
+/** `address . port` of an endpoint map's data, the port padded to its 4-byte register. */
+export function endpointData(ip: string, port: number): Buffer {
+  const a = addrBuf(ip);
+  const out = Buffer.allocUnsafe(a.length + 4);
+  a.copy(out);
+  out.writeUInt16BE(port, a.length);
+  out.writeUInt16BE(0, a.length + 2);
+  return out;
+}
+
+/** The draw rule's body after its protocol match: `id . draw` into NFT_REG_1, in network order,
+ * looked up in the block's map, which writes the address to NFT_REG_1 and the port right after it
+ * (the next 32-bit register for IPv4, NFT_REG_2 for IPv6: the registers nft picks, so nft's
+ * listing of it parses back into the same expressions). */
+function drawDnat(f: Fam, slot: DrawSlot): Expr[] {
+  const port = f === 'v4' ? C.NFT_REG32_01 : C.NFT_REG_2;
+  return [
+    { type: 'numgen', dreg: C.NFT_REG_1, modulus: DRAWS, ngType: 'random', offset: (slot.id << 16) >>> 0 },
+    { type: 'byteorder', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, op: 'hton', len: 4, size: 4 },
+    { type: 'lookup', set: N.endpointDraws(f, slot.block), sreg: C.NFT_REG_1, dreg: C.NFT_REG_1 },
+    {
+      type: 'nat',
+      natType: 'dnat',
+      family: ADDR[f].nfproto,
+      regAddrMin: C.NFT_REG_1,
+      regAddrMax: C.NFT_REG_1,
+      regProtoMin: port,
+      regProtoMax: port,
+      flags: C.NF_NAT_RANGE_MAP_IPS | C.NF_NAT_RANGE_PROTO_SPECIFIED,
+    },
+  ];
 }
 
 /** Sorted, merged inclusive ranges of CIDRs (an interval set refuses overlaps). */
@@ -335,12 +358,12 @@ export class ProxyRenderer {
     return { chains, sets };
   }
 
-  /** The endpoint maps of one block of draw ids. */
-  endpointMaps(f: Fam, block: number): NftSet[] {
-    return [
-      { ...this.set(N.endpointAddrs(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: ADDR[f].key }), typeof: { key: `numgen random mod ${DRAWS}`, data: ADDR[f].daddr } },
-      { ...this.set(N.endpointPorts(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: 'inet_service' }), typeof: { key: `numgen random mod ${DRAWS}`, data: 'th dport' } },
-    ];
+  /** The endpoint map of one block of draw ids. */
+  endpointMap(f: Fam, block: number): NftSet {
+    return {
+      ...this.set(N.endpointDraws(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: [ADDR[f].key, 'inet_service'] }),
+      typeof: { key: `numgen random mod ${DRAWS}`, data: `${ADDR[f].daddr} . th dport` },
+    };
   }
 
   /** One service port of one family: kube-proxy's syncProxyRules loop body. `drawId` gives a
@@ -484,26 +507,9 @@ export class ProxyRenderer {
         out.sets.push({ set: { ...this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), typeof: { key: `numgen random mod ${DRAWS}`, data: 'verdict' } }, elements });
         return;
       }
-      list.push(
-        this.rule(chain, [
-          ...b.l4proto(L4[proto]),
-          ...drawExprs(slot.id),
-          { type: 'lookup', set: N.endpointAddrs(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_1 },
-          { type: 'lookup', set: N.endpointPorts(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_2 },
-          dnat(C.NFT_REG_1, C.NFT_REG_2),
-        ]),
-      );
-      const addrs: SetElement[] = [];
-      const ports: SetElement[] = [];
-      drawShares(slot.id, endpoints.length).forEach(([key, keyEnd], i) => {
-        addrs.push({ key, keyEnd, data: addrBuf(endpoints[i].ip) });
-        // Endpoints mostly share their port: touching draws of one port are one range, so the
-        // ports map holds a range per port run rather than per endpoint (fewer kernel elements,
-        // and an endpoint change leaves it as it is).
-        if (i > 0 && endpoints[i - 1].port === endpoints[i].port) ports[ports.length - 1].keyEnd = keyEnd;
-        else ports.push({ key, keyEnd, data: be16(endpoints[i].port) });
-      });
-      out.owned.push({ set: N.endpointAddrs(f, slot.block), elements: addrs }, { set: N.endpointPorts(f, slot.block), elements: ports });
+      list.push(this.rule(chain, [...b.l4proto(L4[proto]), ...drawDnat(f, slot)]));
+      const elements = drawShares(slot.id, endpoints.length).map(([key, keyEnd], i): SetElement => ({ key, keyEnd, data: endpointData(endpoints[i].ip, endpoints[i].port) }));
+      out.owned.push({ set: N.endpointDraws(f, slot.block), elements });
     };
     if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
     if (usesLocal) loadBalance(names.local, names.localMap, cat.local);
