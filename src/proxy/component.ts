@@ -62,9 +62,6 @@ interface Rendered {
   drawChains: Map<string, Fam>;
 }
 
-/** A set, one of its elements, and the element's key (elementKey). */
-type Entry = [string, SetElement, string];
-
 interface OwnedElements {
   set: string;
   elements: SetElement[];
@@ -371,7 +368,7 @@ export class ProxyComponent implements Component {
         out.entries.push(x);
         out.entryKeys.push(elementKey(x[1]));
       }
-      for (const { set, elements } of c.owned) out.owned.push({ set, elements, keys: elements.map(elementKey) });
+      for (const g of c.owned) out.owned.push(g);
       if (view.port.protocol === 'UDP') {
         const p = view.port.port;
         out.udp.set(`${view.fam} ${view.name}`, {
@@ -427,21 +424,43 @@ export class ProxyComponent implements Component {
     // A first render (every service at start-up) has nothing to compare with.
     if (old.entries.length === 0) now.entries.forEach(([set, e], i) => this.claim(set, now.entryKeys[i], key, e, scope));
     else {
-      const was = entryIndex(old);
-      const next = entryIndex(now);
-      for (const [entry, [set, , k]] of was) if (!next.has(entry)) this.release(set, k, key, scope);
-      for (const [entry, [set, e, k]] of next) if (!sameEntry(was.get(entry), e)) this.claim(set, k, key, e, scope);
+      const was = entriesBySet(old);
+      const next = entriesBySet(now);
+      for (const [set, elements] of was) {
+        const keep = next.get(set);
+        for (const k of elements.keys()) if (!keep?.has(k)) this.release(set, k, key, scope);
+      }
+      for (const [set, elements] of next) {
+        const before = was.get(set);
+        for (const [k, e] of elements) {
+          const b = before?.get(k);
+          if (b === undefined || !sameElementValue(b, e)) this.claim(set, k, key, e, scope);
+        }
+      }
     }
     if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
     else {
-      const was = ownedIndex(old);
-      const next = ownedIndex(now);
-      for (const [entry, [set, , k]] of was) {
-        if (next.has(entry)) continue;
-        this.desired.sets.get(set)!.elements.delete(k);
-        scope.element(set, k);
+      const was = ownedBySet(old);
+      const next = ownedBySet(now);
+      for (const [set, elements] of was) {
+        const keep = next.get(set);
+        const model = this.desired.sets.get(set)!.elements;
+        for (const k of elements.keys()) {
+          if (keep?.has(k)) continue;
+          model.delete(k);
+          scope.element(set, k);
+        }
       }
-      for (const [entry, [set, e, k]] of next) if (!sameEntry(was.get(entry), e)) this.putOwned(set, [e], [k], scope);
+      for (const [set, elements] of next) {
+        const before = was.get(set);
+        const model = this.desired.sets.get(set)!.elements;
+        for (const [k, e] of elements) {
+          const b = before?.get(k);
+          if (b !== undefined && sameElementValue(b, e)) continue;
+          model.set(k, e);
+          scope.element(set, k);
+        }
+      }
     }
     for (const [f, block] of emptied) {
       if (this.drawSlots[f].blocks.has(block)) continue;
@@ -526,17 +545,27 @@ export class ProxyComponent implements Component {
   }
 }
 
-/** A render's shared-map elements by `set key` (the last of equal ones, as a later element of a
- * render replaces an earlier one in the model), to compare two renders of one service. */
-function entryIndex(r: Rendered): Map<string, Entry> {
-  const m = new Map<string, Entry>();
-  r.entries.forEach(([set, e], i) => m.set(`${set} ${r.entryKeys[i]}`, [set, e, r.entryKeys[i]]));
+/** A render's shared-map elements by map and key (the last of equal ones, as a later element of
+ * a render replaces an earlier one in the model), to compare two renders of one service. */
+function entriesBySet(r: Rendered): Map<string, Map<string, SetElement>> {
+  const m = new Map<string, Map<string, SetElement>>();
+  for (let i = 0; i < r.entries.length; i++) {
+    const [set, e] = r.entries[i];
+    let byKey = m.get(set);
+    if (!byKey) m.set(set, (byKey = new Map()));
+    byKey.set(r.entryKeys[i], e);
+  }
   return m;
 }
 
-function ownedIndex(r: Rendered): Map<string, Entry> {
-  const m = new Map<string, Entry>();
-  for (const g of r.owned) g.elements.forEach((e, i) => m.set(`${g.set} ${g.keys[i]}`, [g.set, e, g.keys[i]]));
+/** A render's endpoint-map elements by map and key. */
+function ownedBySet(r: Rendered): Map<string, Map<string, SetElement>> {
+  const m = new Map<string, Map<string, SetElement>>();
+  for (const g of r.owned) {
+    let byKey = m.get(g.set);
+    if (!byKey) m.set(g.set, (byKey = new Map()));
+    for (let i = 0; i < g.elements.length; i++) byKey.set(g.keys[i], g.elements[i]);
+  }
   return m;
 }
 
@@ -544,10 +573,6 @@ function ownedIndex(r: Rendered): Map<string, Entry> {
 function lastEntry(r: Rendered, set: string, k: string): SetElement | undefined {
   for (let i = r.entries.length - 1; i >= 0; i--) if (r.entries[i][0] === set && r.entryKeys[i] === k) return r.entries[i][1];
   return undefined;
-}
-
-function sameEntry(a: Entry | undefined, e: SetElement): boolean {
-  return a !== undefined && sameElementValue(a[1], e);
 }
 
 function scopeSize(scope: ChangeScope): number {

@@ -112,9 +112,9 @@ export interface Contribution {
   sets: SetModel[];
   /** Elements of the shared maps, by map name. */
   elements: [string, SetElement][];
-  /** Elements of the endpoint maps under this port's draw slots, by map: no one else writes
-   * those keys. */
-  owned: { set: string; elements: SetElement[] }[];
+  /** Elements of the endpoint maps under this port's draw slots, by map, with their keys
+   * (elementKey) at the same index: no one else writes those keys. */
+  owned: { set: string; elements: SetElement[]; keys: string[] }[];
   /** Every endpoint this node may DNAT to for this port. */
   reachable: ProxyEndpoint[];
 }
@@ -166,6 +166,23 @@ export function drawShares(id: number, n: number): [Buffer, Buffer][] {
   const out: [Buffer, Buffer][] = [];
   for (let i = 0; i < n; i++) out.push([drawKey(id, Math.floor((i * DRAWS) / n)), drawKey(id, Math.floor(((i + 1) * DRAWS) / n) - 1)]);
   return out;
+}
+
+/** The 4-digit hex of every 16-bit number, built on first use: an endpoint change spells the
+ * keys of all its chain's shares, a full sync those of every endpoint. */
+let hex4Table: string[] | undefined;
+function hex4(n: number): string {
+  if (!hex4Table) {
+    hex4Table = new Array<string>(DRAWS);
+    for (let i = 0; i < DRAWS; i++) hex4Table[i] = i.toString(16).padStart(4, '0');
+  }
+  return hex4Table[n];
+}
+
+/** elementKey of the share [first, last] of chain `id`, from the numbers (no bytes to hex). */
+export function drawShareKey(id: number, first: number, last: number): string {
+  const prefix = hex4(id);
+  return first === last ? prefix + hex4(first) : `${prefix}${hex4(first)}-${prefix}${hex4(last)}`;
 }
 
 /** `address . port` of an endpoint map's data, the port padded to its 4-byte register. */
@@ -508,8 +525,16 @@ export class ProxyRenderer {
         return;
       }
       list.push(this.rule(chain, [...b.l4proto(L4[proto]), ...drawDnat(f, slot)]));
-      const elements = drawShares(slot.id, endpoints.length).map(([key, keyEnd], i): SetElement => ({ key, keyEnd, data: endpointData(endpoints[i].ip, endpoints[i].port) }));
-      out.owned.push({ set: N.endpointDraws(f, slot.block), elements });
+      const n = endpoints.length;
+      const elements: SetElement[] = new Array(n);
+      const keys: string[] = new Array(n);
+      for (let i = 0, first = 0; i < n; i++) {
+        const next = Math.floor(((i + 1) * DRAWS) / n);
+        elements[i] = { key: drawKey(slot.id, first), keyEnd: drawKey(slot.id, next - 1), data: endpointData(endpoints[i].ip, endpoints[i].port) };
+        keys[i] = drawShareKey(slot.id, first, next - 1);
+        first = next;
+      }
+      out.owned.push({ set: N.endpointDraws(f, slot.block), elements, keys });
     };
     if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
     if (usesLocal) loadBalance(names.local, names.localMap, cat.local);
