@@ -38,6 +38,7 @@ import { K8S_IPPROTO, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
 import { be16, concatKey, hostU32 } from '../nft/values';
 import { RTN_LOCAL } from '../rtnl/constants';
 import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../net/ip';
+import { parseDottedQuad } from '../net/ip-text';
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
 import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
 import type { Fam, ServicePortView } from './service-ports';
@@ -185,13 +186,39 @@ export function drawShareKey(id: number, first: number, last: number): string {
   return first === last ? prefix + hex4(first) : `${prefix}${hex4(first)}-${prefix}${hex4(last)}`;
 }
 
+/** The IPv4 address as a number, or undefined for IPv6 text; throws on bad IPv4 text as ipv4()
+ * does. A full sync writes every endpoint's address into two elements: parsed straight into them,
+ * not through a buffer of its own. */
+function ipv4Number(ip: string): number | undefined {
+  if (ip.includes(':')) return undefined;
+  const n = parseDottedQuad(ip);
+  if (n === undefined) throw new Error(`invalid IPv4 address "${ip}"`);
+  return n;
+}
+
 /** `address . port` of an endpoint map's data, the port padded to its 4-byte register. */
 export function endpointData(ip: string, port: number): Buffer {
-  const a = addrBuf(ip);
-  const out = Buffer.allocUnsafe(a.length + 4);
-  a.copy(out);
-  out.writeUInt16BE(port, a.length);
-  out.writeUInt16BE(0, a.length + 2);
+  const v4 = ipv4Number(ip);
+  const len = v4 === undefined ? 16 : 4;
+  const out = Buffer.allocUnsafe(len + 4);
+  if (v4 === undefined) ipv6(ip).copy(out);
+  else out.writeUInt32BE(v4);
+  out.writeUInt16BE(port, len);
+  out.writeUInt16BE(0, len + 2);
+  return out;
+}
+
+/** The key `address . address` of the hairpin set. Addresses are 4 or 16 bytes: the two fields
+ * need no padding. */
+export function hairpinKey(ip: string): Buffer {
+  const v4 = ipv4Number(ip);
+  if (v4 === undefined) {
+    const a = ipv6(ip);
+    return Buffer.concat([a, a], 32);
+  }
+  const out = Buffer.allocUnsafe(8);
+  out.writeUInt32BE(v4);
+  out.writeUInt32BE(v4, 4);
   return out;
 }
 
@@ -491,12 +518,8 @@ export class ProxyRenderer {
       }
     }
     // A pod reaching itself through the service is masqueraded (in nat-postrouting).
-    // Addresses are 4 or 16 bytes: the two fields of the key need no padding.
     const hairpin = N.hairpin(f);
-    for (const ep of cat.reachable) {
-      const a = addrBuf(ep.ip);
-      el(hairpin, Buffer.concat([a, a], 2 * a.length), undefined);
-    }
+    for (const ep of cat.reachable) el(hairpin, hairpinKey(ep.ip), undefined);
     // As the kernel dumps it: the max registers repeat the min ones, MAP_IPS is implied.
     const dnat = (regAddr: number, regProto: number): Expr => ({
       type: 'nat',
