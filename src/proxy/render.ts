@@ -169,21 +169,26 @@ export function drawShares(id: number, n: number): [Buffer, Buffer][] {
   return out;
 }
 
-/** The 4-digit hex of every 16-bit number, built on first use: an endpoint change spells the
- * keys of all its chain's shares, a full sync those of every endpoint. */
-let hex4Table: string[] | undefined;
-function hex4(n: number): string {
-  if (!hex4Table) {
-    hex4Table = new Array<string>(DRAWS);
-    for (let i = 0; i < DRAWS; i++) hex4Table[i] = i.toString(16).padStart(4, '0');
-  }
-  return hex4Table[n];
+const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
+/** Where share keys are spelled: one flat string per key from a single native call, rather than
+ * a string built of pieces that each map lookup would first have to flatten. */
+const shareKeyText = Buffer.alloc(17, '-');
+
+function writeHex4(at: number, n: number): void {
+  shareKeyText[at] = HEX_DIGITS[(n >>> 12) & 15];
+  shareKeyText[at + 1] = HEX_DIGITS[(n >>> 8) & 15];
+  shareKeyText[at + 2] = HEX_DIGITS[(n >>> 4) & 15];
+  shareKeyText[at + 3] = HEX_DIGITS[n & 15];
 }
 
 /** elementKey of the share [first, last] of chain `id`, from the numbers (no bytes to hex). */
 export function drawShareKey(id: number, first: number, last: number): string {
-  const prefix = hex4(id);
-  return first === last ? prefix + hex4(first) : `${prefix}${hex4(first)}-${prefix}${hex4(last)}`;
+  writeHex4(0, id);
+  writeHex4(4, first);
+  if (first === last) return shareKeyText.toString('latin1', 0, 8);
+  writeHex4(9, id);
+  writeHex4(13, last);
+  return shareKeyText.toString('latin1', 0, 17);
 }
 
 /** The IPv4 address as a number, or undefined for IPv6 text; throws on bad IPv4 text as ipv4()
