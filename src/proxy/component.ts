@@ -130,9 +130,6 @@ export class ProxyComponent implements Component {
   private readonly slicesOf = new Map<string, Set<string>>();
   private readonly nodes = new Map<string, NodeInfo>();
   private readonly rendered = new Map<string, Rendered>();
-  /** Shared map -> element key -> the service key claiming it, or the keys, sorted, when several
-   * do (the first one's element is in force): one string for the common case of a single claim. */
-  private readonly claims = new Map<string, Map<string, string | string[]>>();
   private readonly drawSlots: Record<Fam, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
   /** Load-balancing chain -> its service. */
   private readonly chainService = new Map<string, string>();
@@ -165,7 +162,6 @@ export class ProxyComponent implements Component {
     this.slicesOf.clear();
     this.nodes.clear();
     this.rendered.clear();
-    this.claims.clear();
     for (const f of FAMS) this.drawSlots[f].clear();
     this.chainService.clear();
     this.slotChanged.clear();
@@ -505,45 +501,59 @@ export class ProxyComponent implements Component {
   }
 
   private claim(set: string, k: string, owner: string, e: SetElement, scope: ChangeScope): void {
-    let claims = this.claims.get(set);
-    if (!claims) this.claims.set(set, (claims = new Map()));
-    const held = claims.get(k);
-    let first = owner;
-    if (held === undefined) claims.set(k, owner);
-    else if (typeof held === 'string') {
-      if (held !== owner) claims.set(k, held < owner ? [held, owner] : [owner, held]);
-      first = held < owner ? held : owner;
-    } else {
-      if (!held.includes(owner)) {
-        held.push(owner);
-        held.sort();
+    const elements = this.desired.sets.get(set)!.elements;
+    const held = elements.get(k) as Claimed | undefined;
+    const by = held?.[CLAIMED_BY];
+    let owners: string | string[] = owner;
+    if (typeof by === 'string') {
+      if (by !== owner) owners = by < owner ? [by, owner] : [owner, by];
+    } else if (by !== undefined) {
+      if (!by.includes(owner)) {
+        by.push(owner);
+        by.sort();
       }
-      first = held[0];
+      owners = by;
     }
-    if (first !== owner) return;
-    this.desired.sets.get(set)!.elements.set(k, e);
+    if ((typeof owners === 'string' ? owners : owners[0]) !== owner) {
+      held![CLAIMED_BY] = owners;
+      return;
+    }
+    (e as Claimed)[CLAIMED_BY] = owners;
+    elements.set(k, e);
     scope.element(set, k);
   }
 
   private release(set: string, k: string, owner: string, scope: ChangeScope): void {
-    const claims = this.claims.get(set);
-    const held = claims?.get(k);
-    const owners = typeof held === 'string' ? [held] : held;
-    const at = owners ? owners.indexOf(owner) : -1;
-    if (!claims || !owners || at < 0) return;
-    owners.splice(at, 1);
-    if (owners.length === 1) claims.set(k, owners[0]);
-    if (at > 0) return;
     const elements = this.desired.sets.get(set)!.elements;
+    const held = elements.get(k) as Claimed | undefined;
+    const by = held?.[CLAIMED_BY];
+    const owners = typeof by === 'string' ? [by] : by;
+    const at = owners ? owners.indexOf(owner) : -1;
+    if (!held || !owners || at < 0) return;
+    owners.splice(at, 1);
+    const rest = owners.length === 1 ? owners[0] : owners;
+    if (at > 0) {
+      held[CLAIMED_BY] = rest;
+      return;
+    }
     scope.element(set, k);
     if (owners.length === 0) {
-      claims.delete(k);
       elements.delete(k);
-    } else {
-      elements.set(k, lastEntry(this.rendered.get(owners[0])!, set, k)!);
+      return;
     }
+    const next = lastEntry(this.rendered.get(owners[0])!, set, k)! as Claimed;
+    next[CLAIMED_BY] = rest;
+    elements.set(k, next);
   }
 }
+
+/** The services claiming a shared-map element, kept on the element in force: the service key, or
+ * the keys, sorted, when several render the same key (the first one's element is in force). On
+ * the element rather than in a map of its own: a full sync claims a hairpin element per endpoint,
+ * and a second map of 250k entries cost more than all the rest of their rendering. A symbol, so
+ * it is no field of the element as nft and the diff see it. */
+const CLAIMED_BY = Symbol('claimedBy');
+type Claimed = SetElement & { [CLAIMED_BY]?: string | string[] };
 
 /** A render's shared-map elements by map and key (the last of equal ones, as a later element of
  * a render replaces an earlier one in the model), to compare two renders of one service. */
