@@ -9,7 +9,7 @@ import { formatElement } from './format';
 import { listChains, listSets, listTables } from './readback';
 import { operationReferences } from './objects';
 import { Expr, Family, NftSet, NftTypeName, Operation, SetElement } from './types';
-import { dataLength, keyLength, TYPE_LEN, typeText } from './values';
+import { dataLength, keyLength, typeText } from './values';
 
 /** A value that does not fit the set it is meant for. Nothing was sent. */
 export class SetTypeError extends Error {

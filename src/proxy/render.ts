@@ -24,8 +24,7 @@
  * its block's interval map, whose elements give each endpoint an equal share of the chain's draws
  * and map it to `address . port`, which the lookup writes to consecutive registers for the nat
  * expression. Endpoints come and go as elements of that map and of @hairpin-vN, neither of which
- * jumps. A chain
- * without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
+ * jumps. A chain without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
  * and decided by the set of chains alone, so a full render equals the incremental one) keeps
  * kube-proxy's layout (numgen vmap to endpoint-…__ip/port chains that record and honour the
  * client's affinity set). Every object a service port renders belongs to it alone (a
@@ -162,10 +161,13 @@ export function drawKey(id: number, rank: number): Buffer {
   return key;
 }
 
-/** Endpoint i of n gets the ranks [floor(i * DRAWS / n), floor((i + 1) * DRAWS / n)). */
+/** The first rank of endpoint i of n: it gets [shareStart(i, n), shareStart(i + 1, n)). */
+export const shareStart = (i: number, n: number): number => Math.floor((i * DRAWS) / n);
+
+/** Each endpoint's share of chain `id`'s draws, as first and last keys. */
 export function drawShares(id: number, n: number): [Buffer, Buffer][] {
   const out: [Buffer, Buffer][] = [];
-  for (let i = 0; i < n; i++) out.push([drawKey(id, Math.floor((i * DRAWS) / n)), drawKey(id, Math.floor(((i + 1) * DRAWS) / n) - 1)]);
+  for (let i = 0; i < n; i++) out.push([drawKey(id, shareStart(i, n)), drawKey(id, shareStart(i + 1, n) - 1)]);
   return out;
 }
 
@@ -232,22 +234,27 @@ export function hairpinKey(ip: string): Buffer {
  * (the next 32-bit register for IPv4, NFT_REG_2 for IPv6: the registers nft picks, so nft's
  * listing of it parses back into the same expressions). */
 function drawDnat(f: Fam, slot: DrawSlot): Expr[] {
-  const port = f === 'v4' ? C.NFT_REG32_01 : C.NFT_REG_2;
   return [
     { type: 'numgen', dreg: C.NFT_REG_1, modulus: DRAWS, ngType: 'random', offset: (slot.id << 16) >>> 0 },
     { type: 'byteorder', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, op: 'hton', len: 4, size: 4 },
     { type: 'lookup', set: N.endpointDraws(f, slot.block), sreg: C.NFT_REG_1, dreg: C.NFT_REG_1 },
-    {
-      type: 'nat',
-      natType: 'dnat',
-      family: ADDR[f].nfproto,
-      regAddrMin: C.NFT_REG_1,
-      regAddrMax: C.NFT_REG_1,
-      regProtoMin: port,
-      regProtoMax: port,
-      flags: C.NF_NAT_RANGE_MAP_IPS | C.NF_NAT_RANGE_PROTO_SPECIFIED,
-    },
+    dnat(f, C.NFT_REG_1, f === 'v4' ? C.NFT_REG32_01 : C.NFT_REG_2),
   ];
+}
+
+/** DNAT to the address and port in these registers, as the kernel dumps it: the max registers
+ * repeat the min ones, MAP_IPS is implied. */
+function dnat(f: Fam, regAddr: number, regProto: number): Expr {
+  return {
+    type: 'nat',
+    natType: 'dnat',
+    family: ADDR[f].nfproto,
+    regAddrMin: regAddr,
+    regAddrMax: regAddr,
+    regProtoMin: regProto,
+    regProtoMax: regProto,
+    flags: C.NF_NAT_RANGE_MAP_IPS | C.NF_NAT_RANGE_PROTO_SPECIFIED,
+  };
 }
 
 /** Sorted, merged inclusive ranges of CIDRs (an interval set refuses overlaps). */
@@ -525,17 +532,6 @@ export class ProxyRenderer {
     // A pod reaching itself through the service is masqueraded (in nat-postrouting).
     const hairpin = N.hairpin(f);
     for (const ep of cat.reachable) el(hairpin, hairpinKey(ep.ip), undefined);
-    // As the kernel dumps it: the max registers repeat the min ones, MAP_IPS is implied.
-    const dnat = (regAddr: number, regProto: number): Expr => ({
-      type: 'nat',
-      natType: 'dnat',
-      family: ADDR[f].nfproto,
-      regAddrMin: regAddr,
-      regAddrMax: regAddr,
-      regProtoMin: regProto,
-      regProtoMax: regProto,
-      flags: C.NF_NAT_RANGE_MAP_IPS | C.NF_NAT_RANGE_PROTO_SPECIFIED,
-    });
     let viaChains = false;
     const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {
       const list = rules(chain);
@@ -556,11 +552,10 @@ export class ProxyRenderer {
       const n = endpoints.length;
       const elements: SetElement[] = new Array(n);
       const keys: string[] = new Array(n);
-      for (let i = 0, first = 0; i < n; i++) {
-        const next = Math.floor(((i + 1) * DRAWS) / n);
-        elements[i] = { key: drawKey(slot.id, first), keyEnd: drawKey(slot.id, next - 1), data: endpointData(endpoints[i].ip, endpoints[i].port) };
-        keys[i] = drawShareKey(slot.id, first, next - 1);
-        first = next;
+      const shares = drawShares(slot.id, n);
+      for (let i = 0; i < n; i++) {
+        elements[i] = { key: shares[i][0], keyEnd: shares[i][1], data: endpointData(endpoints[i].ip, endpoints[i].port) };
+        keys[i] = drawShareKey(slot.id, shareStart(i, n), shareStart(i + 1, n) - 1);
       }
       out.owned.push({ set: N.endpointDraws(f, slot.block), elements, keys });
     };
@@ -580,7 +575,7 @@ export class ProxyRenderer {
           ...b.l4proto(L4[proto]),
           { type: 'immediate', dreg: C.NFT_REG_1, data: addrBuf(ep.ip) },
           { type: 'immediate', dreg: C.NFT_REG_2, data: be16(ep.port) },
-          dnat(C.NFT_REG_1, C.NFT_REG_2),
+          dnat(f, C.NFT_REG_1, C.NFT_REG_2),
         ]),
       );
     }
