@@ -60,6 +60,10 @@ interface Rendered {
   localEndpoints: number;
   /** Load-balancing chains that asked for a draw slot, and their family. */
   drawChains: Map<string, Fam>;
+  /** Its entries and owned elements by map and key, once a change has compared them: the next
+   * change compares against them again. */
+  entryIndex?: Map<string, Map<string, SetElement>>;
+  ownedIndex?: Map<string, Map<string, SetElement>>;
 }
 
 interface OwnedElements {
@@ -420,8 +424,9 @@ export class ProxyComponent implements Component {
     // A first render (every service at start-up) has nothing to compare with.
     if (old.entries.length === 0) now.entries.forEach(([set, e], i) => this.claim(set, now.entryKeys[i], key, e, scope));
     else {
-      const was = entriesBySet(old);
+      const was = (old.entryIndex ??= entriesBySet(old));
       const next = entriesBySet(now);
+      if (now !== EMPTY) now.entryIndex = next;
       for (const [set, elements] of was) {
         const keep = next.get(set);
         for (const k of elements.keys()) if (!keep?.has(k)) this.release(set, k, key, scope);
@@ -436,8 +441,9 @@ export class ProxyComponent implements Component {
     }
     if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
     else {
-      const was = ownedBySet(old);
+      const was = (old.ownedIndex ??= ownedBySet(old));
       const next = ownedBySet(now);
+      if (now !== EMPTY) now.ownedIndex = next;
       for (const [set, elements] of was) {
         const keep = next.get(set);
         const model = this.desired.sets.get(set)!.elements;
