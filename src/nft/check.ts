@@ -9,7 +9,7 @@ import { formatElement } from './format';
 import { listChains, listSets, listTables } from './readback';
 import { operationReferences } from './objects';
 import { Expr, Family, NftSet, NftTypeName, Operation, SetElement } from './types';
-import { keyLength, TYPE_LEN } from './values';
+import { dataLength, keyLength, typeText } from './values';
 
 /** A value that does not fit the set it is meant for. Nothing was sent. */
 export class SetTypeError extends Error {
@@ -50,7 +50,7 @@ function describeElement(set: NftSet, e: SetElement): string {
 export function checkElements(set: NftSet, elements: SetElement[], removing = false): void {
   const klen = keyLength(set.key);
   const keyType = set.key.join(' . ');
-  const dataLen = set.data && set.data !== 'verdict' ? TYPE_LEN[set.data] : 0;
+  const dataLen = set.data && set.data !== 'verdict' ? dataLength(set.data) : 0;
   // Runs over every element of every batch: no allocation on the path where all is well.
   for (let i = 0; i < elements.length; i++) {
     const e = elements[i];
@@ -62,7 +62,7 @@ export function checkElements(set: NftSet, elements: SetElement[], removing = fa
     } else if (set.data === 'verdict') {
       if (!e.verdict) throw new SetTypeError(setName(set), describeElement(set, e), 'verdict', e.data ? sizeName(e.data.length) : 'missing', 'data');
     } else if (!e.data || e.data.length !== dataLen) {
-      throw new SetTypeError(setName(set), describeElement(set, e), `${set.data} (${TYPE_LEN[set.data]} bytes)`, e.data ? sizeName(e.data.length) : 'missing', 'data');
+      throw new SetTypeError(setName(set), describeElement(set, e), `${typeText(set.data)} (${dataLen} bytes)`, e.data ? sizeName(e.data.length) : 'missing', 'data');
     }
   }
 }

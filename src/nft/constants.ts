@@ -539,3 +539,15 @@ export const NFTA_NG_SET_ID = 6;
 // enum nft_ng_types
 export const NFT_NG_INCREMENTAL = 0;
 export const NFT_NG_RANDOM = 1;
+
+// enum nft_byteorder_attributes
+export const NFTA_BYTEORDER_UNSPEC = 0;
+export const NFTA_BYTEORDER_SREG = 1;
+export const NFTA_BYTEORDER_DREG = 2;
+export const NFTA_BYTEORDER_OP = 3;
+export const NFTA_BYTEORDER_LEN = 4;
+export const NFTA_BYTEORDER_SIZE = 5;
+
+// enum nft_byteorder_ops
+export const NFT_BYTEORDER_NTOH = 0;
+export const NFT_BYTEORDER_HTON = 1;

@@ -6,13 +6,15 @@ import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
 import { CT_STATE, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
-import { readHostU32, TYPE_LEN } from './values';
+import { readHostU32, TYPE_LEN, typeText } from './values';
 
 type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex' | 'fib_addrtype';
 
 interface Loaded {
   text: string;
   kind: ValueKind;
+  /** A map lookup's result: its data may fill the registers after this one (a concatenation). */
+  mapResult?: boolean;
   /** Set when this load implies a protocol dependency nft would not print. */
   impliesL3?: 'ip' | 'ip6';
   impliesL4?: boolean;
@@ -133,6 +135,12 @@ function payloadField(e: Extract<Expr, { type: 'payload' }>, l3: 'ip' | 'ip6' | 
   return undefined;
 }
 
+/** Where a register starts in the kernel's register file: NFT_REG_1..4 are 16 bytes, NFT_REG32_nn
+ * 4 bytes, both after the 16-byte verdict. */
+function regByte(reg: number): number {
+  return reg <= C.NFT_REG_4 ? reg * 16 : (reg - C.NFT_REG32_00) * 4 + 16;
+}
+
 /** A rule's expressions in nft syntax. */
 export function formatRuleBody(exprs: Expr[]): string {
   const out: { text: string; dependencyOf?: 'l3' | 'l4' }[] = [];
@@ -245,7 +253,7 @@ export function formatRuleBody(exprs: Expr[]): string {
         // A map lookup leaves its key register alone, so later lookups can read the same key; its
         // result is an operand (of a nat statement), not a field of a concatenation.
         if (e.dreg !== undefined && e.dreg !== C.NFT_REG_VERDICT && regs.has(e.sreg)) {
-          regs.set(e.dreg, { text: `${regs.get(e.sreg)!.text} map @${e.set}`, kind: 'hex' });
+          regs.set(e.dreg, { text: `${regs.get(e.sreg)!.text} map @${e.set}`, kind: 'hex', mapResult: true });
           continue;
         }
         const src = take(e.sreg);
@@ -272,6 +280,10 @@ export function formatRuleBody(exprs: Expr[]): string {
         load(e.dreg, { text: `fib ${flags} type`, kind: 'fib_addrtype' });
         continue;
       }
+      case 'byteorder':
+        // nft converts a host-order value that keys a network-order set, and does not print it.
+        if (e.sreg === e.dreg && regs.get(e.sreg)?.kind === 'integer') continue;
+        break;
       case 'numgen':
         load(e.dreg, { text: `numgen ${e.ngType} mod ${e.modulus}${e.offset ? ` offset ${e.offset}` : ''}`, kind: 'integer' });
         continue;
@@ -280,7 +292,9 @@ export function formatRuleBody(exprs: Expr[]): string {
         // Registers loaded by a map lookup: nft prints their expressions, `to <addr>:<port>`.
         const addrExpr = e.regAddrMin !== undefined && !immData.has(e.regAddrMin) ? regs.get(e.regAddrMin) : undefined;
         const portExpr = e.regProtoMin !== undefined && !immData.has(e.regProtoMin) ? regs.get(e.regProtoMin) : undefined;
-        if (fam && addrExpr && (e.regProtoMin === undefined || portExpr) && e.regAddrMax === e.regAddrMin && e.regProtoMax === e.regProtoMin) {
+        // One lookup of `address . port` data: the port follows the address in the registers.
+        const portInMap = addrExpr?.mapResult === true && e.regProtoMin !== undefined && !portExpr && regByte(e.regProtoMin) === regByte(e.regAddrMin!) + (fam === 'ip' ? 4 : 16);
+        if (fam && addrExpr && (e.regProtoMin === undefined || portExpr || portInMap) && e.regAddrMax === e.regAddrMin && e.regProtoMax === e.regProtoMin) {
           out.push({ text: `${e.natType} ${fam} to ${addrExpr.text}${portExpr ? `:${portExpr.text}` : ''}` });
           continue;
         }
@@ -352,10 +366,15 @@ function formatKey(set: Pick<NftSet, 'key' | 'flags'>, key: Buffer): string {
   // memcmp) and lists them so, numgen results included.
   if (set.key.length === 1 && set.key[0] === 'integer' && key.length === 4 && (set.flags ?? 0) & C.NFT_SET_INTERVAL) return String(key.readUInt32BE(0));
   if (set.key.length === 1) return formatValue(key, set.key[0]);
+  return formatFields(key, set.key);
+}
+
+/** A concatenation's fields, each padded to 4 bytes. */
+function formatFields(b: Buffer, fields: readonly NftTypeName[]): string {
   const parts: string[] = [];
   let pos = 0;
-  for (const f of set.key) {
-    parts.push(formatValue(key.subarray(pos, pos + TYPE_LEN[f]), f));
+  for (const f of fields) {
+    parts.push(formatValue(b.subarray(pos, pos + TYPE_LEN[f]), f));
     pos += (TYPE_LEN[f] + 3) & ~3;
   }
   return parts.join(' . ');
@@ -379,7 +398,7 @@ export function formatElement(set: Pick<NftSet, 'key' | 'data' | 'flags'>, e: Se
   let s = range && set.key.length > 1 ? formatConcatRange(set, e.key, range) : formatKey(set, e.key);
   if (range && set.key.length === 1) s += `-${formatKey(set, range)}`;
   if (e.verdict) s += ` : ${formatVerdict(e.verdict)}`;
-  else if (e.data && set.data) s += ` : ${formatValue(e.data, set.data)}`;
+  else if (e.data && set.data) s += ` : ${typeof set.data === 'string' ? formatValue(e.data, set.data) : formatFields(e.data, set.data)}`;
   // As nft lists an element's own counter (read back; a rendered element has none).
   for (const x of e.exprs ?? []) if (x.type === 'counter') s += ` counter packets ${x.packets} bytes ${x.bytes}`;
   return s;
@@ -389,8 +408,8 @@ export function formatElement(set: Pick<NftSet, 'key' | 'data' | 'flags'>, e: Se
  * refuses a bare `integer` key, which nfkube uses only for maps looked up with a numgen result,
  * so an untyped one is written as that expression's type. */
 export function setType(s: NftSet): string {
-  if (s.typeof) return `typeof ${s.typeof.key}${s.typeof.data !== undefined ? ` : ${s.typeof.data}` : s.data ? ` : ${s.data}` : ''}`;
-  const data = s.data ? ` : ${s.data}` : '';
+  const data = s.data ? ` : ${typeText(s.data)}` : '';
+  if (s.typeof) return `typeof ${s.typeof.key}${s.typeof.data !== undefined ? ` : ${s.typeof.data}` : data}`;
   if (s.key.length === 1 && s.key[0] === 'integer') return `typeof numgen random mod 1${data}`;
   return `type ${s.key.join(' . ')}${data}`;
 }

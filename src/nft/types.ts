@@ -184,6 +184,17 @@ export interface NumgenExpr {
   offset?: number;
 }
 
+/** Converts `len` bytes of sreg, in words of `size` bytes (2, 4 or 8), between host and network
+ * byte order. */
+export interface ByteorderExpr {
+  type: 'byteorder';
+  sreg: Register;
+  dreg: Register;
+  op: 'ntoh' | 'hton';
+  len: number;
+  size: number;
+}
+
 export interface HashExpr {
   type: 'hash';
   hashType: 'jenkins' | 'sym';
@@ -259,6 +270,7 @@ export type Expr =
   | RejectExpr
   | NatExpr
   | NumgenExpr
+  | ByteorderExpr
   | HashExpr
   | ObjrefExpr
   | MasqExpr
@@ -299,8 +311,9 @@ export interface NftSet {
   handle?: bigint;
   /** Key fields in order; more than one makes a concatenation. */
   key: NftTypeName[];
-  /** For maps: the data type; 'verdict' makes a verdict map. */
-  data?: NftTypeName;
+  /** For maps: the data type; 'verdict' makes a verdict map; more than one field makes a
+   * concatenation (`ipv4_addr . inet_service`), each field padded to 4 bytes as in keys. */
+  data?: NftTypeName | NftTypeName[];
   /** NFT_SET_* flags beyond those implied by key/data (interval, constant, timeout...), from
    * the package root's NFT_SET_INTERVAL etc. Default 0: a plain exact-match set (or map). */
   flags?: number;

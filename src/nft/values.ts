@@ -24,6 +24,16 @@ export function keyLength(fields: NftTypeName[]): number {
   return fields.reduce((n, f) => n + pad4(TYPE_LEN[f]), 0);
 }
 
+/** Data length of a map: a single type exact, a concatenation padded per field as keys are. */
+export function dataLength(data: NftTypeName | readonly NftTypeName[]): number {
+  return typeof data === 'string' ? TYPE_LEN[data] : keyLength([...data]);
+}
+
+/** A key or data type as nft writes it: `ipv4_addr . inet_service`. */
+export function typeText(t: NftTypeName | readonly NftTypeName[]): string {
+  return typeof t === 'string' ? t : t.join(' . ');
+}
+
 // Small values come from Buffer's shared pool (allocUnsafe, every byte then written): a render
 // makes tens of thousands, and Buffer.alloc gives each its own ArrayBuffer.
 

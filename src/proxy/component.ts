@@ -60,10 +60,11 @@ interface Rendered {
   localEndpoints: number;
   /** Load-balancing chains that asked for a draw slot, and their family. */
   drawChains: Map<string, Fam>;
+  /** Its entries and owned elements by map and key, once a change has compared them: the next
+   * change compares against them again. */
+  entryIndex?: Map<string, Map<string, SetElement>>;
+  ownedIndex?: Map<string, Map<string, SetElement>>;
 }
-
-/** A set, one of its elements, and the element's key (elementKey). */
-type Entry = [string, SetElement, string];
 
 interface OwnedElements {
   set: string;
@@ -133,9 +134,6 @@ export class ProxyComponent implements Component {
   private readonly slicesOf = new Map<string, Set<string>>();
   private readonly nodes = new Map<string, NodeInfo>();
   private readonly rendered = new Map<string, Rendered>();
-  /** Shared map -> element key -> the service key claiming it, or the keys, sorted, when several
-   * do (the first one's element is in force): one string for the common case of a single claim. */
-  private readonly claims = new Map<string, Map<string, string | string[]>>();
   private readonly drawSlots: Record<Fam, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
   /** Load-balancing chain -> its service. */
   private readonly chainService = new Map<string, string>();
@@ -168,7 +166,6 @@ export class ProxyComponent implements Component {
     this.slicesOf.clear();
     this.nodes.clear();
     this.rendered.clear();
-    this.claims.clear();
     for (const f of FAMS) this.drawSlots[f].clear();
     this.chainService.clear();
     this.slotChanged.clear();
@@ -353,12 +350,11 @@ export class ProxyComponent implements Component {
       this.chainService.set(chain, key);
       const { displaced, newBlock } = this.drawSlots[f].enter(chain, slot);
       if (displaced !== undefined) this.slotChanged.add(this.chainService.get(displaced)!);
-      // The first chain of a block brings the block's maps.
+      // The first chain of a block brings the block's map.
       if (newBlock) {
-        for (const set of this.renderer.endpointMaps(f, slot.block)) {
-          this.desired.sets.set(set.name, { set, elements: new Map() });
-          this.createdMaps.push(set.name);
-        }
+        const set = this.renderer.endpointMap(f, slot.block);
+        this.desired.sets.set(set.name, { set, elements: new Map() });
+        this.createdMaps.push(set.name);
       }
       return this.drawSlots[f].holds(chain, slot) ? slot : undefined;
     };
@@ -372,7 +368,7 @@ export class ProxyComponent implements Component {
         out.entries.push(x);
         out.entryKeys.push(elementKey(x[1]));
       }
-      for (const { set, elements } of c.owned) out.owned.push({ set, elements, keys: elements.map(elementKey) });
+      for (const g of c.owned) out.owned.push(g);
       if (view.port.protocol === 'UDP') {
         const p = view.port.port;
         out.udp.set(`${view.fam} ${view.name}`, {
@@ -428,28 +424,51 @@ export class ProxyComponent implements Component {
     // A first render (every service at start-up) has nothing to compare with.
     if (old.entries.length === 0) now.entries.forEach(([set, e], i) => this.claim(set, now.entryKeys[i], key, e, scope));
     else {
-      const was = entryIndex(old);
-      const next = entryIndex(now);
-      for (const [entry, [set, , k]] of was) if (!next.has(entry)) this.release(set, k, key, scope);
-      for (const [entry, [set, e, k]] of next) if (!sameEntry(was.get(entry), e)) this.claim(set, k, key, e, scope);
+      const was = (old.entryIndex ??= entriesBySet(old));
+      const next = entriesBySet(now);
+      if (now !== EMPTY) now.entryIndex = next;
+      for (const [set, elements] of was) {
+        const keep = next.get(set);
+        for (const k of elements.keys()) if (!keep?.has(k)) this.release(set, k, key, scope);
+      }
+      for (const [set, elements] of next) {
+        const before = was.get(set);
+        for (const [k, e] of elements) {
+          const b = before?.get(k);
+          if (b === undefined || !sameElementValue(b, e)) this.claim(set, k, key, e, scope);
+        }
+      }
     }
     if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
     else {
-      const was = ownedIndex(old);
-      const next = ownedIndex(now);
-      for (const [entry, [set, , k]] of was) {
-        if (next.has(entry)) continue;
-        this.desired.sets.get(set)!.elements.delete(k);
-        scope.element(set, k);
+      const was = (old.ownedIndex ??= ownedBySet(old));
+      const next = ownedBySet(now);
+      if (now !== EMPTY) now.ownedIndex = next;
+      for (const [set, elements] of was) {
+        const keep = next.get(set);
+        const model = this.desired.sets.get(set)!.elements;
+        for (const k of elements.keys()) {
+          if (keep?.has(k)) continue;
+          model.delete(k);
+          scope.element(set, k);
+        }
       }
-      for (const [entry, [set, e, k]] of next) if (!sameEntry(was.get(entry), e)) this.putOwned(set, [e], [k], scope);
+      for (const [set, elements] of next) {
+        const before = was.get(set);
+        const model = this.desired.sets.get(set)!.elements;
+        for (const [k, e] of elements) {
+          const b = before?.get(k);
+          if (b !== undefined && sameElementValue(b, e)) continue;
+          model.set(k, e);
+          scope.element(set, k);
+        }
+      }
     }
     for (const [f, block] of emptied) {
       if (this.drawSlots[f].blocks.has(block)) continue;
-      for (const set of this.renderer.endpointMaps(f, block)) {
-        m.sets.delete(set.name);
-        scope.sets.add(set.name);
-      }
+      const name = this.renderer.endpointMap(f, block).name;
+      m.sets.delete(name);
+      scope.sets.add(name);
     }
     for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
   }
@@ -488,57 +507,81 @@ export class ProxyComponent implements Component {
   }
 
   private claim(set: string, k: string, owner: string, e: SetElement, scope: ChangeScope): void {
-    let claims = this.claims.get(set);
-    if (!claims) this.claims.set(set, (claims = new Map()));
-    const held = claims.get(k);
-    let first = owner;
-    if (held === undefined) claims.set(k, owner);
-    else if (typeof held === 'string') {
-      if (held !== owner) claims.set(k, held < owner ? [held, owner] : [owner, held]);
-      first = held < owner ? held : owner;
-    } else {
-      if (!held.includes(owner)) {
-        held.push(owner);
-        held.sort();
+    const elements = this.desired.sets.get(set)!.elements;
+    const held = elements.get(k) as Claimed | undefined;
+    const by = held?.[CLAIMED_BY];
+    let owners: string | string[] = owner;
+    if (typeof by === 'string') {
+      if (by !== owner) owners = by < owner ? [by, owner] : [owner, by];
+    } else if (by !== undefined) {
+      if (!by.includes(owner)) {
+        by.push(owner);
+        by.sort();
       }
-      first = held[0];
+      owners = by;
     }
-    if (first !== owner) return;
-    this.desired.sets.get(set)!.elements.set(k, e);
+    if ((typeof owners === 'string' ? owners : owners[0]) !== owner) {
+      held![CLAIMED_BY] = owners;
+      return;
+    }
+    (e as Claimed)[CLAIMED_BY] = owners;
+    elements.set(k, e);
     scope.element(set, k);
   }
 
   private release(set: string, k: string, owner: string, scope: ChangeScope): void {
-    const claims = this.claims.get(set);
-    const held = claims?.get(k);
-    const owners = typeof held === 'string' ? [held] : held;
-    const at = owners ? owners.indexOf(owner) : -1;
-    if (!claims || !owners || at < 0) return;
-    owners.splice(at, 1);
-    if (owners.length === 1) claims.set(k, owners[0]);
-    if (at > 0) return;
     const elements = this.desired.sets.get(set)!.elements;
+    const held = elements.get(k) as Claimed | undefined;
+    const by = held?.[CLAIMED_BY];
+    const owners = typeof by === 'string' ? [by] : by;
+    const at = owners ? owners.indexOf(owner) : -1;
+    if (!held || !owners || at < 0) return;
+    owners.splice(at, 1);
+    const rest = owners.length === 1 ? owners[0] : owners;
+    if (at > 0) {
+      held[CLAIMED_BY] = rest;
+      return;
+    }
     scope.element(set, k);
     if (owners.length === 0) {
-      claims.delete(k);
       elements.delete(k);
-    } else {
-      elements.set(k, lastEntry(this.rendered.get(owners[0])!, set, k)!);
+      return;
     }
+    const next = lastEntry(this.rendered.get(owners[0])!, set, k)! as Claimed;
+    next[CLAIMED_BY] = rest;
+    elements.set(k, next);
   }
 }
 
-/** A render's shared-map elements by `set key` (the last of equal ones, as a later element of a
- * render replaces an earlier one in the model), to compare two renders of one service. */
-function entryIndex(r: Rendered): Map<string, Entry> {
-  const m = new Map<string, Entry>();
-  r.entries.forEach(([set, e], i) => m.set(`${set} ${r.entryKeys[i]}`, [set, e, r.entryKeys[i]]));
+/** The services claiming a shared-map element, kept on the element in force: the service key, or
+ * the keys, sorted, when several render the same key (the first one's element is in force). On
+ * the element rather than in a map of its own: a full sync claims a hairpin element per endpoint,
+ * and a second map of 250k entries cost more than all the rest of their rendering. A symbol, so
+ * it is no field of the element as nft and the diff see it. */
+const CLAIMED_BY = Symbol('claimedBy');
+type Claimed = SetElement & { [CLAIMED_BY]?: string | string[] };
+
+/** A render's shared-map elements by map and key (the last of equal ones, as a later element of
+ * a render replaces an earlier one in the model), to compare two renders of one service. */
+function entriesBySet(r: Rendered): Map<string, Map<string, SetElement>> {
+  const m = new Map<string, Map<string, SetElement>>();
+  for (let i = 0; i < r.entries.length; i++) {
+    const [set, e] = r.entries[i];
+    let byKey = m.get(set);
+    if (!byKey) m.set(set, (byKey = new Map()));
+    byKey.set(r.entryKeys[i], e);
+  }
   return m;
 }
 
-function ownedIndex(r: Rendered): Map<string, Entry> {
-  const m = new Map<string, Entry>();
-  for (const g of r.owned) g.elements.forEach((e, i) => m.set(`${g.set} ${g.keys[i]}`, [g.set, e, g.keys[i]]));
+/** A render's endpoint-map elements by map and key. */
+function ownedBySet(r: Rendered): Map<string, Map<string, SetElement>> {
+  const m = new Map<string, Map<string, SetElement>>();
+  for (const g of r.owned) {
+    let byKey = m.get(g.set);
+    if (!byKey) m.set(g.set, (byKey = new Map()));
+    for (let i = 0; i < g.elements.length; i++) byKey.set(g.keys[i], g.elements[i]);
+  }
   return m;
 }
 
@@ -546,10 +589,6 @@ function ownedIndex(r: Rendered): Map<string, Entry> {
 function lastEntry(r: Rendered, set: string, k: string): SetElement | undefined {
   for (let i = r.entries.length - 1; i >= 0; i--) if (r.entries[i][0] === set && r.entryKeys[i] === k) return r.entries[i][1];
   return undefined;
-}
-
-function sameEntry(a: Entry | undefined, e: SetElement): boolean {
-  return a !== undefined && sameElementValue(a[1], e);
 }
 
 function scopeSize(scope: ChangeScope): number {

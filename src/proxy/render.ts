@@ -19,12 +19,12 @@
  * list, so per-service sets make every element message O(services); and an interval set's commit
  * walks all its elements (nft_rbtree_commit), so one map for all services is O(endpoints). So
  * each load-balancing chain has a draw slot, a hash of its name: one of 512 blocks and a 16-bit
- * id in it. It DNATs in one fixed rule: a draw `numgen random mod 65536`, shifted below the id
- * (key = id . draw), looked up in its block's two interval maps, @endpoint-addrs-vN-B and
- * @endpoint-ports-vN-B, whose elements give each endpoint an equal share of the chain's draws
- * (the ports map as one range per run of endpoints with the same port).
- * Endpoints come and go as elements of those maps and of @hairpin-vN, none of which jump. A chain
- * without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
+ * id in it. It DNATs in one fixed rule, as nft writes `dnat ip to numgen random mod 65536 offset
+ * <id << 16> map @endpoint-draws-vN-B`: the draw (key = id . draw, in network order) looked up in
+ * its block's interval map, whose elements give each endpoint an equal share of the chain's draws
+ * and map it to `address . port`, which the lookup writes to consecutive registers for the nat
+ * expression. Endpoints come and go as elements of that map and of @hairpin-vN, neither of which
+ * jumps. A chain without a draw slot (sessionAffinity ClientIP, or a slot another chain also hashes to: rare,
  * and decided by the set of chains alone, so a full render equals the incremental one) keeps
  * kube-proxy's layout (numgen vmap to endpoint-…__ip/port chains that record and honour the
  * client's affinity set). Every object a service port renders belongs to it alone (a
@@ -34,9 +34,10 @@ import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement, Verdict } from '../nft/types';
 import { ipv4, ipv6 } from '../net/ip-bytes';
 import { K8S_IPPROTO, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
-import { be16, concatKey, HOST_LE, hostU32 } from '../nft/values';
+import { be16, concatKey, hostU32 } from '../nft/values';
 import { RTN_LOCAL } from '../rtnl/constants';
 import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../net/ip';
+import { parseDottedQuad } from '../net/ip-text';
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
 import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
 import type { Fam, ServicePortView } from './service-ports';
@@ -63,8 +64,7 @@ export const N = {
   nodePortIPs: (f: Fam) => `nodeport-ips-${f}`,
   clusterCIDRs: (f: Fam) => `cluster-cidrs-${f}`,
   hairpin: (f: Fam) => `hairpin-${f}`,
-  endpointAddrs: (f: Fam, block: number) => `endpoint-addrs-${f}-${block}`,
-  endpointPorts: (f: Fam, block: number) => `endpoint-ports-${f}-${block}`,
+  endpointDraws: (f: Fam, block: number) => `endpoint-draws-${f}-${block}`,
 } as const;
 
 /** Names of one service port's objects (kube-proxy's prefixes, with the family). */
@@ -112,9 +112,9 @@ export interface Contribution {
   sets: SetModel[];
   /** Elements of the shared maps, by map name. */
   elements: [string, SetElement][];
-  /** Elements of the endpoint maps under this port's draw slots, by map: no one else writes
-   * those keys. */
-  owned: { set: string; elements: SetElement[] }[];
+  /** Elements of the endpoint maps under this port's draw slots, by map, with their keys
+   * (elementKey) at the same index: no one else writes those keys. */
+  owned: { set: string; elements: SetElement[]; keys: string[] }[];
   /** Every endpoint this node may DNAT to for this port. */
   reachable: ProxyEndpoint[];
 }
@@ -136,7 +136,7 @@ export function protoPortKey(protocol: string, port: number): Buffer {
 
 /** The endpoint choice draws `numgen random mod DRAWS`; draw ids are 16 bits. */
 export const DRAWS = 65536;
-/** Blocks of draw slots, each a pair of endpoint maps: enough that a map's commit (which walks
+/** Blocks of draw slots, each an endpoint map: enough that a map's commit (which walks
  * it) stays small, few enough that finding a map by name (a list walk) stays cheap. */
 export const DRAW_BLOCKS = 512;
 
@@ -152,30 +152,109 @@ export function drawSlot(chain: string): DrawSlot {
   return { block: (h >>> 16) % DRAW_BLOCKS, id: h & 0xffff };
 }
 
-/** The key `id . rank` of the endpoint maps. numgen writes a host-order u32 and the kernel
- * compares keys bytewise: on a little-endian host the draw is shifted left 16 (its bytes land in
- * bytes 2 and 3, low byte first), on a big-endian one it is there already; the id goes into
- * bytes 0 and 1. The rank (bytes 2 and 3 read big-endian) is a bijection of the draws, so equal
- * rank intervals are equal shares. */
+/** The key `id . rank` of the endpoint maps: numgen's offset adds the id above the draw, and a
+ * byteorder puts the host-order u32 in network order (as nft does before an interval lookup),
+ * so the id is bytes 0 and 1 and the draw (the rank) bytes 2 and 3, big-endian. */
 export function drawKey(id: number, rank: number): Buffer {
   const key = Buffer.allocUnsafe(4);
   key.writeUInt32BE(((id << 16) | rank) >>> 0);
   return key;
 }
 
-/** Endpoint i of n gets the ranks [floor(i * DRAWS / n), floor((i + 1) * DRAWS / n)). */
+/** The first rank of endpoint i of n: it gets [shareStart(i, n), shareStart(i + 1, n)). */
+export const shareStart = (i: number, n: number): number => Math.floor((i * DRAWS) / n);
+
+/** Each endpoint's share of chain `id`'s draws, as first and last keys. */
 export function drawShares(id: number, n: number): [Buffer, Buffer][] {
   const out: [Buffer, Buffer][] = [];
-  for (let i = 0; i < n; i++) out.push([drawKey(id, Math.floor((i * DRAWS) / n)), drawKey(id, Math.floor(((i + 1) * DRAWS) / n) - 1)]);
+  for (let i = 0; i < n; i++) out.push([drawKey(id, shareStart(i, n)), drawKey(id, shareStart(i + 1, n) - 1)]);
   return out;
 }
 
-/** Loads `id . draw` into NFT_REG_3. */
-function drawExprs(id: number): Expr[] {
-  const exprs: Expr[] = [{ type: 'numgen', dreg: C.NFT_REG_3, modulus: DRAWS, ngType: 'random', offset: 0 }];
-  if (HOST_LE) exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'lshift', shift: 16 });
-  exprs.push({ type: 'bitwise', sreg: C.NFT_REG_3, dreg: C.NFT_REG_3, len: 4, op: 'bool', mask: Buffer.from([0, 0, 0xff, 0xff]), xor: Buffer.from([id >> 8, id & 255, 0, 0]) });
-  return exprs;
+const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
+/** Where share keys are spelled: one flat string per key from a single native call, rather than
+ * a string built of pieces that each map lookup would first have to flatten. */
+const shareKeyText = Buffer.alloc(17, '-');
+
+function writeHex4(at: number, n: number): void {
+  shareKeyText[at] = HEX_DIGITS[(n >>> 12) & 15];
+  shareKeyText[at + 1] = HEX_DIGITS[(n >>> 8) & 15];
+  shareKeyText[at + 2] = HEX_DIGITS[(n >>> 4) & 15];
+  shareKeyText[at + 3] = HEX_DIGITS[n & 15];
+}
+
+/** elementKey of the share [first, last] of chain `id`, from the numbers (no bytes to hex). */
+export function drawShareKey(id: number, first: number, last: number): string {
+  writeHex4(0, id);
+  writeHex4(4, first);
+  if (first === last) return shareKeyText.toString('latin1', 0, 8);
+  writeHex4(9, id);
+  writeHex4(13, last);
+  return shareKeyText.toString('latin1', 0, 17);
+}
+
+/** The IPv4 address as a number, or undefined for IPv6 text; throws on bad IPv4 text as ipv4()
+ * does. A full sync writes every endpoint's address into two elements: parsed straight into them,
+ * not through a buffer of its own. */
+function ipv4Number(ip: string): number | undefined {
+  if (ip.includes(':')) return undefined;
+  const n = parseDottedQuad(ip);
+  if (n === undefined) throw new Error(`invalid IPv4 address "${ip}"`);
+  return n;
+}
+
+/** `address . port` of an endpoint map's data, the port padded to its 4-byte register. */
+export function endpointData(ip: string, port: number): Buffer {
+  const v4 = ipv4Number(ip);
+  const len = v4 === undefined ? 16 : 4;
+  const out = Buffer.allocUnsafe(len + 4);
+  if (v4 === undefined) ipv6(ip).copy(out);
+  else out.writeUInt32BE(v4);
+  out.writeUInt16BE(port, len);
+  out.writeUInt16BE(0, len + 2);
+  return out;
+}
+
+/** The key `address . address` of the hairpin set. Addresses are 4 or 16 bytes: the two fields
+ * need no padding. */
+export function hairpinKey(ip: string): Buffer {
+  const v4 = ipv4Number(ip);
+  if (v4 === undefined) {
+    const a = ipv6(ip);
+    return Buffer.concat([a, a], 32);
+  }
+  const out = Buffer.allocUnsafe(8);
+  out.writeUInt32BE(v4);
+  out.writeUInt32BE(v4, 4);
+  return out;
+}
+
+/** The draw rule's body after its protocol match: `id . draw` into NFT_REG_1, in network order,
+ * looked up in the block's map, which writes the address to NFT_REG_1 and the port right after it
+ * (the next 32-bit register for IPv4, NFT_REG_2 for IPv6: the registers nft picks, so nft's
+ * listing of it parses back into the same expressions). */
+function drawDnat(f: Fam, slot: DrawSlot): Expr[] {
+  return [
+    { type: 'numgen', dreg: C.NFT_REG_1, modulus: DRAWS, ngType: 'random', offset: (slot.id << 16) >>> 0 },
+    { type: 'byteorder', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, op: 'hton', len: 4, size: 4 },
+    { type: 'lookup', set: N.endpointDraws(f, slot.block), sreg: C.NFT_REG_1, dreg: C.NFT_REG_1 },
+    dnat(f, C.NFT_REG_1, f === 'v4' ? C.NFT_REG32_01 : C.NFT_REG_2),
+  ];
+}
+
+/** DNAT to the address and port in these registers, as the kernel dumps it: the max registers
+ * repeat the min ones, MAP_IPS is implied. */
+function dnat(f: Fam, regAddr: number, regProto: number): Expr {
+  return {
+    type: 'nat',
+    natType: 'dnat',
+    family: ADDR[f].nfproto,
+    regAddrMin: regAddr,
+    regAddrMax: regAddr,
+    regProtoMin: regProto,
+    regProtoMax: regProto,
+    flags: C.NF_NAT_RANGE_MAP_IPS | C.NF_NAT_RANGE_PROTO_SPECIFIED,
+  };
 }
 
 /** Sorted, merged inclusive ranges of CIDRs (an interval set refuses overlaps). */
@@ -335,12 +414,12 @@ export class ProxyRenderer {
     return { chains, sets };
   }
 
-  /** The endpoint maps of one block of draw ids. */
-  endpointMaps(f: Fam, block: number): NftSet[] {
-    return [
-      { ...this.set(N.endpointAddrs(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: ADDR[f].key }), typeof: { key: `numgen random mod ${DRAWS}`, data: ADDR[f].daddr } },
-      { ...this.set(N.endpointPorts(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: 'inet_service' }), typeof: { key: `numgen random mod ${DRAWS}`, data: 'th dport' } },
-    ];
+  /** The endpoint map of one block of draw ids. */
+  endpointMap(f: Fam, block: number): NftSet {
+    return {
+      ...this.set(N.endpointDraws(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: [ADDR[f].key, 'inet_service'] }),
+      typeof: { key: `numgen random mod ${DRAWS}`, data: `${ADDR[f].daddr} . th dport` },
+    };
   }
 
   /** One service port of one family: kube-proxy's syncProxyRules loop body. `drawId` gives a
@@ -451,23 +530,8 @@ export class ProxyRenderer {
       }
     }
     // A pod reaching itself through the service is masqueraded (in nat-postrouting).
-    // Addresses are 4 or 16 bytes: the two fields of the key need no padding.
     const hairpin = N.hairpin(f);
-    for (const ep of cat.reachable) {
-      const a = addrBuf(ep.ip);
-      el(hairpin, Buffer.concat([a, a], 2 * a.length), undefined);
-    }
-    // As the kernel dumps it: the max registers repeat the min ones, MAP_IPS is implied.
-    const dnat = (regAddr: number, regProto: number): Expr => ({
-      type: 'nat',
-      natType: 'dnat',
-      family: ADDR[f].nfproto,
-      regAddrMin: regAddr,
-      regAddrMax: regAddr,
-      regProtoMin: regProto,
-      regProtoMax: regProto,
-      flags: C.NF_NAT_RANGE_MAP_IPS | C.NF_NAT_RANGE_PROTO_SPECIFIED,
-    });
+    for (const ep of cat.reachable) el(hairpin, hairpinKey(ep.ip), undefined);
     let viaChains = false;
     const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {
       const list = rules(chain);
@@ -484,26 +548,16 @@ export class ProxyRenderer {
         out.sets.push({ set: { ...this.set(map, { key: ['integer'], flags: 0, data: 'verdict' }), typeof: { key: `numgen random mod ${DRAWS}`, data: 'verdict' } }, elements });
         return;
       }
-      list.push(
-        this.rule(chain, [
-          ...b.l4proto(L4[proto]),
-          ...drawExprs(slot.id),
-          { type: 'lookup', set: N.endpointAddrs(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_1 },
-          { type: 'lookup', set: N.endpointPorts(f, slot.block), sreg: C.NFT_REG_3, dreg: C.NFT_REG_2 },
-          dnat(C.NFT_REG_1, C.NFT_REG_2),
-        ]),
-      );
-      const addrs: SetElement[] = [];
-      const ports: SetElement[] = [];
-      drawShares(slot.id, endpoints.length).forEach(([key, keyEnd], i) => {
-        addrs.push({ key, keyEnd, data: addrBuf(endpoints[i].ip) });
-        // Endpoints mostly share their port: touching draws of one port are one range, so the
-        // ports map holds a range per port run rather than per endpoint (fewer kernel elements,
-        // and an endpoint change leaves it as it is).
-        if (i > 0 && endpoints[i - 1].port === endpoints[i].port) ports[ports.length - 1].keyEnd = keyEnd;
-        else ports.push({ key, keyEnd, data: be16(endpoints[i].port) });
-      });
-      out.owned.push({ set: N.endpointAddrs(f, slot.block), elements: addrs }, { set: N.endpointPorts(f, slot.block), elements: ports });
+      list.push(this.rule(chain, [...b.l4proto(L4[proto]), ...drawDnat(f, slot)]));
+      const n = endpoints.length;
+      const elements: SetElement[] = new Array(n);
+      const keys: string[] = new Array(n);
+      const shares = drawShares(slot.id, n);
+      for (let i = 0; i < n; i++) {
+        elements[i] = { key: shares[i][0], keyEnd: shares[i][1], data: endpointData(endpoints[i].ip, endpoints[i].port) };
+        keys[i] = drawShareKey(slot.id, shareStart(i, n), shareStart(i + 1, n) - 1);
+      }
+      out.owned.push({ set: N.endpointDraws(f, slot.block), elements, keys });
     };
     if (usesCluster) loadBalance(names.cluster, names.clusterMap, cat.cluster);
     if (usesLocal) loadBalance(names.local, names.localMap, cat.local);
@@ -521,7 +575,7 @@ export class ProxyRenderer {
           ...b.l4proto(L4[proto]),
           { type: 'immediate', dreg: C.NFT_REG_1, data: addrBuf(ep.ip) },
           { type: 'immediate', dreg: C.NFT_REG_2, data: be16(ep.port) },
-          dnat(C.NFT_REG_1, C.NFT_REG_2),
+          dnat(f, C.NFT_REG_1, C.NFT_REG_2),
         ]),
       );
     }

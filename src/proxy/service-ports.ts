@@ -40,22 +40,17 @@ export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSlic
     const addressType = fam === 'v4' ? 'IPv4' : 'IPv6';
     const ofFamily = (ip: string) => familyOf(ip) === fam;
     for (const port of svc.ports) {
-      const byKey = new Map<string, ProxyEndpoint>();
+      const all: ProxyEndpoint[] = [];
       for (const slice of sorted) {
         if (slice.addressType !== addressType) continue;
         // Every slice port of the name and protocol contributes (endpointInfoByServicePort).
         for (const sp of slice.ports) {
           if (sp.name !== port.name || sp.protocol !== port.protocol || sp.port === undefined) continue;
           for (const ep of slice.endpoints) {
-            const key = `${ep.address} ${sp.port}`;
-            // One address and port in two slices (an endpoint moving, or a pod IP reused while
-            // the old pod terminates): the first, unless a later one is not terminating
-            // (EndpointSliceCache.addEndpoints).
-            if (byKey.has(key) && ep.terminating) continue;
             const pe: ProxyEndpoint = { ip: ep.address, port: sp.port, ready: ep.ready, serving: ep.serving, terminating: ep.terminating, local: ep.nodeName === nodeName };
             if (ep.zoneHints) pe.zoneHints = ep.zoneHints;
             if (ep.nodeHints) pe.nodeHints = ep.nodeHints;
-            byKey.set(key, pe);
+            all.push(pe);
           }
         }
       }
@@ -68,9 +63,23 @@ export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSlic
         externalIPs: svc.externalIPs.filter(ofFamily),
         loadBalancerIPs: svc.loadBalancerIPs.filter(ofFamily),
         sourceRanges: svc.loadBalancerSourceRanges.filter((c) => parseCidr(c)?.family === fam),
-        endpoints: [...byKey.values()].sort(compareEndpoints),
+        endpoints: distinctEndpoints(all),
       });
     }
+  }
+  return out;
+}
+
+/** Sorted, one per address and port. One address and port in two slices (an endpoint moving, or
+ * a pod IP reused while the old pod terminates): the first, unless a later one is not terminating
+ * (EndpointSliceCache.addEndpoints). The sort is stable, so equal ones stay in slice order. */
+function distinctEndpoints(all: ProxyEndpoint[]): ProxyEndpoint[] {
+  all.sort(compareEndpoints);
+  const out: ProxyEndpoint[] = [];
+  for (const ep of all) {
+    const last = out.length > 0 ? out[out.length - 1] : undefined;
+    if (last === undefined || last.ip !== ep.ip || last.port !== ep.port) out.push(ep);
+    else if (!ep.terminating) out[out.length - 1] = ep;
   }
   return out;
 }

@@ -26,6 +26,10 @@ export interface RuleSetDiff {
   replaceSets: string[];
   addElements: Map<string, SetElement[]>;
   removeElements: Map<string, SetElement[]>;
+  /** The elements' keys (elementKey), at the same index, where the diff knew them: applyDiff
+   * then need not spell them again. */
+  addElementKeys?: Map<string, string[]>;
+  removeElementKeys?: Map<string, string[]>;
 }
 
 export function isEmptyDiff(d: RuleSetDiff): boolean {
@@ -38,7 +42,18 @@ export function isEmptyDiff(d: RuleSetDiff): boolean {
 }
 
 export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffScope): RuleSetDiff {
-  const d: RuleSetDiff = { addChains: [], removeChains: [], rewriteChains: [], addSets: [], removeSets: [], replaceSets: [], addElements: new Map(), removeElements: new Map() };
+  const d: RuleSetDiff = {
+    addChains: [],
+    removeChains: [],
+    rewriteChains: [],
+    addSets: [],
+    removeSets: [],
+    replaceSets: [],
+    addElements: new Map(),
+    removeElements: new Map(),
+    addElementKeys: new Map(),
+    removeElementKeys: new Map(),
+  };
   const chainNames = scope ? new Set(scope.chains) : new Set([...from.chains.keys(), ...to.chains.keys()]);
   const setNames = scope ? new Set(scope.sets) : new Set([...from.sets.keys(), ...to.sets.keys()]);
   for (const name of chainNames) {
@@ -59,14 +74,28 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     if (packetOwnedElements(b.set)) continue;
     const add: SetElement[] = [];
     const del: SetElement[] = [];
+    const addKeys: string[] = [];
+    const delKeys: string[] = [];
     for (const k of keys) {
       const old = a.elements.get(k);
       const now = b.elements.get(k);
-      if (old && (!now || !sameElementValue(old, now))) del.push(old);
-      if (now && (!old || !sameElementValue(old, now))) add.push(now);
+      if (old && (!now || !sameElementValue(old, now))) {
+        del.push(old);
+        delKeys.push(k);
+      }
+      if (now && (!old || !sameElementValue(old, now))) {
+        add.push(now);
+        addKeys.push(k);
+      }
     }
-    if (add.length) d.addElements.set(name, add);
-    if (del.length) d.removeElements.set(name, del);
+    if (add.length) {
+      d.addElements.set(name, add);
+      d.addElementKeys!.set(name, addKeys);
+    }
+    if (del.length) {
+      d.removeElements.set(name, del);
+      d.removeElementKeys!.set(name, delKeys);
+    }
   }
   for (const name of setNames) {
     const a = from.sets.get(name);
@@ -180,11 +209,13 @@ export function applyDiff(committed: RulesetModel, desired: RulesetModel, d: Rul
   for (const name of d.removeSets) committed.sets.delete(name);
   for (const [name, elems] of d.removeElements) {
     const s = committed.sets.get(name)!;
-    for (const e of elems) s.elements.delete(elementKey(e));
+    const keys = d.removeElementKeys?.get(name);
+    for (let i = 0; i < elems.length; i++) s.elements.delete(keys ? keys[i] : elementKey(elems[i]));
   }
   for (const [name, elems] of d.addElements) {
     const s = committed.sets.get(name)!;
-    for (const e of elems) s.elements.set(elementKey(e), e);
+    const keys = d.addElementKeys?.get(name);
+    for (let i = 0; i < elems.length; i++) s.elements.set(keys ? keys[i] : elementKey(elems[i]), elems[i]);
   }
 }
 

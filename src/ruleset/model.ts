@@ -5,6 +5,7 @@ import { sameRuleBody } from '../nft/canonical';
 import { sameTypeof } from '../nft/objects/set-udata';
 import { NFT_SET_EVAL, NFT_SET_TIMEOUT, NFT_TABLE_F_DORMANT, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
 import { Chain, NftSet, Rule, SetElement, Table, TableContents } from '../nft/types';
+import { typeText } from '../nft/values';
 
 export interface ChainModel {
   chain: Chain;
@@ -53,7 +54,7 @@ export function sameSetDefinition(a: NftSet, b: NftSet): boolean {
   return (
     a.key.length === b.key.length &&
     a.key.every((f, i) => f === b.key[i]) &&
-    (a.data ?? null) === (b.data ?? null) &&
+    (a.data === undefined ? null : typeText(a.data)) === (b.data === undefined ? null : typeText(b.data)) &&
     (a.flags ?? 0) === (b.flags ?? 0) &&
     a.timeout === b.timeout &&
     sameTypeof(a.typeof, b.typeof) &&

@@ -293,6 +293,20 @@ const GOLDENS: Golden[] = [
       08000400 0000000a          # NFTA_NG_OFFSET 10`,
   },
   {
+    nft: 'dnat ip to numgen random mod 65536 map @m (the conversion before the interval map lookup)',
+    debug: '[ byteorder reg 1 = hton(reg 1, 4, 4) ]',
+    expr: { type: 'byteorder', sreg: 1, dreg: 1, op: 'hton', len: 4, size: 4 },
+    bytes: `
+      40000180
+      0e000100 627974656f726465 72000000  # "byteorder"
+      2c000280
+      08000100 00000001          # NFTA_BYTEORDER_SREG 1
+      08000200 00000001          # NFTA_BYTEORDER_DREG 1
+      08000300 00000001          # NFTA_BYTEORDER_OP NFT_BYTEORDER_HTON
+      08000400 00000004          # NFTA_BYTEORDER_LEN 4
+      08000500 00000004          # NFTA_BYTEORDER_SIZE 4`,
+  },
+  {
     nft: 'meta mark set jhash ip saddr mod 2 seed 0xdeadbeef offset 100 (the hash)',
     debug: '[ hash reg 1 = jhash(reg 2, 4, 0xdeadbeef) % mod 2 offset 100 ]',
     expr: { type: 'hash', hashType: 'jenkins', sreg: 2, dreg: 1, len: 4, modulus: 2, seed: 0xdeadbeef, offset: 100 },
@@ -416,6 +430,8 @@ const SENTINELS: Expr[] = [
   { type: 'nat', natType: 'dnat', family: 10 },
   { type: 'numgen', dreg: 0x12345678, modulus: 0x23456789, ngType: 'random', offset: 0x3456789a },
   { type: 'numgen', dreg: 1, modulus: 2, ngType: 'inc' },
+  { type: 'byteorder', sreg: 0x12345678, dreg: 0x23456789, op: 'ntoh', len: 0x3456789a, size: 0x456789ab },
+  { type: 'byteorder', sreg: 1, dreg: 1, op: 'hton', len: 4, size: 4 },
   { type: 'hash', hashType: 'sym', dreg: 0x12345678, modulus: 0x23456789, offset: 0x3456789a },
   { type: 'hash', hashType: 'jenkins', sreg: 0x12345678, dreg: 0x23456789, len: 0x3456789a, modulus: 0x456789ab, seed: 0x56789abc, offset: 0x6789abcd },
   { type: 'objref', objType: 0x12345678, name: 'obj' },
@@ -430,7 +446,7 @@ const SENTINELS: Expr[] = [
 
 test('decode(encode(x)) deep-equals x for every kind, sentinel values included', () => {
   const kinds = new Set(SENTINELS.map((e) => e.type));
-  assert.equal(kinds.size, 20, 'every kind of Expr, opaque included');
+  assert.equal(kinds.size, 21, 'every kind of Expr, opaque included');
   for (const e of SENTINELS) {
     const bytes = encodeOne(e);
     assert.deepEqual(decodeExpr(payloadOf(bytes)), e, describeExpr(e));

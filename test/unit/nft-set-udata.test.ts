@@ -45,6 +45,32 @@ for (const c of NFT_CAPTURES) {
   });
 }
 
+// `nft add map inet t m '{ typeof numgen random mod 65536 : ip daddr . th dport; flags interval; }'`
+// (same capture): data byteorder 0 (a concatenation has none of its own), data typeof EXPR_CONCAT
+// whose udata nests each field (type = its index) as sub expression id and sub udata.
+const CONCAT_CAPTURE = hex(
+  '00 04 01 00 00 00 01 04 00 00 00 00 03 1a 00 04 17 00 00 00 01 12 00 04 01 00 00 00 01 04 00 00 01 00 02 04 00 00 00 00 ' +
+    '04 34 00 04 0d 00 00 00 01 2c 00 14 00 04 07 00 00 00 01 0c 00 04 0c 00 00 00 01 04 0c 00 00 00 ' +
+    '01 14 00 04 07 00 00 00 01 0c 00 04 0b 00 00 00 01 04 02 00 00 00 06 04 00 00 00 00',
+);
+
+test('golden bytes: typeof numgen random mod 65536 : ip daddr . th dport (nft --debug=mnl)', { skip: !LE && 'captured on a little-endian host' }, () => {
+  const t = { key: 'numgen random mod 65536', data: 'ip daddr . th dport' };
+  assert.equal(encodeSetUdata(t).toString('hex'), CONCAT_CAPTURE.toString('hex'));
+  assert.deepEqual(decodeSetUdata(CONCAT_CAPTURE), t);
+});
+
+test('a concatenated data typeof round-trips; a field nfkube cannot name makes the whole unnamed', () => {
+  for (const data of ['ip6 daddr . th dport', 'ip saddr . ip daddr . th sport']) {
+    const t = { key: 'numgen random mod 65536 offset 65536', data };
+    assert.deepEqual(decodeSetUdata(encodeSetUdata(t)), t, data);
+  }
+  // The second field's expression id changed to EXPR_META (15).
+  const bad = Buffer.from(CONCAT_CAPTURE);
+  bad[bad.indexOf(Buffer.from('0b000000', 'hex')) - 8] = 15;
+  assert.equal(decodeSetUdata(bad), undefined);
+});
+
 test('a set without data, other numgen forms, and payload keys round-trip', () => {
   for (const t of [
     { key: 'ip saddr' },
@@ -89,6 +115,30 @@ test('the set codec writes NFTA_SET_USERDATA and reads it back; nft lists and fo
   assert.equal(decodeSet(NFPROTO.inet, plain.finish()).typeof, undefined);
 });
 
+test("a map with concatenated data: the set codec writes nft's type id and length and reads them back", () => {
+  for (const [addr, text, len, typeId] of [
+    ['ipv4_addr', 'ip daddr', 8, 461],
+    ['ipv6_addr', 'ip6 daddr', 20, 525],
+  ] as const) {
+    const set: NftSet = { family: 'inet', table: 't', name: 'm', key: ['integer'], data: [addr, 'inet_service'], flags: C.NFT_SET_INTERVAL, typeof: { key: 'numgen random mod 65536', data: `${text} . th dport` } };
+    const w = new AttrWriter();
+    encodeSet(w, set);
+    const payload = w.finish();
+    const attrs = AttrMap.parse(payload, 'set');
+    // As nft sends it (captured with --debug=mnl): the fields' type ids 6 bits each, padded length.
+    assert.equal(attrs.be32(C.NFTA_SET_DATA_TYPE), typeId);
+    assert.equal(attrs.be32(C.NFTA_SET_DATA_LEN), len);
+    const back = decodeSet(NFPROTO.inet, payload);
+    assert.deepEqual(back.data, set.data);
+    assert.ok(sameSetDefinition(set, back));
+    assert.ok(!sameSetDefinition(set, { ...back, data: addr }));
+    assert.match(formatSet(back), new RegExp(`\ttypeof numgen random mod 65536 : ${text} \\. th dport\n`));
+  }
+  const four = Buffer.from([198, 18, 1, 10, 0x1f, 0x90, 0, 0]);
+  const v4: NftSet = { family: 'inet', table: 't', name: 'm', key: ['integer'], data: ['ipv4_addr', 'inet_service'], flags: C.NFT_SET_INTERVAL };
+  assert.match(formatSet(v4, [{ key: Buffer.from([0, 0, 0, 0]), keyEnd: Buffer.from([0, 0, 0x7f, 0xff]), data: four }]), /elements = \{ 0-32767 : 198\.18\.1\.10 \. 8080 \}/);
+});
+
 test('the draw rule prints as nft lists it', { skip: !LE && 'host order' }, () => {
   const text = formatRuleBody([
     { type: 'meta', key: C.NFT_META_L4PROTO, dreg: C.NFT_REG_1 },
@@ -103,6 +153,21 @@ test('the draw rule prints as nft lists it', { skip: !LE && 'host order' }, () =
   // As `nft list` printed the table nfkube committed (nftables v1.0.6).
   const draw = 'numgen random mod 65536 << 16 & 4294966797 | 65037';
   assert.equal(text, `meta l4proto tcp dnat ip to ${draw} map @a:${draw} map @p`);
+});
+
+test('the one-lookup draw rule prints as nft lists it and as nft -f reads it', { skip: !LE && 'host order' }, () => {
+  for (const [fam, nat, portReg] of [[NFPROTO.ip, 'ip', C.NFT_REG32_01], [NFPROTO.ip6, 'ip6', C.NFT_REG_2]] as const) {
+    const text = formatRuleBody([
+      { type: 'meta', key: C.NFT_META_L4PROTO, dreg: C.NFT_REG_1 },
+      { type: 'cmp', sreg: C.NFT_REG_1, op: 'eq', data: Buffer.from([6]) },
+      { type: 'numgen', dreg: C.NFT_REG_1, modulus: 65536, ngType: 'random', offset: 0x12340000 },
+      { type: 'byteorder', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, op: 'hton', len: 4, size: 4 },
+      { type: 'lookup', set: 'm', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1 },
+      { type: 'nat', natType: 'dnat', family: fam, regAddrMin: C.NFT_REG_1, regAddrMax: C.NFT_REG_1, regProtoMin: portReg, regProtoMax: portReg, flags: 3 },
+    ]);
+    // nftables v1.0.6 lists (and parses back) exactly this.
+    assert.equal(text, `meta l4proto tcp dnat ${nat} to numgen random mod 65536 offset 305397760 map @m`);
+  }
 });
 
 test('hostile userdata: decoders never throw, and what they return re-encodes to itself', () => {

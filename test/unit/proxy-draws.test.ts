@@ -8,7 +8,7 @@ import { kernelElements, userElements } from '../../src/nft/objects/element';
 import { NftSet, SetElement } from '../../src/nft/types';
 import { ChangeScope } from '../../src/pipeline/scope';
 import { ProxyComponent } from '../../src/proxy/component';
-import { DRAWS, DRAW_BLOCKS, drawShares, drawSlot, servicePortNames } from '../../src/proxy/render';
+import { DRAWS, DRAW_BLOCKS, drawShareKey, drawShares, drawSlot, servicePortNames } from '../../src/proxy/render';
 import { applyDiff, cloneModel, diffRulesets, isEmptyDiff } from '../../src/ruleset/diff';
 import { elementKey, RulesetModel } from '../../src/ruleset/model';
 import { endpoint, node, service, slice, snapshotOf } from '../proxy/fixtures';
@@ -28,6 +28,16 @@ test('n endpoints split the draws into n touching ranges differing in size by at
     });
     assert.equal(next, DRAWS, 'every draw is covered');
     assert.ok(Math.max(...sizes) - Math.min(...sizes) <= 1, `${n}: ${Math.min(...sizes)}..${Math.max(...sizes)}`);
+  }
+});
+
+test("a share's key, spelled from its numbers, is the elementKey of its element", () => {
+  for (const [id, n] of [[0, 1], [0xffff, 3], [0x1234, 50], [0xabc, 65536]] as const) {
+    drawShares(id, n).forEach(([key, keyEnd], i) => {
+      const first = Math.floor((i * DRAWS) / n);
+      const last = Math.floor(((i + 1) * DRAWS) / n) - 1;
+      assert.equal(drawShareKey(id, first, last), elementKey({ key, keyEnd }), `${id} ${n} ${i}`);
+    });
   }
 });
 

@@ -6,6 +6,7 @@ import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { Expr, OpaqueExpr } from '../types';
 import { bitwise } from './bitwise';
+import { byteorder } from './byteorder';
 import { cmp } from './cmp';
 import { ExprCodec, ExprKind, ExprOf, ExprReader, UnrepresentableError } from './codec';
 import { counter } from './counter';
@@ -44,6 +45,7 @@ const CODECS: { [K in ExprKind]: ExprCodec<K> } = {
   reject,
   nat,
   numgen,
+  byteorder,
   hash,
   objref,
   masq,
@@ -67,6 +69,7 @@ const ATTR_PREFIX: { [K in ExprKind]: string } = {
   reject: 'NFTA_REJECT_',
   nat: 'NFTA_NAT_',
   numgen: 'NFTA_NG_',
+  byteorder: 'NFTA_BYTEORDER_',
   hash: 'NFTA_HASH_',
   objref: 'NFTA_OBJREF_',
   masq: 'NFTA_MASQ_',

@@ -5,7 +5,7 @@ import * as C from '../constants';
 import { decodeData, decodeValue, encodeValue, encodeVerdict } from '../expr/data';
 import { formatElement } from '../format';
 import { NftSet, SetElement } from '../types';
-import { decrement, increment, keyLength, TYPE_LEN } from '../values';
+import { dataLength, decrement, increment, keyLength, typeText } from '../values';
 import { isRemoval, ObjectCodec, objectVerbs, tableReference } from './codec';
 import { decodeStatefulExprs } from './set';
 
@@ -153,7 +153,7 @@ export function decodeSetElements(payload: Buffer): { table: string; set: string
  * (DecodeError), never a value that a formatter or the diff would read as something else. */
 export function checkElements(set: NftSet, elems: SetElement[]): void {
   const keyLen = keyLength(set.key);
-  const dataLen = set.data && set.data !== 'verdict' ? TYPE_LEN[set.data] : undefined;
+  const dataLen = set.data && set.data !== 'verdict' ? dataLength(set.data) : undefined;
   for (const e of elems) {
     const problem =
       e.key.length !== keyLen
@@ -165,7 +165,7 @@ export function checkElements(set: NftSet, elems: SetElement[]): void {
             : e.data && dataLen === undefined
               ? `data in a set that is not a ${set.data === 'verdict' ? 'data ' : ''}map`
               : e.data && e.data.length !== dataLen
-                ? `data of ${e.data.length} bytes, the map's ${set.data} takes ${dataLen}`
+                ? `data of ${e.data.length} bytes, the map's ${typeText(set.data!)} takes ${dataLen}`
                 : undefined;
     if (problem) throw new DecodeError(`set ${set.table} ${set.name}: element ${e.key.toString('hex')}: ${problem}`);
   }

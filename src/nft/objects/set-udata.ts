@@ -25,6 +25,7 @@ export const NFTNL_UDATA_SET_TYPEOF_DATA = 1;
 /** nftables enum expr_types (include/expression.h), the ids nfkube's typeof expressions use. */
 export const EXPR_VERDICT = 1;
 export const EXPR_PAYLOAD = 7;
+export const EXPR_CONCAT = 13;
 export const EXPR_NUMGEN = 23;
 
 /** nftables enum byteorder (include/datatype.h). */
@@ -67,14 +68,31 @@ const MAX_TLV = 255;
 interface TypeofExpr {
   id: number;
   byteorder: number;
-  udata: [number, number][];
+  /** The expression's own udata (TYPEOF_DATA). */
+  own: Buffer;
 }
+
+const u32Tlvs = (fields: [number, number][]) => Buffer.concat(fields.map(([t, v]) => tlv(t, hostU32(v))));
+
+/** nftables concat_expr_build_udata: per field i, a nest of type i holding the field's expression
+ * id and its own udata (NFTNL_UDATA_SET_KEY_CONCAT_SUB_{TYPE,DATA}). */
+const NFTNL_UDATA_SET_KEY_CONCAT_SUB_TYPE = 0;
+const NFTNL_UDATA_SET_KEY_CONCAT_SUB_DATA = 1;
 
 const NUMGEN_TEXT = /^numgen (incremental|random) mod (\d+)(?: offset (\d+))?$/;
 
 function exprOf(text: string): TypeofExpr {
   // A verdict map's data: `typeof ... : verdict`.
-  if (text === 'verdict') return { id: EXPR_VERDICT, byteorder: BYTEORDER_INVALID, udata: [] };
+  if (text === 'verdict') return { id: EXPR_VERDICT, byteorder: BYTEORDER_INVALID, own: Buffer.alloc(0) };
+  const fields = text.split(' . ');
+  if (fields.length > 1) {
+    // nft gives a concatenation no byte order of its own (its fields have theirs).
+    const own = fields.map((f, i) => {
+      const sub = exprOf(f);
+      return tlv(i, Buffer.concat([tlv(NFTNL_UDATA_SET_KEY_CONCAT_SUB_TYPE, hostU32(sub.id)), tlv(NFTNL_UDATA_SET_KEY_CONCAT_SUB_DATA, sub.own)]));
+    });
+    return { id: EXPR_CONCAT, byteorder: BYTEORDER_INVALID, own: Buffer.concat(own) };
+  }
   const ng = NUMGEN_TEXT.exec(text);
   if (ng) {
     const mod = Number(ng[2]);
@@ -83,11 +101,11 @@ function exprOf(text: string): TypeofExpr {
     return {
       id: EXPR_NUMGEN,
       byteorder: BYTEORDER_HOST_ENDIAN,
-      udata: [
+      own: u32Tlvs([
         [NFTNL_UDATA_NUMGEN_TYPE, NFT_NG_TYPES.indexOf(ng[1] as (typeof NFT_NG_TYPES)[number])],
         [NFTNL_UDATA_NUMGEN_MODULUS, mod],
         [NFTNL_UDATA_NUMGEN_OFFSET, offset],
-      ],
+      ]),
     };
   }
   const field = PAYLOAD_FIELDS.find(([t]) => t === text);
@@ -95,13 +113,13 @@ function exprOf(text: string): TypeofExpr {
     return {
       id: EXPR_PAYLOAD,
       byteorder: BYTEORDER_BIG_ENDIAN,
-      udata: [
+      own: u32Tlvs([
         [NFTNL_UDATA_SET_KEY_PAYLOAD_DESC, field[1]],
         [NFTNL_UDATA_SET_KEY_PAYLOAD_TYPE, field[2]],
-      ],
+      ]),
     };
   }
-  throw new RangeError(`typeof "${text}": nfkube encodes only ${['numgen random|incremental mod N [offset M]', ...PAYLOAD_FIELDS.map(([t]) => t), 'verdict (map data)'].join(', ')}`);
+  throw new RangeError(`typeof "${text}": nfkube encodes only ${['numgen random|incremental mod N [offset M]', ...PAYLOAD_FIELDS.map(([t]) => t), 'verdict (map data)'].join(', ')}, and concatenations (A . B) of them`);
 }
 
 function tlv(type: number, value: Buffer): Buffer {
@@ -110,8 +128,7 @@ function tlv(type: number, value: Buffer): Buffer {
 }
 
 function typeofTlv(type: number, e: TypeofExpr): Buffer {
-  const own = Buffer.concat(e.udata.map(([t, v]) => tlv(t, hostU32(v))));
-  return tlv(type, Buffer.concat([tlv(NFTNL_UDATA_SET_TYPEOF_EXPR, hostU32(e.id)), tlv(NFTNL_UDATA_SET_TYPEOF_DATA, own)]));
+  return tlv(type, Buffer.concat([tlv(NFTNL_UDATA_SET_TYPEOF_EXPR, hostU32(e.id)), tlv(NFTNL_UDATA_SET_TYPEOF_DATA, e.own)]));
 }
 
 /** The NFTA_SET_USERDATA nft writes for `typeof KEY [: DATA]`, in its order. Throws RangeError for
@@ -151,11 +168,24 @@ function readU32(b: Buffer | undefined): number | undefined {
 
 function typeofText(b: Buffer | undefined): string | undefined {
   const outer = b && parseTlvs(b);
-  const id = readU32(outer?.get(NFTNL_UDATA_SET_TYPEOF_EXPR));
-  const own = outer?.get(NFTNL_UDATA_SET_TYPEOF_DATA);
+  return exprText(readU32(outer?.get(NFTNL_UDATA_SET_TYPEOF_EXPR)), outer?.get(NFTNL_UDATA_SET_TYPEOF_DATA));
+}
+
+/** An expression's text from its id and own udata; undefined when nfkube cannot name it. */
+function exprText(id: number | undefined, own: Buffer | undefined, depth = 0): string | undefined {
   const fields = own && parseTlvs(own);
   if (id === undefined || !fields) return undefined;
   if (id === EXPR_VERDICT) return 'verdict';
+  if (id === EXPR_CONCAT && depth === 0) {
+    const parts: string[] = [];
+    for (let i = 0; fields.has(i); i++) {
+      const sub = parseTlvs(fields.get(i)!);
+      const text = sub && exprText(readU32(sub.get(NFTNL_UDATA_SET_KEY_CONCAT_SUB_TYPE)), sub.get(NFTNL_UDATA_SET_KEY_CONCAT_SUB_DATA), depth + 1);
+      if (text === undefined || text === 'verdict') return undefined;
+      parts.push(text);
+    }
+    return parts.length > 1 && parts.length === fields.size ? parts.join(' . ') : undefined;
+  }
   if (id === EXPR_NUMGEN) {
     const type = NFT_NG_TYPES[readU32(fields.get(NFTNL_UDATA_NUMGEN_TYPE)) ?? -1];
     const mod = readU32(fields.get(NFTNL_UDATA_NUMGEN_MODULUS));

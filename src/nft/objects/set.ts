@@ -4,7 +4,7 @@ import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { setFlagNames, setType } from '../format';
 import { Expr, NFT_TYPE, NftSet, NftTypeName } from '../types';
-import { keyLength, TYPE_LEN } from '../values';
+import { dataLength, keyLength, TYPE_LEN, typeText } from '../values';
 import { decodeSetUdata, encodeSetUdata } from './set-udata';
 import { decodeExpr, decodeExprListAttr, encodeExprList, encodeExprNest } from '../expr';
 import { familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
@@ -61,8 +61,8 @@ export function encodeSet(w: AttrWriter, s: NftSet, id = s.id): void {
   if (s.data === 'verdict') {
     w.be32(C.NFTA_SET_DATA_TYPE, C.NFT_DATA_VERDICT);
   } else if (s.data) {
-    w.be32(C.NFTA_SET_DATA_TYPE, NFT_TYPE[s.data]);
-    w.be32(C.NFTA_SET_DATA_LEN, TYPE_LEN[s.data]);
+    w.be32(C.NFTA_SET_DATA_TYPE, typeof s.data === 'string' ? NFT_TYPE[s.data] : keyTypeId(s.data));
+    w.be32(C.NFTA_SET_DATA_LEN, dataLength(s.data));
   }
   if (s.timeout !== undefined) w.be64(C.NFTA_SET_TIMEOUT, s.timeout);
   // No NFTA_SET_DESC_SIZE: the kernel treats it as the set's maximum, and nfkube's sets grow.
@@ -111,11 +111,12 @@ export function decodeSet(family: number, payload: Buffer): NftSet {
   }
   const dataType = a.be32(C.NFTA_SET_DATA_TYPE);
   if (dataType !== undefined) {
-    const data = dataType === C.NFT_DATA_VERDICT ? 'verdict' : TYPE_BY_ID.get(dataType);
-    if (!data) throw new DecodeError(`set ${set.name}: unknown data type ${dataType}`);
     const dataLen = a.be32(C.NFTA_SET_DATA_LEN);
-    if (data !== 'verdict' && dataLen !== undefined && dataLen !== TYPE_LEN[data]) {
-      throw new DecodeError(`set ${set.name}: data length ${dataLen} does not fit its data type ${data} (${TYPE_LEN[data]} bytes)`);
+    // A concatenation's type id is its fields' ids, 6 bits each (nft's concat_type_alloc).
+    const data = dataType === C.NFT_DATA_VERDICT ? 'verdict' : (TYPE_BY_ID.get(dataType) ?? (dataType >> TYPE_BITS > 0 ? keyFieldsFromId(dataType, undefined, dataLen) : undefined));
+    if (!data) throw new DecodeError(`set ${set.name}: unknown data type ${dataType}`);
+    if (data !== 'verdict' && dataLen !== undefined && dataLen !== dataLength(data)) {
+      throw new DecodeError(`set ${set.name}: data length ${dataLen} does not fit its data type ${typeText(data)} (${dataLength(data)} bytes)`);
     }
     set.data = data;
   }
