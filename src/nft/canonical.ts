@@ -39,7 +39,10 @@ export function canonicalExprs(exprs: Expr[]): Expr[] {
 
 /** Equivalent encodings in one form: nft writes a range match it parsed from text (`icmpv6 type
  * 133-136`) as `cmp gte` then `cmp lte` on one register, a builder as one `range eq`; both
- * become the range. Returns the same array when there is nothing to merge (the common case). */
+ * become the range. nft also puts an in-place byteorder of a 1-byte value (`meta l4proto` keying
+ * an interval concatenation) that converts no whole word, so changes nothing (nft_byteorder_eval
+ * converts len / size words): it is left out. Returns the same array when there is nothing to
+ * merge (the common case). */
 export function mergeRanges(exprs: Expr[]): Expr[] {
   let out: Expr[] | undefined;
   for (let i = 0; i < exprs.length; i++) {
@@ -49,6 +52,8 @@ export function mergeRanges(exprs: Expr[]): Expr[] {
       out ??= exprs.slice(0, i);
       out.push({ type: 'range', sreg: a.sreg, op: 'eq', from: a.data, to: b.data });
       i++;
+    } else if (a.type === 'byteorder' && a.len < a.size && canonicalRegister(a.sreg) === canonicalRegister(a.dreg)) {
+      out ??= exprs.slice(0, i);
     } else out?.push(a);
   }
   return out ?? exprs;
