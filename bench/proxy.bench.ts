@@ -2,8 +2,8 @@
  * nftables proxier writes, generated here for the same services): full sync of N services x 5
  * endpoints, one endpoint change (nfkube: scoped diff and commit; kube-proxy style: the partial
  * sync transaction it would write, through nft), and headless-service churn (nfkube: CPU per
- * event, messages written). Sizes: 1k and 10k services (5k x 50 = 250k endpoints with
- * PROXY_BENCH_BIG=1; PROXY_BENCH_SIZES=1000x5,... picks sizes). Each in its own network namespace.
+ * event, messages written). Sizes: 1k and 10k services x 5, and 5k x 50 = 250k endpoints
+ * (PROXY_BENCH_SIZES=1000x5,... picks sizes). Each in its own network namespace.
  * These rows are in-process (the component and the commit, no process start or parsing); the
  * end-to-end row runs `nfkube agent --once --manifests DIR --proxy --no-policy` as a new process
  * in its own namespace over Service + EndpointSlice YAML (CPU and peak RSS from bench/probe.js). */
@@ -225,8 +225,8 @@ async function main(): Promise<void> {
   const sizes: [number, number][] = [
     [1000, 5],
     [10000, 5],
+    [5000, 50],
   ];
-  if (process.env.PROXY_BENCH_BIG === '1') sizes.push([5000, 50]);
   // PROXY_BENCH_SIZES=1000x5,5000x50 runs only those sizes.
   const only = process.env.PROXY_BENCH_SIZES;
   if (only) sizes.splice(0, sizes.length, ...only.split(',').map((s) => s.split('x').map(Number) as [number, number]));
