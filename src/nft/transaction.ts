@@ -49,7 +49,7 @@ export interface CommitResult {
 export class OperationEncodeError extends Error {
   constructor(
     readonly opIndex: number,
-    /** `add rule inet nfkube pod_x_in` */
+    /** `add rule inet nfkube pol_x_in` */
     readonly operation: string,
     override readonly cause: unknown,
   ) {

@@ -43,7 +43,7 @@ export interface ObjectCodec<K extends ObjectKind> {
   /** Writes the attributes of the operation's message(s) into w; throws, naming the field, for
    * what cannot be encoded. */
   encode(w: AttrWriter, op: OperationOf<K>, batch: BatchWriter): void;
-  /** The object the operation changes, e.g. `rule inet nfkube pod_x_in handle 4`. */
+  /** The object the operation changes, e.g. `rule inet nfkube pol_x_in handle 4`. */
   describe(op: OperationOf<K>): string;
   /** The operation as an nft command. */
   format(op: OperationOf<K>): string;
