@@ -428,7 +428,7 @@ async function main(): Promise<void> {
   if (once) out.push('\nTarget 2: `agent --once --manifests` at most 1.0x the CPU of `nft -f` of the straightforward rendering.\n');
   if (watched) out.push(
     table(
-      ['agent over HTTP (client-node, paged LIST then watch)', 'CPU to first commit', 'wall to first commit', 'peak RSS at first commit', 'peak RSS after events', `API write -> committed p50 / p99 (${EVENTS} events)`, 'event sent -> committed p50 / p99', 'agent CPU per event', 'missed'],
+      ['agent over HTTP (client-node, paged LIST then watch)', 'CPU to first commit', 'wall to first commit', 'peak RSS at first commit', 'peak RSS after events', `API write -> committed p50 / p99 (${EVENTS} events)`, 'event sent -> committed p50 / p99', 'agent CPU per event', `burst of ${BURST} writes -> last commit, p50 / max (commits, median)`, 'missed'],
       informers.map((r) => [
         r.size,
         ms(r.cpuToFirstMs),
