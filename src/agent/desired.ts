@@ -117,6 +117,7 @@ export class DesiredTable {
       elementChange(namedPortSetName(ch.set, 'v6'), ch.v6.map(tripleElement), false);
     }
     for (const p of delta.policies.upsert) {
+      const labelBefore = policyLabel(this.policies.get(p.id));
       this.policies.set(p.id, p);
       const rendered = r.policy(p, this.ipBlocks);
       const chains = new Map(rendered.chains.map((c) => [c.chain.name, c]));
@@ -125,8 +126,9 @@ export class DesiredTable {
         this.putChain(scope, name, chains.get(name));
       }
       this.putPolicySets(p.id, rendered.sets, scope);
-      // Combination chains carry the policy's name in their comments.
-      for (const [name, c] of this.combos) if (c.policies.includes(p.id)) this.putChain(scope, name, r.comboChain(c.dir, c.policies, this.policyNames));
+      // Combination chains carry the policy's name in their comments: rendered again only when
+      // that name changed (an edit of the policy's rules leaves them as they are).
+      if (policyLabel(p) !== labelBefore) for (const [name, c] of this.combos) if (c.policies.includes(p.id)) this.putChain(scope, name, r.comboChain(c.dir, c.policies, this.policyNames));
     }
     for (const t of delta.targets.upsert) {
       const before = this.targets.get(t.key);
