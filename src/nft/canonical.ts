@@ -14,9 +14,14 @@ export function canonicalRegister(reg: number): number {
   return word % 4 === 0 ? word / 4 : reg;
 }
 
-/** The kernel dumps a dynset's timeout and flags even when none were given. */
-function dynsetDefault(k: string, v: unknown): boolean {
-  return (k === 'timeoutMs' && v === 0n) || (k === 'flags' && v === 0);
+/** Whether a field holds a default the kernel echoes and a builder leaves out, so counts as
+ * absent: unset or false, a bitwise's `bool` op, a dynset's timeout and flags (dumped even when
+ * none were given). One test for canonicalExpr, canonicalField and computeRuleKey alike. */
+function isDefaultField(type: string, k: string, v: unknown): boolean {
+  if (v === undefined || v === false) return true;
+  if (type === 'bitwise') return k === 'op' && v === 'bool';
+  if (type === 'dynset') return (k === 'timeoutMs' && v === 0n) || (k === 'flags' && v === 0);
+  return false;
 }
 
 /** An expression with default-valued fields dropped, registers in dump form and counter values
@@ -25,9 +30,7 @@ export function canonicalExpr(e: Expr): Expr {
   if (e.type === 'counter') return { type: 'counter', packets: 0n, bytes: 0n };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(e)) {
-    if (v === undefined || v === false) continue;
-    if (e.type === 'bitwise' && k === 'op' && v === 'bool') continue;
-    if (e.type === 'dynset' && dynsetDefault(k, v)) continue;
+    if (isDefaultField(e.type, k, v)) continue;
     out[k] = REGISTER_FIELDS.has(k) && typeof v === 'number' ? canonicalRegister(v) : v;
   }
   return out as unknown as Expr;
@@ -101,9 +104,7 @@ function sameExpr(x: Expr, y: Expr): boolean {
 
 /** A field's value as ruleKey sees it; undefined when the field counts as absent. */
 function canonicalField(type: string, k: string, v: unknown): unknown {
-  if (k === 'type' || v === undefined || v === false) return undefined;
-  if (type === 'bitwise' && k === 'op' && v === 'bool') return undefined;
-  if (type === 'dynset' && dynsetDefault(k, v)) return undefined;
+  if (k === 'type' || isDefaultField(type, k, v)) return undefined;
   if (typeof v === 'number' && REGISTER_FIELDS.has(k)) return canonicalRegister(v);
   return v;
 }
@@ -131,9 +132,7 @@ function computeRuleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
     const fields = e as unknown as Record<string, unknown>;
     for (const k of Object.keys(fields).sort()) {
       const v = fields[k];
-      if (k === 'type' || v === undefined || v === false) continue;
-      if (e.type === 'bitwise' && k === 'op' && v === 'bool') continue;
-      if (e.type === 'dynset' && dynsetDefault(k, v)) continue;
+      if (k === 'type' || isDefaultField(e.type, k, v)) continue;
       let text: string;
       if (typeof v === 'number') text = String(REGISTER_FIELDS.has(k) ? canonicalRegister(v) : v);
       else if (Buffer.isBuffer(v)) text = v.toString('hex');
