@@ -395,7 +395,9 @@ export class Renderer {
     for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
       for (const dir of ['ingress', 'egress'] as const) {
         const policies = t[dir];
-        if (policies && !m.chains.has(comboChainName(policies, dir))) m.chains.set(comboChainName(policies, dir), this.comboChain(dir, policies, names));
+        if (!policies) continue;
+        const name = comboChainName(policies, dir);
+        if (!m.chains.has(name)) m.chains.set(name, this.comboChain(dir, policies, names));
       }
       for (const [set, e] of this.vmapEntries(t)) {
         const k = elementKey(e);

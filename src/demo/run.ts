@@ -178,7 +178,11 @@ function annotateChains(text: string, ir: PolicyIR): string {
   for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
     for (const dir of ['ingress', 'egress'] as const) {
       const policies = t[dir];
-      if (policies) pods.set(comboChainName(policies, dir), [...(pods.get(comboChainName(policies, dir)) ?? []), t.key]);
+      if (!policies) continue;
+      const name = comboChainName(policies, dir);
+      const keys = pods.get(name);
+      if (keys) keys.push(t.key);
+      else pods.set(name, [t.key]);
     }
   }
   for (const [name, keys] of pods) owners.set(name, `pod${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`);
