@@ -547,10 +547,11 @@ export class ProxyRenderer {
       const n = endpoints.length;
       const elements: SetElement[] = new Array(n);
       const keys: string[] = new Array(n);
-      const shares = drawShares(slot.id, n);
       for (let i = 0; i < n; i++) {
-        elements[i] = { key: shares[i][0], keyEnd: shares[i][1], data: endpointData(endpoints[i].ip, endpoints[i].port) };
-        keys[i] = drawShareKey(slot.id, shareStart(i, n), shareStart(i + 1, n) - 1);
+        const first = shareStart(i, n);
+        const last = shareStart(i + 1, n) - 1;
+        elements[i] = { key: drawKey(slot.id, first), keyEnd: drawKey(slot.id, last), data: endpointData(endpoints[i].ip, endpoints[i].port) };
+        keys[i] = drawShareKey(slot.id, first, last);
       }
       out.owned.push({ set: N.endpointDraws(f, slot.block), elements, keys });
     };
