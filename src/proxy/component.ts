@@ -427,42 +427,25 @@ export class ProxyComponent implements Component {
       const was = (old.entryIndex ??= entriesBySet(old));
       const next = entriesBySet(now);
       if (now !== EMPTY) now.entryIndex = next;
-      for (const [set, elements] of was) {
-        const keep = next.get(set);
-        for (const k of elements.keys()) if (!keep?.has(k)) this.release(set, k, key, scope);
-      }
-      for (const [set, elements] of next) {
-        const before = was.get(set);
-        for (const [k, e] of elements) {
-          const b = before?.get(k);
-          if (b === undefined || !sameElementValue(b, e)) this.claim(set, k, key, e, scope);
-        }
-      }
+      compareBySet(was, next, (set, k) => this.release(set, k, key, scope), (set, k, e) => this.claim(set, k, key, e, scope));
     }
     if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
     else {
       const was = (old.ownedIndex ??= ownedBySet(old));
       const next = ownedBySet(now);
       if (now !== EMPTY) now.ownedIndex = next;
-      for (const [set, elements] of was) {
-        const keep = next.get(set);
-        const model = this.desired.sets.get(set)!.elements;
-        for (const k of elements.keys()) {
-          if (keep?.has(k)) continue;
-          model.delete(k);
+      compareBySet(
+        was,
+        next,
+        (set, k) => {
+          this.desired.sets.get(set)!.elements.delete(k);
           scope.element(set, k);
-        }
-      }
-      for (const [set, elements] of next) {
-        const before = was.get(set);
-        const model = this.desired.sets.get(set)!.elements;
-        for (const [k, e] of elements) {
-          const b = before?.get(k);
-          if (b !== undefined && sameElementValue(b, e)) continue;
-          model.set(k, e);
+        },
+        (set, k, e) => {
+          this.desired.sets.get(set)!.elements.set(k, e);
           scope.element(set, k);
-        }
-      }
+        },
+      );
     }
     for (const [f, block] of emptied) {
       if (this.drawSlots[f].blocks.has(block)) continue;
@@ -572,6 +555,27 @@ function entriesBySet(r: Rendered): Map<string, Map<string, SetElement>> {
     byKey.set(r.entryKeys[i], e);
   }
   return m;
+}
+
+/** Compares two renders' elements by map and key: `gone` for each key only the old one has, then
+ * `changed` for each the new one has with another value or not at all before. */
+function compareBySet(
+  was: Map<string, Map<string, SetElement>>,
+  next: Map<string, Map<string, SetElement>>,
+  gone: (set: string, k: string) => void,
+  changed: (set: string, k: string, e: SetElement) => void,
+): void {
+  for (const [set, elements] of was) {
+    const keep = next.get(set);
+    for (const k of elements.keys()) if (!keep?.has(k)) gone(set, k);
+  }
+  for (const [set, elements] of next) {
+    const before = was.get(set);
+    for (const [k, e] of elements) {
+      const b = before?.get(k);
+      if (b === undefined || !sameElementValue(b, e)) changed(set, k, e);
+    }
+  }
 }
 
 /** A render's endpoint-map elements by map and key. */
