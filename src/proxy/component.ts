@@ -589,8 +589,10 @@ function ownedBySet(r: Rendered): Map<string, Map<string, SetElement>> {
   return m;
 }
 
-/** The element a render puts at `set key` (its last one there). */
+/** The element a render puts at `set key` (its last one there): from its index when a change
+ * has built one, else by a walk of its entries. */
 function lastEntry(r: Rendered, set: string, k: string): SetElement | undefined {
+  if (r.entryIndex) return r.entryIndex.get(set)?.get(k);
   for (let i = r.entries.length - 1; i >= 0; i--) if (r.entries[i][0] === set && r.entryKeys[i] === k) return r.entries[i][1];
   return undefined;
 }
