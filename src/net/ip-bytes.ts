@@ -4,12 +4,18 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { parseCidr, parseIp } from './ip';
 import { formatIPv6Groups, parseDottedQuad, parseIPv6Groups } from './ip-text';
 
-/** Dotted-quad to 4 bytes (leading zeros refused, see parseDottedQuad). */
-export function ipv4(addr: string): Buffer {
+/** Dotted-quad to its number (leading zeros refused, see parseDottedQuad), for a caller that
+ * writes it straight into a buffer of its own. */
+export function ipv4Number(addr: string): number {
   const n = parseDottedQuad(addr);
   if (n === undefined) throw new Error(`invalid IPv4 address "${addr}"`);
+  return n;
+}
+
+/** Dotted-quad to 4 bytes. */
+export function ipv4(addr: string): Buffer {
   const out = Buffer.allocUnsafe(4);
-  out.writeUInt32BE(n);
+  out.writeUInt32BE(ipv4Number(addr));
   return out;
 }
 

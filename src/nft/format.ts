@@ -369,25 +369,15 @@ function formatKey(set: Pick<NftSet, 'key' | 'flags'>, key: Buffer): string {
   return formatFields(key, set.key);
 }
 
-/** A concatenation's fields, each padded to 4 bytes. */
-function formatFields(b: Buffer, fields: readonly NftTypeName[]): string {
+/** A concatenation's fields, each padded to 4 bytes; with `end`, a range as nft writes it: each
+ * field's own range, `tcp . 8000-8100`. */
+function formatFields(b: Buffer, fields: readonly NftTypeName[], end?: Buffer): string {
   const parts: string[] = [];
   let pos = 0;
   for (const f of fields) {
-    parts.push(formatValue(b.subarray(pos, pos + TYPE_LEN[f]), f));
-    pos += (TYPE_LEN[f] + 3) & ~3;
-  }
-  return parts.join(' . ');
-}
-
-/** A range of a concatenation as nft writes it: each field's own range, `tcp . 8000-8100`. */
-function formatConcatRange(set: Pick<NftSet, 'key'>, key: Buffer, keyEnd: Buffer): string {
-  const parts: string[] = [];
-  let pos = 0;
-  for (const f of set.key) {
-    const from = key.subarray(pos, pos + TYPE_LEN[f]);
-    const to = keyEnd.subarray(pos, pos + TYPE_LEN[f]);
-    parts.push(from.equals(to) ? formatValue(from, f) : `${formatValue(from, f)}-${formatValue(to, f)}`);
+    const from = b.subarray(pos, pos + TYPE_LEN[f]);
+    const to = end?.subarray(pos, pos + TYPE_LEN[f]);
+    parts.push(to === undefined || from.equals(to) ? formatValue(from, f) : `${formatValue(from, f)}-${formatValue(to, f)}`);
     pos += (TYPE_LEN[f] + 3) & ~3;
   }
   return parts.join(' . ');
@@ -395,7 +385,7 @@ function formatConcatRange(set: Pick<NftSet, 'key'>, key: Buffer, keyEnd: Buffer
 
 export function formatElement(set: Pick<NftSet, 'key' | 'data' | 'flags'>, e: SetElement): string {
   const range = e.keyEnd && !e.keyEnd.equals(e.key) ? e.keyEnd : undefined;
-  let s = range && set.key.length > 1 ? formatConcatRange(set, e.key, range) : formatKey(set, e.key);
+  let s = range && set.key.length > 1 ? formatFields(e.key, set.key, range) : formatKey(set, e.key);
   if (range && set.key.length === 1) s += `-${formatKey(set, range)}`;
   if (e.verdict) s += ` : ${formatVerdict(e.verdict)}`;
   else if (e.data && set.data) s += ` : ${typeof set.data === 'string' ? formatValue(e.data, set.data) : formatFields(e.data, set.data)}`;

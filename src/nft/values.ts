@@ -19,14 +19,14 @@ export const TYPE_LEN: Record<NftTypeName, number> = {
 const pad4 = (n: number) => (n + 3) & ~3;
 
 /** Key length of a set: one field is exact, a concatenation pads each field to 4 bytes. */
-export function keyLength(fields: NftTypeName[]): number {
+export function keyLength(fields: readonly NftTypeName[]): number {
   if (fields.length === 1) return TYPE_LEN[fields[0]];
   return fields.reduce((n, f) => n + pad4(TYPE_LEN[f]), 0);
 }
 
 /** Data length of a map: a single type exact, a concatenation padded per field as keys are. */
 export function dataLength(data: NftTypeName | readonly NftTypeName[]): number {
-  return typeof data === 'string' ? TYPE_LEN[data] : keyLength([...data]);
+  return typeof data === 'string' ? TYPE_LEN[data] : keyLength(data);
 }
 
 /** A key or data type as nft writes it: `ipv4_addr . inet_service`. */

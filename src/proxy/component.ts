@@ -427,42 +427,25 @@ export class ProxyComponent implements Component {
       const was = (old.entryIndex ??= entriesBySet(old));
       const next = entriesBySet(now);
       if (now !== EMPTY) now.entryIndex = next;
-      for (const [set, elements] of was) {
-        const keep = next.get(set);
-        for (const k of elements.keys()) if (!keep?.has(k)) this.release(set, k, key, scope);
-      }
-      for (const [set, elements] of next) {
-        const before = was.get(set);
-        for (const [k, e] of elements) {
-          const b = before?.get(k);
-          if (b === undefined || !sameElementValue(b, e)) this.claim(set, k, key, e, scope);
-        }
-      }
+      compareBySet(was, next, (set, k) => this.release(set, k, key, scope), (set, k, e) => this.claim(set, k, key, e, scope));
     }
     if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
     else {
       const was = (old.ownedIndex ??= ownedBySet(old));
       const next = ownedBySet(now);
       if (now !== EMPTY) now.ownedIndex = next;
-      for (const [set, elements] of was) {
-        const keep = next.get(set);
-        const model = this.desired.sets.get(set)!.elements;
-        for (const k of elements.keys()) {
-          if (keep?.has(k)) continue;
-          model.delete(k);
+      compareBySet(
+        was,
+        next,
+        (set, k) => {
+          this.desired.sets.get(set)!.elements.delete(k);
           scope.element(set, k);
-        }
-      }
-      for (const [set, elements] of next) {
-        const before = was.get(set);
-        const model = this.desired.sets.get(set)!.elements;
-        for (const [k, e] of elements) {
-          const b = before?.get(k);
-          if (b !== undefined && sameElementValue(b, e)) continue;
-          model.set(k, e);
+        },
+        (set, k, e) => {
+          this.desired.sets.get(set)!.elements.set(k, e);
           scope.element(set, k);
-        }
-      }
+        },
+      );
     }
     for (const [f, block] of emptied) {
       if (this.drawSlots[f].blocks.has(block)) continue;
@@ -574,6 +557,27 @@ function entriesBySet(r: Rendered): Map<string, Map<string, SetElement>> {
   return m;
 }
 
+/** Compares two renders' elements by map and key: `gone` for each key only the old one has, then
+ * `changed` for each the new one has with another value or not at all before. */
+function compareBySet(
+  was: Map<string, Map<string, SetElement>>,
+  next: Map<string, Map<string, SetElement>>,
+  gone: (set: string, k: string) => void,
+  changed: (set: string, k: string, e: SetElement) => void,
+): void {
+  for (const [set, elements] of was) {
+    const keep = next.get(set);
+    for (const k of elements.keys()) if (!keep?.has(k)) gone(set, k);
+  }
+  for (const [set, elements] of next) {
+    const before = was.get(set);
+    for (const [k, e] of elements) {
+      const b = before?.get(k);
+      if (b === undefined || !sameElementValue(b, e)) changed(set, k, e);
+    }
+  }
+}
+
 /** A render's endpoint-map elements by map and key. */
 function ownedBySet(r: Rendered): Map<string, Map<string, SetElement>> {
   const m = new Map<string, Map<string, SetElement>>();
@@ -585,8 +589,10 @@ function ownedBySet(r: Rendered): Map<string, Map<string, SetElement>> {
   return m;
 }
 
-/** The element a render puts at `set key` (its last one there). */
+/** The element a render puts at `set key` (its last one there): from its index when a change
+ * has built one, else by a walk of its entries. */
 function lastEntry(r: Rendered, set: string, k: string): SetElement | undefined {
+  if (r.entryIndex) return r.entryIndex.get(set)?.get(k);
   for (let i = r.entries.length - 1; i >= 0; i--) if (r.entries[i][0] === set && r.entryKeys[i] === k) return r.entries[i][1];
   return undefined;
 }

@@ -32,12 +32,11 @@
 import * as b from '../nft/build';
 import * as C from '../nft/constants';
 import { Chain, Expr, NftSet, Rule, SetElement, Verdict } from '../nft/types';
-import { ipv4, ipv6 } from '../net/ip-bytes';
+import { ipv4, ipv4Number, ipv6 } from '../net/ip-bytes';
 import { K8S_IPPROTO, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
 import { be16, concatKey, hostU32 } from '../nft/values';
 import { RTN_LOCAL } from '../rtnl/constants';
 import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../net/ip';
-import { parseDottedQuad } from '../net/ip-text';
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
 import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
 import type { Fam, ServicePortView } from './service-ports';
@@ -193,19 +192,15 @@ export function drawShareKey(id: number, first: number, last: number): string {
   return shareKeyText.toString('latin1', 0, 17);
 }
 
-/** The IPv4 address as a number, or undefined for IPv6 text; throws on bad IPv4 text as ipv4()
- * does. A full sync writes every endpoint's address into two elements: parsed straight into them,
- * not through a buffer of its own. */
-function ipv4Number(ip: string): number | undefined {
-  if (ip.includes(':')) return undefined;
-  const n = parseDottedQuad(ip);
-  if (n === undefined) throw new Error(`invalid IPv4 address "${ip}"`);
-  return n;
+/** The IPv4 address as a number, or undefined for IPv6 text. A full sync writes every endpoint's
+ * address into two elements: parsed straight into them, not through a buffer of its own. */
+function ipv4OrUndefined(ip: string): number | undefined {
+  return ip.includes(':') ? undefined : ipv4Number(ip);
 }
 
 /** `address . port` of an endpoint map's data, the port padded to its 4-byte register. */
 export function endpointData(ip: string, port: number): Buffer {
-  const v4 = ipv4Number(ip);
+  const v4 = ipv4OrUndefined(ip);
   const len = v4 === undefined ? 16 : 4;
   const out = Buffer.allocUnsafe(len + 4);
   if (v4 === undefined) ipv6(ip).copy(out);
@@ -218,7 +213,7 @@ export function endpointData(ip: string, port: number): Buffer {
 /** The key `address . address` of the hairpin set. Addresses are 4 or 16 bytes: the two fields
  * need no padding. */
 export function hairpinKey(ip: string): Buffer {
-  const v4 = ipv4Number(ip);
+  const v4 = ipv4OrUndefined(ip);
   if (v4 === undefined) {
     const a = ipv6(ip);
     return Buffer.concat([a, a], 32);
@@ -552,10 +547,11 @@ export class ProxyRenderer {
       const n = endpoints.length;
       const elements: SetElement[] = new Array(n);
       const keys: string[] = new Array(n);
-      const shares = drawShares(slot.id, n);
       for (let i = 0; i < n; i++) {
-        elements[i] = { key: shares[i][0], keyEnd: shares[i][1], data: endpointData(endpoints[i].ip, endpoints[i].port) };
-        keys[i] = drawShareKey(slot.id, shareStart(i, n), shareStart(i + 1, n) - 1);
+        const first = shareStart(i, n);
+        const last = shareStart(i + 1, n) - 1;
+        elements[i] = { key: drawKey(slot.id, first), keyEnd: drawKey(slot.id, last), data: endpointData(endpoints[i].ip, endpoints[i].port) };
+        keys[i] = drawShareKey(slot.id, first, last);
       }
       out.owned.push({ set: N.endpointDraws(f, slot.block), elements, keys });
     };

@@ -88,14 +88,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
         addKeys.push(k);
       }
     }
-    if (add.length) {
-      d.addElements.set(name, add);
-      d.addElementKeys!.set(name, addKeys);
-    }
-    if (del.length) {
-      d.removeElements.set(name, del);
-      d.removeElementKeys!.set(name, delKeys);
-    }
+    putElementChanges(d, name, add, addKeys, del, delKeys);
   }
   for (const name of setNames) {
     const a = from.sets.get(name);
@@ -111,21 +104,40 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
       if (packetOwnedElements(b.set)) continue;
       const add: SetElement[] = [];
       const del: SetElement[] = [];
+      const addKeys: string[] = [];
+      const delKeys: string[] = [];
       for (const [k, e] of b.elements) {
         const old = a.elements.get(k);
-        if (!old) add.push(e);
-        else if (!sameElementValue(old, e)) {
+        if (old && sameElementValue(old, e)) continue;
+        if (old) {
           del.push(old);
-          add.push(e);
+          delKeys.push(k);
         }
+        add.push(e);
+        addKeys.push(k);
       }
-      for (const [k, e] of a.elements) if (!b.elements.has(k)) del.push(e);
-      if (add.length) d.addElements.set(name, add);
-      if (del.length) d.removeElements.set(name, del);
+      for (const [k, e] of a.elements) {
+        if (b.elements.has(k)) continue;
+        del.push(e);
+        delKeys.push(k);
+      }
+      putElementChanges(d, name, add, addKeys, del, delKeys);
     }
   }
   if (d.replaceSets.length > 0) rewriteLookupsOf(d, from, to);
   return d;
+}
+
+/** Records one set's element changes in the diff, with their keys for applyDiff. */
+function putElementChanges(d: RuleSetDiff, name: string, add: SetElement[], addKeys: string[], del: SetElement[], delKeys: string[]): void {
+  if (add.length) {
+    d.addElements.set(name, add);
+    d.addElementKeys!.set(name, addKeys);
+  }
+  if (del.length) {
+    d.removeElements.set(name, del);
+    d.removeElementKeys!.set(name, delKeys);
+  }
 }
 
 /** A set is replaced by deleting it, which the kernel refuses while any rule looks it up: every

@@ -39,7 +39,7 @@ function keyFieldsFromId(typeId: number, fieldCount: number | undefined, keyLen:
  * holding NFTA_EXPR_NAME and NFTA_EXPR_DATA), several as the `list` of NFTA_LIST_ELEM. */
 export function decodeStatefulExprs(a: AttrMap, single: number, list: number): Expr[] | undefined {
   const one = a.get(single);
-  if (one) return [decodeExpr(Buffer.from(one.data))];
+  if (one) return [decodeExpr(one.data)];
   const many = a.get(list);
   return many ? decodeExprListAttr(many) : undefined;
 }
