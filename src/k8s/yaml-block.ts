@@ -57,7 +57,6 @@ const COLON = 0x3a;
 const HASH = 0x23;
 const QUOTE = 0x22;
 const APOSTROPHE = 0x27;
-const BACKSLASH = 0x5c;
 
 /** Plain scalars whose first character is none of these are strings under the core schema:
  * the null, bool, int and float forms all start with one (digits, sign, `.`, `~`, n, t, f). */
