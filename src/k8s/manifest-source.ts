@@ -316,10 +316,13 @@ let scratch = Buffer.allocUnsafe(256 * 1024);
 const SCRATCH_MAX_BYTES = 1024 * 1024;
 
 /** The text of a regular file, its size when that is more than limit (not read), or undefined
- * when it is not a regular file. One open, fstat, read and close: opened non-blocking, so a FIFO
- * cannot hang the agent, and sized by the descriptor, so the check and the read are one file. */
+ * when it is not a regular file. Only what stat says is a regular file is opened: opening a
+ * device a name links to can act on it (a watchdog arms, a terminal becomes the agent's). Then
+ * one open, fstat, read and close: opened non-blocking, so a FIFO swapped in meanwhile cannot
+ * hang the agent, and sized by the descriptor, so the check and the read are one file. */
 function readManifest(path: string, limit: number): string | number | undefined {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!statSync(path, { throwIfNoEntry: false })?.isFile()) return undefined;
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
     const stat = fstatSync(fd);
     if (!stat.isFile()) return undefined;
