@@ -24,7 +24,7 @@ import { getGeneration } from '../src/nft/generation';
 import { compileFull } from '../src/policy/compile';
 import { TestApiServer } from '../test/helpers/apiserver';
 import { buildCluster, Cluster, makePod, NODE, podIp, rng } from './cluster';
-import { ms, ratio, table } from './harness';
+import { ms, procStats, ratio, table } from './harness';
 import { GenerationWatch } from './generation-watch';
 import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, writeLayout } from './manifests';
 import { straightforwardNft } from './reference';
@@ -49,7 +49,6 @@ const EVENTS = QUICK ? 20 : 100;
  * process's event loop, then their deletes likewise. */
 const BURSTS = QUICK ? 4 : 10;
 const BURST = 20;
-const CLK_TCK = 100;
 
 const work = mkdtempSync(join(tmpdir(), 'nfkube-e2e-bench-'));
 
@@ -76,15 +75,6 @@ function percentile(sorted: number[], p: number): number {
 
 function sleep(msec: number): Promise<void> {
   return new Promise((r) => setTimeout(r, msec));
-}
-
-/** CPU (ms, user + system) and VmHWM (MB) of a running process. */
-function procStats(pid: number): { cpuMs: number; hwmMB: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpuMs = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  const hwm = /^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return { cpuMs, hwmMB: Number(hwm?.[1] ?? 0) / 1024 };
 }
 
 interface Started {

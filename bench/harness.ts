@@ -1,5 +1,18 @@
-/** Shared bench helpers: repeated timing with medians, and markdown tables. */
+/** Shared bench helpers: repeated timing with medians, a running process's CPU and peak RSS,
+ * and markdown tables. */
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+
+const CLK_TCK = 100;
+
+/** CPU (ms, user + system) and VmHWM (MB) of a running process. */
+export function procStats(pid: number): { cpuMs: number; hwmMB: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpuMs = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  const hwm = /^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return { cpuMs, hwmMB: Number(hwm?.[1] ?? 0) / 1024 };
+}
 
 export async function median(runs: number, fn: () => Promise<void> | void, before?: () => Promise<void> | void): Promise<number> {
   const times: number[] = [];

@@ -11,16 +11,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestApiServer } from '../test/helpers/apiserver';
 import { GenerationWatch } from './generation-watch';
+import { procStats } from './harness';
 import { cluster, NODE, proxyObjects } from './proxy-cluster';
 
 const EVENTS = 61;
-
-/** The agent's CPU (ms, user + system) from /proc. */
-function cpuOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-}
 
 async function main(): Promise<void> {
   if (process.env.NFKUBE_PROXY_LIVE_NETNS !== '1') throw new Error('run by bench/proxy.bench.js inside its own network namespace');
@@ -47,7 +41,7 @@ async function main(): Promise<void> {
     if (first === undefined) throw new Error('no first commit');
     // Let the full sync's follow-ups (health, conntrack) settle.
     await generations.settle(500);
-    const cpu0 = cpuOf(child.pid!);
+    const cpu0 = procStats(child.pid!).cpuMs;
     const latencies: number[] = [];
     let missed = 0;
     const target = slices[n >> 1];
@@ -63,7 +57,7 @@ async function main(): Promise<void> {
       else latencies.push(took);
       await generations.settle(30);
     }
-    const cpuPerEventMs = (cpuOf(child.pid!) - cpu0) / EVENTS;
+    const cpuPerEventMs = (procStats(child.pid!).cpuMs - cpu0) / EVENTS;
     latencies.sort((a, b) => a - b);
     child.kill('SIGTERM');
     await exited;

@@ -1,9 +1,10 @@
 /** Starting IPAM inside `nfkube agent --ipam`: the options it takes from the command line, the
  * agent over client-node, its socket and its metrics endpoint. */
 import type { Logger } from 'pino';
+import { parseListenAddress, startObserveServer } from '../observe/server';
 import type { IpamAgent } from './agent';
 import type { IpamMetrics } from './metrics';
-import { DEFAULT_IPAM_SOCKET } from './server';
+import { DEFAULT_IPAM_SOCKET, serveIpamSocket } from './server';
 
 export const DEFAULT_IPAM_STATE_DIR = '/var/lib/nfkube/ipam';
 export const DEFAULT_IPAM_METRICS_ADDR = '127.0.0.1:9477';
@@ -29,11 +30,9 @@ export interface IpamHandle {
 
 export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
   // Loaded here, not with the module: every `nfkube agent` reads ipamArgs, few run IPAM.
-  const { parseListenAddress, startObserveServer } = require('../observe/server') as typeof import('../observe/server');
   const { ClientNodeApi, loadKubeConfig } = require('./api') as typeof import('./api');
   const { IpamAgent } = require('./agent') as typeof import('./agent');
   const { IpamMetrics } = require('./metrics') as typeof import('./metrics');
-  const { serveIpamSocket } = require('./server') as typeof import('./server');
   const metrics = new IpamMetrics();
   const api = new ClientNodeApi({ kubeConfig: loadKubeConfig(o.kubeconfig), onRequest: (verb, resource) => metrics.apiRequests.inc({ verb, resource }) });
   const agent = new IpamAgent({

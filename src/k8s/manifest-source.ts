@@ -12,7 +12,7 @@
  * good version of its object stays (a NetworkPolicy that cannot be understood fails closed
  * instead, see normalize.ts). A kind nfkube does not read is a warning naming file and kind.
  * When two files define the same object the first file by name wins. */
-import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { extname, join } from 'node:path';
 import type { Document } from 'yaml';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
@@ -316,21 +316,37 @@ let scratch = Buffer.allocUnsafe(256 * 1024);
 const SCRATCH_MAX_BYTES = 1024 * 1024;
 
 /** The text of a regular file, its size when that is more than limit (not read), or undefined
- * when it is not a regular file. One open, fstat, read and close: opened non-blocking, so a FIFO
- * cannot hang the agent, and sized by the descriptor, so the check and the read are one file. */
+ * when it is not a regular file. Only what stat says is a regular file is opened: opening a
+ * device a name links to can act on it (a watchdog arms, a terminal becomes the agent's). Then
+ * one open, fstat, read and close: opened non-blocking, so a FIFO swapped in meanwhile cannot
+ * hang the agent, and sized by the descriptor, so the check and the read are one file. */
 function readManifest(path: string, limit: number): string | number | undefined {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!statSync(path, { throwIfNoEntry: false })?.isFile()) return undefined;
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
     const stat = fstatSync(fd);
     if (!stat.isFile()) return undefined;
     if (stat.size > limit) return stat.size;
-    // One byte more than the size, to see a file that grew since the fstat.
-    if (scratch.length < stat.size + 1) {
-      if (stat.size + 1 > SCRATCH_MAX_BYTES) return readFileSync(fd, 'utf8');
-      scratch = Buffer.allocUnsafe(stat.size + 1);
+    // One byte more than the size, to see a file that grew since the fstat (or whose size fstat
+    // does not know, as in procfs): the rest is then read through the same descriptor, never
+    // re-opened by path (what is there now may be a FIFO), and never past the limit.
+    let buf = scratch;
+    if (buf.length < stat.size + 1) {
+      buf = Buffer.allocUnsafe(stat.size + 1);
+      if (buf.length <= SCRATCH_MAX_BYTES) scratch = buf;
     }
-    const n = readSync(fd, scratch, 0, stat.size + 1, 0);
-    return n > stat.size ? readFileSync(path, 'utf8') : scratch.toString('utf8', 0, n);
+    const n = readSync(fd, buf, 0, stat.size + 1, 0);
+    if (n <= stat.size) return buf.toString('utf8', 0, n);
+    const chunks = [Buffer.from(buf.subarray(0, n))];
+    let total = n;
+    for (;;) {
+      if (total > limit) return Math.max(total, fstatSync(fd).size);
+      const chunk = Buffer.allocUnsafe(64 * 1024);
+      const got = readSync(fd, chunk, 0, chunk.length, total);
+      if (got === 0) return Buffer.concat(chunks, total).toString('utf8');
+      chunks.push(chunk.subarray(0, got));
+      total += got;
+    }
   } finally {
     closeSync(fd);
   }

@@ -35,13 +35,11 @@ const LIST_TIMEOUT_MS = 60_000;
 /** A lister for one collection path, e.g. `/api/v1/pods`. */
 export function rawLister(kc: KubeConfig, path: string): (page: PageRequest) => Promise<ListPage> {
   return async (page) => {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig: no current cluster');
-    const url = new URL(cluster.server.replace(/\/+$/, '') + path);
+    const url = serverUrl(kc, path);
+    if (!url) throw new Error('kubeconfig: no current cluster');
     url.searchParams.set('limit', String(page.limit));
     if (page._continue) url.searchParams.set('continue', page._continue);
-    const opts: RequestOptions = { method: 'GET', headers: { Accept: 'application/json' } };
-    await kc.applyToHTTPSOptions(opts);
+    const opts = await getOptions(kc);
     const body = await get(url, opts);
     const list = JSON.parse(body) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
     return { items: list.items ?? [], metadata: { resourceVersion: list.metadata?.resourceVersion, _continue: list.metadata?.continue } };
@@ -57,17 +55,34 @@ function get(url: URL, opts: RequestOptions): Promise<string> {
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
         if (res.statusCode === 200) return resolve(text);
-        let message = text.slice(0, 500);
-        try {
-          message = (JSON.parse(text) as { message?: string }).message ?? message;
-        } catch {
-          // Not a Status object: the text itself says what went wrong.
-        }
-        reject(new ListError(res.statusCode ?? 0, `LIST ${url.pathname}: HTTP ${res.statusCode}: ${message}`));
+        reject(new ListError(res.statusCode ?? 0, `LIST ${url.pathname}: HTTP ${res.statusCode}: ${statusMessage(text)}`));
       });
     });
     req.setTimeout(LIST_TIMEOUT_MS, () => req.destroy(new Error(`LIST ${url.pathname}: no answer in ${LIST_TIMEOUT_MS / 1000} s`)));
     req.on('error', reject);
     req.end();
   });
+}
+
+/** `path` on the kubeconfig's current server, or undefined when it names none. */
+export function serverUrl(kc: KubeConfig, path: string): URL | undefined {
+  const cluster = kc.getCurrentCluster();
+  return cluster ? new URL(cluster.server.replace(/\/+$/, '') + path) : undefined;
+}
+
+/** A JSON GET's options with the kubeconfig's TLS and auth applied. */
+export async function getOptions(kc: KubeConfig): Promise<RequestOptions> {
+  const opts: RequestOptions = { method: 'GET', headers: { Accept: 'application/json' } };
+  await kc.applyToHTTPSOptions(opts);
+  return opts;
+}
+
+/** What a failed request's body says: a Status object's message, else the text's start. */
+export function statusMessage(text: string): string {
+  try {
+    return (JSON.parse(text) as { message?: string } | null)?.message ?? text.slice(0, 500);
+  } catch {
+    // Not a Status object: the text itself says what went wrong.
+  }
+  return text.slice(0, 500);
 }

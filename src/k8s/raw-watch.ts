@@ -8,8 +8,9 @@
  * when the stream ends) and splits the body into lines itself, parsing each event as it is
  * complete. A line that is not JSON is skipped, as client-node does. */
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { request as httpsRequest } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { getOptions, serverUrl, statusMessage } from './raw-list';
 
 /** A watch event as the API server sends it: `{"type": ..., "object": ...}`. */
 export type WatchCallback = (type: string, object: unknown) => void;
@@ -52,13 +53,11 @@ export class RawWatch {
   ) {}
 
   async watch(path: string, query: WatchQuery, onEvent: WatchCallback, done: (err: unknown) => void): Promise<AbortController> {
-    const cluster = this.kc.getCurrentCluster();
-    if (!cluster) throw new Error('No currently active cluster');
-    const url = new URL(cluster.server.replace(/\/+$/, '') + path);
+    const url = serverUrl(this.kc, path);
+    if (!url) throw new Error('No currently active cluster');
     url.searchParams.set('watch', 'true');
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
-    const opts: RequestOptions = { method: 'GET', headers: { Accept: 'application/json' } };
-    await this.kc.applyToHTTPSOptions(opts);
+    const opts = await getOptions(this.kc);
     const controller = new AbortController();
     let ended = false;
     let req: ClientRequest | undefined;
@@ -133,13 +132,7 @@ function refused(url: URL, res: IncomingMessage, end: (err: unknown) => void): v
     if (chunks.length < 16) chunks.push(c);
   });
   const fail = () => {
-    const text = Buffer.concat(chunks).toString('utf8');
-    let message = text.slice(0, 500);
-    try {
-      message = (JSON.parse(text) as { message?: string }).message ?? message;
-    } catch {
-      // Not a Status object: the text itself says what went wrong.
-    }
+    const message = statusMessage(Buffer.concat(chunks).toString('utf8'));
     end(new WatchError(res.statusCode ?? 0, `watch ${url.pathname}: HTTP ${res.statusCode}: ${message}`));
   };
   res.on('end', fail);

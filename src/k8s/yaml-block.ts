@@ -57,7 +57,6 @@ const COLON = 0x3a;
 const HASH = 0x23;
 const QUOTE = 0x22;
 const APOSTROPHE = 0x27;
-const BACKSLASH = 0x5c;
 
 /** Plain scalars whose first character is none of these are strings under the core schema:
  * the null, bool, int and float forms all start with one (digits, sign, `.`, `~`, n, t, f). */
@@ -236,11 +235,10 @@ class BlockParser {
       if (close > 0 && close < this.end && text.charCodeAt(close + 1) === COLON) throw UNSUPPORTED;
       return -1;
     }
-    let colon = text.indexOf(':', from);
-    while (colon >= 0 && colon < this.end) {
-      if (colon + 1 === this.end || text.charCodeAt(colon + 1) === SPACE) return colon;
-      colon = text.indexOf(':', colon + 1);
-    }
+    // Within the line only: a search past it would cost a scan to the next colon in the text
+    // for every `- value` entry, quadratic in a long list without colons.
+    const end = this.end;
+    for (let i = from; i < end; i++) if (text.charCodeAt(i) === COLON && (i + 1 === end || text.charCodeAt(i + 1) === SPACE)) return i;
     return -1;
   }
 
