@@ -88,9 +88,8 @@ test('two pods share a combination chain; each denied packet is counted and logg
     await agent.idle();
     const delta = () => Object.fromEntries([...agent.totals.byType].map(([k, v]) => [k, v - (before.get(k) ?? 0)]).filter(([, v]) => v !== 0));
     assert.equal(agent.totals.commits, commits + 1);
-    // The chain with its rules (2 jumps, the log, 2 audit accepts, 2 counts, the deny), and one
-    // element message per
-    // family's vmap to delete a's old entry and one to add its new one.
+    // The chain with its rules (2 jumps, the log, the goto to the default deny), and one element
+    // message per family's vmap to delete a's old entry and one to add its new one.
     assert.deepEqual(delta(), { NFT_MSG_NEWCHAIN: 1, NFT_MSG_NEWRULE: 4, NFT_MSG_DELSETELEM: 2, NFT_MSG_NEWSETELEM: 2 });
     assert.equal(combos().length, 2);
     const moved = target(a.ipv4)!;
