@@ -2,28 +2,16 @@
  * by kind and name at info, every one of them at debug. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { Writable } from 'node:stream';
 import { withSandbox } from '../helpers/netns';
+import { recordingLogger } from '../helpers/recording-logger';
 import { baseCluster, pod } from './fixtures';
 import { startAgent } from '../truth/harness';
-
-function recording(level: string): { logger: pino.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n')) if (l.trim()) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { logger: pino({ level }, sink), lines };
-}
 
 for (const level of ['info', 'debug'] as const) {
   test(`incremental sync lines name the changed objects (${level})`, async () => {
     await withSandbox(async (sb) => {
       const cluster = baseCluster();
-      const { logger, lines } = recording(level);
+      const { logger, lines } = recordingLogger(level);
       const agent = await startAgent(sb, cluster, logger);
       try {
         // Eight pods joining one selector while nothing is committing: one coalesced commit or a few.

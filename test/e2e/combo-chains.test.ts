@@ -3,7 +3,6 @@
  * address); a pod moving to another combination is a vmap element change, its counter kept. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { Agent } from '../../src/pipeline/agent';
 import { PolicyComponent } from '../../src/agent/policy-component';
@@ -15,6 +14,7 @@ import { NetlinkSocket } from '../../src/netlink/socket';
 import { DropRecord, startDropLogging } from '../../src/nflog';
 import { PolicyCounterRow } from '../../src/observe/metrics';
 import { Cluster, namespace, pod, policy } from '../agent/fixtures';
+import { recordingLogger } from '../helpers/recording-logger';
 import { sendPackets } from '../helpers/send';
 import { createTopology } from '../helpers/topology';
 
@@ -31,8 +31,7 @@ test('two pods share a combination chain; each denied packet is counted and logg
     { namespace: 'x', name: 'c' },
   ]);
   const [a, b, c] = topo.pods;
-  const lines: Record<string, any>[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, cb) => (lines.push(JSON.parse(String(chunk))), cb()) }));
+  const { logger, lines } = recordingLogger('info');
   const socket = NetlinkSocket.open({ netns: topo.nodeNetnsPath });
   const modes = new PolicyModes('enforce');
   const cluster = new Cluster();
@@ -89,9 +88,8 @@ test('two pods share a combination chain; each denied packet is counted and logg
     await agent.idle();
     const delta = () => Object.fromEntries([...agent.totals.byType].map(([k, v]) => [k, v - (before.get(k) ?? 0)]).filter(([, v]) => v !== 0));
     assert.equal(agent.totals.commits, commits + 1);
-    // The chain with its rules (2 jumps, the log, 2 audit accepts, 2 counts, the deny), and one
-    // element message per
-    // family's vmap to delete a's old entry and one to add its new one.
+    // The chain with its rules (2 jumps, the log, the goto to the default deny), and one element
+    // message per family's vmap to delete a's old entry and one to add its new one.
     assert.deepEqual(delta(), { NFT_MSG_NEWCHAIN: 1, NFT_MSG_NEWRULE: 4, NFT_MSG_DELSETELEM: 2, NFT_MSG_NEWSETELEM: 2 });
     assert.equal(combos().length, 2);
     const moved = target(a.ipv4)!;

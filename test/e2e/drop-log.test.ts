@@ -2,8 +2,6 @@
  * in the node's namespace with --log-drops, and the drop log read over nfnetlink_log. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { Registry } from 'prom-client';
 import { Agent } from '../../src/pipeline/agent';
 import { PolicyComponent } from '../../src/agent/policy-component';
@@ -16,6 +14,7 @@ import { policyCounters, readCounterRows } from '../../src/explain/counters';
 import { compileFull } from '../../src/policy/compile';
 import { Cluster, namespace, pod, policy } from '../agent/fixtures';
 import { Prober } from '../helpers/prober';
+import { recordingLogger } from '../helpers/recording-logger';
 import { sendPackets } from '../helpers/send';
 import { createTopology, PodEndpoint, Topology } from '../helpers/topology';
 
@@ -40,8 +39,7 @@ async function start(global: 'enforce' | 'audit' = 'enforce'): Promise<Env> {
     { namespace: 'y', name: 'c' },
   ]);
   const [a, b, c] = topo.pods;
-  const lines: Record<string, any>[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, cb) => (lines.push(JSON.parse(String(chunk))), cb()) }));
+  const { logger, lines } = recordingLogger('info');
   const socket = NetlinkSocket.open({ netns: topo.nodeNetnsPath });
   const modes = new PolicyModes(global);
   const registry = new Registry();

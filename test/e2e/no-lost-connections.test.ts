@@ -52,7 +52,7 @@ test('1,000 pod events while two allowed pods keep connecting: zero failed conne
     };
 
     // Other pods come and go: clients and servers (so the very peer sets of the flow change), on
-    // this node (new vmap entries and pod chains) and elsewhere.
+    // this node (new vmap entries and combination chains) and elsewhere.
     const alive: ClusterChange[] = [];
     const commitsBefore = agent.totals.commits;
     // Every batch of 10 events is committed while a round of new connections is in flight.

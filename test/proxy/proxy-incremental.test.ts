@@ -70,7 +70,7 @@ test('one endpoint added or removed is a handful of messages, flat in the number
     proxy.apply({ kind: 'EndpointSlice', type: 'upsert', key: 'x/s0-a', object: slices[0] }, scope2);
     const removed = messages(proxy, committed, scope2);
     counts.push(added, removed);
-    // add: endpoint chain + its 2 rules, the map element, the service chain's flush + 2 rules.
+    // The service's old draw shares out, its new shares in, the endpoint's hairpin element: 3.
     assert.ok(added <= 8, `adding one endpoint took ${added} messages`);
     assert.ok(removed <= 8, `removing one endpoint took ${removed} messages`);
   }

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { findOverridingChains, logCoexistence } from '../../src/agent/coexist';
 import { getGeneration } from '../../src/nft/generation';
 import { withSandbox } from '../helpers/netns';
-import { baseCluster, foreignState, nfkube, NODE, recordingLogger } from './harness';
+import { baseCluster, foreignState, nfkube, NODE } from './harness';
+import { recordingLogger } from '../helpers/recording-logger';
 
 const FOREIGN = `
 add table ip late_drop

@@ -4,7 +4,6 @@
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Writable } from 'node:stream';
 import pino, { Logger } from 'pino';
 import { PolicyComponent } from '../../src/agent/policy-component';
 import { Agent } from '../../src/pipeline/agent';
@@ -46,18 +45,6 @@ export function verify(sb: Sandbox, cluster: Cluster): CliResult {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** A pino logger whose lines are collected as parsed objects. */
-export function recordingLogger(): { logger: Logger; lines: Raw[] } {
-  const lines: Raw[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n')) if (l.trim()) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, sink), lines };
 }
 
 /** Everything in the namespace's ruleset except nfkube's own table, as `nft -j` prints it. */

@@ -1,6 +1,6 @@
-/** The deny tail (drop log, audit accepts) and audit mode: a pod chain's text, and the desired
- * table under random events and mode switches equals a full render, with scoped diffs that carry
- * every change; a mode switch writes set elements only. */
+/** The deny tail (drop log, audit accepts) and audit mode: a combination chain's and the default
+ * deny chain's text, and the desired table under random events and mode switches equals a full
+ * render, with scoped diffs that carry every change; a mode switch writes set elements only. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DesiredTable } from '../../src/agent/desired';
@@ -42,7 +42,7 @@ test('a combination chain ends in the rate-limited drop log and a goto to the de
         `\\s+drop comment "default deny ingress"`,
     ),
   );
-  // Without the options the chain is what a pod chain always was: the jumps, then the deny.
+  // Without the options the combination chain is the jumps, then the goto to the deny.
   const plain = new Renderer({ table: 'nfkube', denyAction: 'drop' });
   assert.equal(plain.comboChain('ingress', ['p'], () => 'p').rules.length, 2);
   assert.equal(plain.base().chains.find((c) => c.chain.name === 'default_deny_out')!.rules.length, 3, 'the two per-address counts, the deny');

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { CORE_SCHEMA, dump, loadAll } from 'js-yaml';
 import { stringify } from 'yaml';
 import { blockYamlDocuments, implicitTypes } from '../../src/k8s/yaml-block';
+import { mulberry32 } from '../helpers/prng';
 
 const TYPES = implicitTypes(CORE_SCHEMA)!;
 
@@ -134,11 +135,7 @@ describe('blockYamlDocuments', () => {
   });
 
   test('random documents and damaged texts: js-yaml to the value, or declined', () => {
-    let seed = 13;
-    const rnd = () => {
-      seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff;
-      return seed / 0x7fffffff;
-    };
+    const rnd = mulberry32(13);
     const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)];
     const scalars = ['', 'web', 'v1', '8080', '08', '1.5', '1e3', '0x1F', '1_000', '.5', '-.inf', '.nan', '+12', '-0', 'true', 'True', 'yes', 'null', 'Null', '~', '100m', '1.24.3', '2026-11-30T08:15:42Z', 'a: b', 'a #b', 'a#b', '-', '- a', '---', '...', "it's", 'say "hi"', 'x\ty', 'line\nbreak', 'é', ' lead', 'trail ', '{}', '[]', '&a', '*a', '!t', '|', '>', '%x', '@x', '?x', ':x', 'x:', 'http://a:80/b', 'C:\\dir', '12345678901234567890', 'n', 'F', '0b101', '0xZZ'];
     const keys = ['a', 'name', 'app.kubernetes.io/name', 'k8s-app', '-k', '1', 'true', '~', 'x y', 'a:b', 'a#b', 'constructor', '<<', 'k ', '0x10', 'ü', ''];
