@@ -112,6 +112,11 @@ class BlockParser {
     // js-yaml reads documents while more than the final newline is left.
     const length = text.length === 0 || text.charCodeAt(text.length - 1) === 0x0a ? text.length : text.length + 1;
     this.next = 0;
+    // js-yaml skips the first line's leading spaces before it looks for a document: a text of
+    // spaces alone has none.
+    let lead = 0;
+    while (text.charCodeAt(lead) === SPACE) lead++;
+    if (lead >= length - 1) return docs;
     let position = 0;
     while (position < length - 1) {
       this.skipToContent(position);
@@ -180,6 +185,9 @@ class BlockParser {
       if (i === this.end) {
         // `-` alone: the entry is the block below it, or null.
         this.skipToContent(this.next);
+        // js-yaml files an entry of an outer sequence that follows a null entry under the inner
+        // one (the `yaml` package does not): the full parser decides.
+        if (this.indent >= 0 && this.indent < n && this.atEntry()) throw UNSUPPORTED;
         list.push(this.indent > n ? this.block(this.indent) : null);
       } else if (text.charCodeAt(i) === DASH && (i + 1 === this.end || text.charCodeAt(i + 1) === SPACE)) {
         throw UNSUPPORTED; // `- - x`: a sequence in a sequence on one line

@@ -186,4 +186,32 @@ describe('blockYamlDocuments', () => {
     // The generator must exercise the subset, not only what it declines.
     assert.ok(taken > 200, `only ${taken} texts taken`);
   });
+  test("js-yaml's own readings: a text of spaces alone is no document; an outer entry after an inner null entry is left to it", () => {
+    for (const text of [' ', ' \n', '    \n', '  \n  \n', ' # c\n']) assert.deepEqual(block(text), jsYaml(text), JSON.stringify(text));
+    // js-yaml files `- k: v` under `d:` (the `yaml` package does not): declined, js-yaml decides.
+    const quirk = ' a:\n -\n   d:\n    -\n - k: v\n';
+    assert.equal(block(quirk), undefined);
+    assert.deepEqual(jsYaml(quirk), [{ a: [{ d: [null, { k: 'v' }] }] }]);
+  });
+
+  test('lines of dashes and keys at random indentation: js-yaml to the value, or declined', () => {
+    const rnd = mulberry32(7);
+    const tokens = ['- ', '-', 'a:', 'b: 1', '- x', '- k: v', 'c:', '- -', 'd: ', '  '];
+    let taken = 0;
+    for (let n = 0; n < 20000; n++) {
+      const lines = Array.from({ length: 1 + Math.floor(rnd() * 6) }, () => ' '.repeat(Math.floor(rnd() * 5)) + tokens[Math.floor(rnd() * tokens.length)]);
+      const text = `${lines.join('\n')}\n`;
+      const got = block(text);
+      if (got === undefined) continue;
+      taken++;
+      let want: unknown;
+      try {
+        want = jsYaml(text);
+      } catch (err) {
+        assert.fail(`taken, but js-yaml refuses ${JSON.stringify(text)}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      assert.deepEqual(got, want, JSON.stringify(text));
+    }
+    assert.ok(taken > 1000, `only ${taken} texts taken`);
+  });
 });
