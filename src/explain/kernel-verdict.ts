@@ -7,6 +7,7 @@
  * never a guess. The packet opens a connection (ct state new), is not fragmented, and is within
  * any rate limit. */
 import * as C from '../nft/constants';
+import { registerOffset } from '../nft/canonical';
 import { formatRule } from '../nft/format';
 import type { TableContents } from '../nft/types';
 import type { Expr, HookName, NftSet, Rule, SetElement, Verdict } from '../nft/types';
@@ -30,9 +31,6 @@ export interface KernelVerdict {
 }
 
 const MAX_DEPTH = 16;
-
-/** Register bytes: the verdict register's 16, then NFT_REG_1..4 (= NFT_REG32_00..15). */
-const regOffset = (r: number) => (r <= C.NFT_REG_4 ? r * 16 : (r - C.NFT_REG32_00) * 4 + 16);
 
 class Unsupported extends Error {}
 
@@ -131,10 +129,10 @@ class Evaluator {
   private expr(e: Expr, regs: Buffer): boolean | RuleVerdict {
     const store = (dreg: number, data: Buffer) => {
       // Loads zero-pad to the 32-bit word, as the kernel's nft_reg_store* do.
-      regs.fill(0, regOffset(dreg), regOffset(dreg) + Math.ceil(data.length / 4) * 4);
-      data.copy(regs, regOffset(dreg));
+      regs.fill(0, registerOffset(dreg), registerOffset(dreg) + Math.ceil(data.length / 4) * 4);
+      data.copy(regs, registerOffset(dreg));
     };
-    const read = (sreg: number, len: number) => regs.subarray(regOffset(sreg), regOffset(sreg) + len);
+    const read = (sreg: number, len: number) => regs.subarray(registerOffset(sreg), registerOffset(sreg) + len);
     switch (e.type) {
       case 'payload': {
         if (e.dreg === undefined) throw new Unsupported('payload store');

@@ -14,6 +14,12 @@ export function canonicalRegister(reg: number): number {
   return word % 4 === 0 ? word / 4 : reg;
 }
 
+/** A register's byte offset in the kernel's register file (struct nft_regs): the verdict
+ * register's 16 bytes, then NFT_REG_1..4, which are NFT_REG32_00..15. */
+export function registerOffset(reg: number): number {
+  return reg <= C.NFT_REG_4 ? reg * 16 : (reg - C.NFT_REG32_00) * 4 + 16;
+}
+
 /** Whether a field holds a default the kernel echoes and a builder leaves out, so counts as
  * absent: unset or false, a bitwise's `bool` op, a dynset's timeout and flags (dumped even when
  * none were given). One test for canonicalExpr, canonicalField and computeRuleKey alike. */

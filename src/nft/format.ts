@@ -2,6 +2,7 @@
  * Rules are printed by recognising the expression shapes nft itself uses; anything else is shown
  * in libnftnl's debug notation so nothing is hidden. */
 import * as C from './constants';
+import { registerOffset } from './canonical';
 import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
@@ -133,12 +134,6 @@ function payloadField(e: Extract<Expr, { type: 'payload' }>, l3: 'ip' | 'ip6' | 
     return { text: `${l4 ?? 'th'} ${e.offset === 0 ? 'sport' : 'dport'}`, kind: 'inet_service', impliesL4: l4 !== undefined };
   }
   return undefined;
-}
-
-/** Where a register starts in the kernel's register file: NFT_REG_1..4 are 16 bytes, NFT_REG32_nn
- * 4 bytes, both after the 16-byte verdict. */
-function regByte(reg: number): number {
-  return reg <= C.NFT_REG_4 ? reg * 16 : (reg - C.NFT_REG32_00) * 4 + 16;
 }
 
 /** A rule's expressions in nft syntax. */
@@ -293,7 +288,7 @@ export function formatRuleBody(exprs: Expr[]): string {
         const addrExpr = e.regAddrMin !== undefined && !immData.has(e.regAddrMin) ? regs.get(e.regAddrMin) : undefined;
         const portExpr = e.regProtoMin !== undefined && !immData.has(e.regProtoMin) ? regs.get(e.regProtoMin) : undefined;
         // One lookup of `address . port` data: the port follows the address in the registers.
-        const portInMap = addrExpr?.mapResult === true && e.regProtoMin !== undefined && !portExpr && regByte(e.regProtoMin) === regByte(e.regAddrMin!) + (fam === 'ip' ? 4 : 16);
+        const portInMap = addrExpr?.mapResult === true && e.regProtoMin !== undefined && !portExpr && registerOffset(e.regProtoMin) === registerOffset(e.regAddrMin!) + (fam === 'ip' ? 4 : 16);
         if (fam && addrExpr && (e.regProtoMin === undefined || portExpr || portInMap) && e.regAddrMax === e.regAddrMin && e.regProtoMax === e.regProtoMin) {
           out.push({ text: `${e.natType} ${fam} to ${addrExpr.text}${portExpr ? `:${portExpr.text}` : ''}` });
           continue;
