@@ -17,9 +17,11 @@
  * element that jumps, re-validates every chain reachable from the table's base chains
  * (nft_table_validate): O(table), ~10 ms at 1k services; and the kernel finds a set by name in a
  * list, so per-service sets make every element message O(services); and an interval set's commit
- * walks all its elements (nft_rbtree_commit), so one map for all services is O(endpoints). So
- * each load-balancing chain has a draw slot, a hash of its name: one of 512 blocks and a 16-bit
- * id in it. It DNATs in one fixed rule, as nft writes `dnat ip to numgen random mod 65536 offset
+ * walks all its elements (nft_rbtree_commit), so one map for all services is O(endpoints); a
+ * concatenated `id . draw` interval key would take one element per range instead of two, but
+ * nft_set_pipapo re-expands its lookup tables per element: a change costs 25-200x the rbtree's
+ * (bench/proxy-layout.bench.ts). So each load-balancing chain has a draw slot, a hash of its
+ * name: one of 512 blocks and a 16-bit id in it. It DNATs in one fixed rule, as nft writes `dnat ip to numgen random mod 65536 offset
  * <id << 16> map @endpoint-draws-vN-B`: the draw (key = id . draw, in network order) looked up in
  * its block's interval map, whose elements give each endpoint an equal share of the chain's draws
  * and map it to `address . port`, which the lookup writes to consecutive registers for the nat
