@@ -6,7 +6,9 @@
  * flag (nft_set_pipapo, each range one element with NFTA_SET_ELEM_KEY_END). Also how the
  * rbtree's cost grows with the chains sharing its block (the commit rebuilds the block's lookup
  * array), and the per-element baseline of a hash set, for the block size trade-off render.ts
- * documents. */
+ * documents. Last, what every commit pays for the chains of the namespace, whatever it changes:
+ * nf_tables_commit walks every chain of every table (step 2, making new rule blobs visible), and
+ * the proxy has a chain per service port. */
 import { performance } from 'node:perf_hooks';
 import * as C from '../src/nft/constants';
 import { commit, Transaction } from '../src/nft/transaction';
@@ -58,6 +60,28 @@ interface Case {
   times: number[];
 }
 
+/** p50 of a one-element commit with `chains` empty chains in the namespace's table. */
+async function commitWithChains(chains: number): Promise<number> {
+  const sb = openSandbox();
+  try {
+    const set: NftSet = { family: 'inet', table: TABLE, name: 'one', key: ['ipv4_addr'], flags: 0 };
+    const tx = new Transaction().addTable({ family: 'inet', name: TABLE }).addSet(set);
+    for (let i = 0; i < chains; i++) tx.addChain({ family: 'inet', table: TABLE, name: `c${i}` });
+    await commit(sb.socket, tx, { echo: false });
+    const element = [{ key: Buffer.from([198, 18, 0, 1]) }];
+    const times: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const t = i % 2 ? new Transaction().deleteElements(set, element) : new Transaction().addElements(set, element);
+      const t0 = performance.now();
+      await commit(sb.socket, t, { echo: false });
+      times.push(performance.now() - t0);
+    }
+    return [...times].sort((a, b) => a - b)[times.length >> 1];
+  } finally {
+    await sb.close();
+  }
+}
+
 async function main(): Promise<void> {
   const sb = openSandbox();
   const rows: string[][] = [];
@@ -105,7 +129,16 @@ async function main(): Promise<void> {
     await sb.close();
   }
   process.stdout.write(`## Proxy endpoint-map layouts (kernel side of one endpoint change, ${ENDPOINTS} <-> ${ENDPOINTS + 1} endpoints of ${DRAWS} draws)\n\n`);
-  process.stdout.write(table(['layout', 'changes', 'commit p50', 'vs rbtree, 10 chains (the proxy at 5k x 50)'], rows) + '\n');
+  process.stdout.write(table(['layout', 'changes', 'commit p50', 'vs rbtree, 10 chains (the proxy at 5k x 50)'], rows) + '\n\n');
+  const chainRows: string[][] = [];
+  let none = 0;
+  for (const chains of [0, 1000, 5000, 10000, 20000]) {
+    const t = await commitWithChains(chains);
+    if (chains === 0) none = t;
+    chainRows.push([`${chains}`, ms(t), ratio(t, none)]);
+  }
+  process.stdout.write('### One-element commit by chains in the namespace (nf_tables_commit walks them all)\n\n');
+  process.stdout.write(table(['chains', 'commit p50', 'vs none'], chainRows) + '\n');
 }
 
 void main();
