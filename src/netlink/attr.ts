@@ -184,6 +184,11 @@ export class AttrWriter {
     return this.len;
   }
 
+  /** A copy of the bytes written since offset `at` (from `length`), to be written again with raw(). */
+  since(at: number): Uint8Array {
+    return this.buf.slice(at, this.len);
+  }
+
   finish(): Buffer {
     return Buffer.from(this.buf.subarray(0, this.len));
   }
