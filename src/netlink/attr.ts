@@ -56,6 +56,32 @@ export class AttrWriter {
     return this;
   }
 
+  /** A nest holding one attribute of raw bytes, `type { inner: data }` (nft_data's value form),
+   * written in one step: set elements and value matches are the bulk of a large batch. */
+  nestedBytes(type: number, inner: number, data: Uint8Array): this {
+    const innerTotal = NLA_HDRLEN + data.length;
+    const total = NLA_HDRLEN + align4(innerTotal);
+    if (total > MAX_ATTR_LEN) throw new RangeError(`attribute ${type & NLA_TYPE_MASK} too long: ${total} bytes`);
+    this.reserve(total);
+    const b = this.buf;
+    const at = this.len;
+    const outer = type | NLA_F_NESTED;
+    b[at] = total & 0xff;
+    b[at + 1] = total >>> 8;
+    b[at + 2] = outer & 0xff;
+    b[at + 3] = outer >>> 8;
+    b[at + 4] = innerTotal & 0xff;
+    b[at + 5] = innerTotal >>> 8;
+    b[at + 6] = inner & 0xff;
+    b[at + 7] = (inner >>> 8) & 0xff;
+    const from = at + 2 * NLA_HDRLEN;
+    if (data.length <= 32) for (let i = 0; i < data.length; i++) b[from + i] = data[i];
+    else b.set(data, from);
+    for (let i = from + data.length; i < at + total; i++) b[i] = 0;
+    this.len += total;
+    return this;
+  }
+
   /** NUL-terminated string, as NLA_STRING/NLA_NUL_STRING policies expect. */
   str(type: number, s: string): this {
     let ascii = true;
