@@ -197,3 +197,20 @@ test('nestedBytes writes what a nest around one bytes attribute writes, padding 
   }
   assert.throws(() => new AttrWriter().nestedBytes(1, 1, Buffer.alloc(0xfff8)), /too long/);
 });
+
+test('AttrWriter frames a message exactly as writeNfHeader and encodeNfMessage do', () => {
+  for (const [type, flags, seq, family, resId] of [
+    [0x0a06, 0x0405, 1, 1, 0],
+    [0xffff, 0xffff, 0xffffffff, 0xff, 0xffff],
+    [0x10, 0x1, 0x80000000, 0, 10],
+  ]) {
+    const w = new AttrWriter(8);
+    const at = w.beginMessage(type, flags, seq, family, resId);
+    w.str(1, 'payload');
+    w.endMessage(at);
+    const payload = new AttrWriter().str(1, 'payload').finish();
+    assert.deepEqual(w.finish(), encodeNfMessage({ type, flags, seq, family, resId, payload }));
+  }
+  assert.throws(() => new AttrWriter().beginMessage(0x10000, 0, 1, 0), /out of range/);
+  assert.throws(() => new AttrWriter().beginMessage(1, 0, 1, 256), /out of range/);
+});
