@@ -117,6 +117,8 @@ export const portSetName = (elements: Iterable<string>) => `ports_${hash('sha1',
 export class Renderer {
   /** Port match expressions by protocol and range, shared by every rule that has them. */
   private readonly portMatches = new Map<string, Expr[]>();
+  /** Port sets' names and elements by the port list they were made of. */
+  private readonly portSets = new Map<string, { name: string; elements: Map<string, SetElement> }>();
   /** Lookups (by set and register) and jumps (by verdict and chain), shared by every rule that
    * has them; frozen. */
   private readonly references = new Map<string, Expr>();
@@ -288,6 +290,20 @@ export class Renderer {
   /** The port matches of one rule entry as one set of `meta l4proto . th dport` ranges: one rule
    * per peer matches them all. */
   private portSet(ports: PortMatch[]): SetModel {
+    // Rule entries of many policies list the same ports: each list is worked out once. Each
+    // caller gets its own set and element map; the elements (never mutated) are shared.
+    let key = '';
+    for (const pm of ports) key += `${pm.protocol} ${pm.port} ${pm.endPort},`;
+    let known = this.portSets.get(key);
+    if (!known) {
+      known = this.portSetContents(ports);
+      if (this.portSets.size >= PORT_MATCH_CACHE_MAX) this.portSets.clear();
+      this.portSets.set(key, known);
+    }
+    return { set: this.set(known.name, { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements: new Map(known.elements) };
+  }
+
+  private portSetContents(ports: PortMatch[]): { name: string; elements: Map<string, SetElement> } {
     // Ranges of one protocol that overlap or touch are merged: the kernel refuses overlapping
     // elements in an interval set.
     const ranges: [number, number, number][] = [];
@@ -310,7 +326,7 @@ export class Renderer {
       if (last !== first) e.keyEnd = concatKey([protoByte, be16(last)]);
       elements.set(elementKey(e), e);
     }
-    return { set: this.set(portSetName(elements.keys()), { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements };
+    return { name: portSetName(elements.keys()), elements };
   }
 
   /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each;
