@@ -35,7 +35,12 @@ const TRUNCATED = '…';
 /** `text` with every character that would not survive a round trip through the kernel, or that
  * would break a label's or nft's syntax, replaced by `?`. */
 export function sanitizeLabelText(text: string): string {
-  return text.replace(UNSAFE, '?');
+  // Object names are printable ASCII nearly always: then there is nothing to replace.
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f || c === 0x22 || c === 0x5c) return text.replace(UNSAFE, '?');
+  }
+  return text;
 }
 
 export function utf8Length(text: string): number {

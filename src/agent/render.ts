@@ -69,28 +69,39 @@ const PROTO: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' 
 
 // Rules share expression objects, data Buffers included (a rendered expression is never mutated):
 // every policy rule ends in the same counted accept and starts with one of four address loads.
-const COUNTED_ACCEPT: Expr[] = [b.counter(), b.accept()];
+// Shared expressions are frozen: a batch encodes each once and copies its bytes after (encodeExpr).
+const COUNTED_ACCEPT: Expr[] = frozen([b.counter(), b.accept()]);
 const ADDR_LOADS: Record<b.AddrField, Expr[]> = {
-  'ip saddr': b.loadAddr('ip saddr'),
-  'ip daddr': b.loadAddr('ip daddr'),
-  'ip6 saddr': b.loadAddr('ip6 saddr'),
-  'ip6 daddr': b.loadAddr('ip6 daddr'),
+  'ip saddr': frozen(b.loadAddr('ip saddr')),
+  'ip daddr': frozen(b.loadAddr('ip daddr')),
+  'ip6 saddr': frozen(b.loadAddr('ip6 saddr')),
+  'ip6 daddr': frozen(b.loadAddr('ip6 daddr')),
 };
+
+/** Freezes each expression (not its data Buffers, which cannot be; they are never written). */
+function frozen(exprs: Expr[]): Expr[] {
+  for (const e of exprs) Object.freeze(e);
+  return exprs;
+}
 
 const ELEMENT_COUNTER: Expr[] = [b.counter()];
 
 // Distinct port matches are few; a policy edit could still bring new ones indefinitely.
 const PORT_MATCH_CACHE_MAX = 1024;
+// Lookups and jumps name sets and chains that come and go with policies.
+const REFERENCE_CACHE_MAX = 8192;
 
 /** The loads of a named-port lookup, `ip daddr . meta l4proto . th dport`, for one family. */
 function namedPortLoads(field: 'ip daddr' | 'ip6 daddr') {
   const loads = b.concatLoads([field, 'meta l4proto', 'th dport']);
+  frozen(loads.exprs);
   // Behind a peer match that pinned the family, the loads' own nfproto dependency repeats it.
   return { exprs: loads.exprs, pinned: loads.exprs.slice(2), sreg: loads.sreg };
 }
 const NAMED_PORT_LOADS = { v4: namedPortLoads('ip daddr'), v6: namedPortLoads('ip6 daddr') };
 /** The loads of a port set lookup, `meta l4proto . th dport`. */
 const PORT_SET_LOADS = b.concatLoads(['meta l4proto', 'th dport']);
+frozen(PORT_SET_LOADS.exprs);
 
 export const VMAPS = { ingress: { v4: 'ingress_v4', v6: 'ingress_v6' }, egress: { v4: 'egress_v4', v6: 'egress_v6' } } as const;
 
@@ -106,6 +117,11 @@ export const portSetName = (elements: Iterable<string>) => `ports_${hash('sha1',
 export class Renderer {
   /** Port match expressions by protocol and range, shared by every rule that has them. */
   private readonly portMatches = new Map<string, Expr[]>();
+  /** Port sets' names and elements by the port list they were made of. */
+  private readonly portSets = new Map<string, { name: string; elements: Map<string, SetElement> }>();
+  /** Lookups (by set and register) and jumps (by verdict and chain), shared by every rule that
+   * has them; frozen. */
+  private readonly references = new Map<string, Expr>();
   /** Policies rendered failing closed, by id: what could not be rendered. */
   readonly failedClosed = new Map<string, RenderError>();
 
@@ -129,6 +145,26 @@ export class Renderer {
     const s: NftSet = { family: 'inet', table: this.opts.table, name, key: def.key, flags: def.flags };
     if (def.data) s.data = def.data;
     return s;
+  }
+
+  /** `lookup @set` from register `sreg`, shared and frozen. */
+  private lookup(set: string, sreg?: number): Expr {
+    return this.reference(`lookup ${set} ${sreg}`, () => b.lookup(set, sreg));
+  }
+
+  /** `jump chain` or `goto chain`, shared and frozen. */
+  private verdict(kind: 'jump' | 'goto', chain: string): Expr {
+    return this.reference(`${kind} ${chain}`, () => (kind === 'jump' ? b.jump(chain) : b.goto(chain)));
+  }
+
+  private reference(key: string, make: () => Expr): Expr {
+    let e = this.references.get(key);
+    if (!e) {
+      e = Object.freeze(make());
+      if (this.references.size >= REFERENCE_CACHE_MAX) this.references.clear();
+      this.references.set(key, e);
+    }
+    return e;
   }
 
   /** A rule; `comment` comes from formatLabel, so it is sanitised and fits the kernel. */
@@ -254,6 +290,20 @@ export class Renderer {
   /** The port matches of one rule entry as one set of `meta l4proto . th dport` ranges: one rule
    * per peer matches them all. */
   private portSet(ports: PortMatch[]): SetModel {
+    // Rule entries of many policies list the same ports: each list is worked out once. Each
+    // caller gets its own set and element map; the elements (never mutated) are shared.
+    let key = '';
+    for (const pm of ports) key += `${pm.protocol} ${pm.port} ${pm.endPort},`;
+    let known = this.portSets.get(key);
+    if (!known) {
+      known = this.portSetContents(ports);
+      if (this.portSets.size >= PORT_MATCH_CACHE_MAX) this.portSets.clear();
+      this.portSets.set(key, known);
+    }
+    return { set: this.set(known.name, { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements: new Map(known.elements) };
+  }
+
+  private portSetContents(ports: PortMatch[]): { name: string; elements: Map<string, SetElement> } {
     // Ranges of one protocol that overlap or touch are merged: the kernel refuses overlapping
     // elements in an interval set.
     const ranges: [number, number, number][] = [];
@@ -276,7 +326,7 @@ export class Renderer {
       if (last !== first) e.keyEnd = concatKey([protoByte, be16(last)]);
       elements.set(elementKey(e), e);
     }
-    return { set: this.set(portSetName(elements.keys()), { key: ['inet_proto', 'inet_service'], flags: C.NFT_SET_INTERVAL }), elements };
+    return { name: portSetName(elements.keys()), elements };
   }
 
   /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each;
@@ -289,13 +339,13 @@ export class Renderer {
     else {
       for (const ref of entry.peers) {
         if (ref.kind === 'pods') {
-          peers.push({ fam: 'v4', exprs: ADDR_LOADS[`ip ${peerField}`].concat(b.lookup(peerSetName(ref.set, 'v4'))) });
-          peers.push({ fam: 'v6', exprs: ADDR_LOADS[`ip6 ${peerField}`].concat(b.lookup(peerSetName(ref.set, 'v6'))) });
+          peers.push({ fam: 'v4', exprs: ADDR_LOADS[`ip ${peerField}`].concat(this.lookup(peerSetName(ref.set, 'v4'))) });
+          peers.push({ fam: 'v6', exprs: ADDR_LOADS[`ip6 ${peerField}`].concat(this.lookup(peerSetName(ref.set, 'v6'))) });
         } else {
           const block = ipBlocks.get(ref.set);
           if (!block) continue;
           const field = block.family === 'v4' ? (`ip ${peerField}` as const) : (`ip6 ${peerField}` as const);
-          peers.push({ fam: block.family, exprs: ADDR_LOADS[field].concat(b.lookup(ref.set)) });
+          peers.push({ fam: block.family, exprs: ADDR_LOADS[field].concat(this.lookup(ref.set)) });
         }
       }
     }
@@ -305,14 +355,14 @@ export class Renderer {
       return out;
     }
     const ports: Expr[][] = [];
-    if (portSet) ports.push(PORT_SET_LOADS.exprs.concat(b.lookup(portSet, PORT_SET_LOADS.sreg)));
+    if (portSet) ports.push(PORT_SET_LOADS.exprs.concat(this.lookup(portSet, PORT_SET_LOADS.sreg)));
     else for (const pm of entry.ports) ports.push(this.portMatch(pm));
     for (const peer of peers) {
       for (const port of ports) out.push(peer.exprs.concat(port, COUNTED_ACCEPT));
       if (entry.namedPorts) {
         for (const fam of peer.fam ? [peer.fam] : (['v4', 'v6'] as const)) {
           const loads = NAMED_PORT_LOADS[fam];
-          const lookup = b.lookup(namedPortSetName(entry.namedPorts, fam), loads.sreg);
+          const lookup = this.lookup(namedPortSetName(entry.namedPorts, fam), loads.sreg);
           out.push(peer.exprs.concat(peer.fam ? loads.pinned : loads.exprs, lookup, COUNTED_ACCEPT));
         }
       }
@@ -328,7 +378,7 @@ export class Renderer {
       const proto = PROTO[pm.protocol];
       if (!proto) throw new RangeError(`unknown protocol ${JSON.stringify(pm.protocol)}`);
       for (const n of [pm.port, pm.endPort]) if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= 65535)) throw new RangeError(`port ${n} is out of range (1-65535)`);
-      exprs = pm.port === undefined ? b.l4proto(proto) : b.matchPort(proto, 'th dport', pm.port, pm.endPort);
+      exprs = frozen(pm.port === undefined ? b.l4proto(proto) : b.matchPort(proto, 'th dport', pm.port, pm.endPort));
       if (this.portMatches.size >= PORT_MATCH_CACHE_MAX) this.portMatches.clear();
       this.portMatches.set(key, exprs);
     }
@@ -338,10 +388,10 @@ export class Renderer {
   /** The chain of one combination of policies (the sorted ids isolating a pod in `dir`). */
   comboChain(dir: Direction, policies: readonly string[], policyNames: (id: string) => string): ChainModel {
     const name = comboChainName(policies, dir);
-    const rules = policies.map((pid) => this.rule(name, [b.jump(policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
+    const rules = policies.map((pid) => this.rule(name, [this.verdict('jump', policyChainName(pid, dir))], formatLabel({ kind: 'jump', policy: policyNames(pid) })));
     const log = logRule(dir, comboId(policies), this.opts.log);
     if (log) rules.push(this.rule(name, log));
-    rules.push(this.rule(name, [b.goto(DENY_CHAINS[dir])]));
+    rules.push(this.rule(name, [this.verdict('goto', DENY_CHAINS[dir])]));
     return { chain: this.chain(name), rules };
   }
 

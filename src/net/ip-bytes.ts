@@ -14,8 +14,13 @@ export function ipv4Number(addr: string): number {
 
 /** Dotted-quad to 4 bytes. */
 export function ipv4(addr: string): Buffer {
+  const n = ipv4Number(addr);
   const out = Buffer.allocUnsafe(4);
-  out.writeUInt32BE(ipv4Number(addr));
+  // Byte by byte: writeUInt32BE validates its arguments, and a full sync makes one per element.
+  out[0] = n >>> 24;
+  out[1] = (n >>> 16) & 0xff;
+  out[2] = (n >>> 8) & 0xff;
+  out[3] = n & 0xff;
   return out;
 }
 

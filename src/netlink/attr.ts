@@ -1,6 +1,6 @@
 /** Netlink attributes (struct nlattr, linux/netlink.h): a pure writer and a bounds-checked reader. */
 import { DecodeError } from './errors';
-import { NFGENMSG_LEN, NLMSG_HDRLEN, writeNfHeader } from './message';
+import { NFGENMSG_LEN, NFNETLINK_V0, NLMSG_HDRLEN } from './message';
 
 export const NLA_HDRLEN = 4;
 export const NLA_F_NESTED = 1 << 15;
@@ -53,6 +53,32 @@ export class AttrWriter {
     const at = this.header(type, data.length);
     if (data.length <= 32) for (let i = 0; i < data.length; i++) this.buf[at + i] = data[i];
     else this.buf.set(data, at);
+    return this;
+  }
+
+  /** A nest holding one attribute of raw bytes, `type { inner: data }` (nft_data's value form),
+   * written in one step: set elements and value matches are the bulk of a large batch. */
+  nestedBytes(type: number, inner: number, data: Uint8Array): this {
+    const innerTotal = NLA_HDRLEN + data.length;
+    const total = NLA_HDRLEN + align4(innerTotal);
+    if (total > MAX_ATTR_LEN) throw new RangeError(`attribute ${type & NLA_TYPE_MASK} too long: ${total} bytes`);
+    this.reserve(total);
+    const b = this.buf;
+    const at = this.len;
+    const outer = type | NLA_F_NESTED;
+    b[at] = total & 0xff;
+    b[at + 1] = total >>> 8;
+    b[at + 2] = outer & 0xff;
+    b[at + 3] = outer >>> 8;
+    b[at + 4] = innerTotal & 0xff;
+    b[at + 5] = innerTotal >>> 8;
+    b[at + 6] = inner & 0xff;
+    b[at + 7] = (inner >>> 8) & 0xff;
+    const from = at + 2 * NLA_HDRLEN;
+    if (data.length <= 32) for (let i = 0; i < data.length; i++) b[from + i] = data[i];
+    else b.set(data, from);
+    for (let i = from + data.length; i < at + total; i++) b[i] = 0;
+    this.len += total;
     return this;
   }
 
@@ -128,10 +154,16 @@ export class AttrWriter {
 
   /** Appends already encoded bytes (a whole message or attribute), padded to 4 bytes. */
   raw(data: Uint8Array): this {
-    this.reserve(align4(data.length));
-    this.buf.set(data, this.len);
-    this.buf.fill(0, this.len + data.length, this.len + align4(data.length));
-    this.len += align4(data.length);
+    const padded = align4(data.length);
+    this.reserve(padded);
+    const b = this.buf;
+    const at = this.len;
+    // Small copies byte by byte: set() and fill() are calls into C++ (a batch copies thousands of
+    // encoded expressions).
+    if (data.length <= 64) for (let i = 0; i < data.length; i++) b[at + i] = data[i];
+    else b.set(data, at);
+    for (let i = at + data.length; i < at + padded; i++) b[i] = 0;
+    this.len = at + padded;
     return this;
   }
 
@@ -164,15 +196,40 @@ export class AttrWriter {
   /** Starts a netlink message (nlmsghdr + nfgenmsg, linux/netlink.h and nfnetlink.h) in the same
    * buffer, so a whole batch is written once with no intermediate copies. Close with endMessage. */
   beginMessage(type: number, flags: number, seq: number, family: number, resId = 0): number {
+    if (type !== (type & 0xffff) || flags !== (flags & 0xffff) || family !== (family & 0xff) || resId !== (resId & 0xffff)) {
+      throw new RangeError(`netlink message header out of range: type ${type}, flags ${flags}, family ${family}, res_id ${resId}`);
+    }
     this.reserve(NLMSG_HDRLEN + NFGENMSG_LEN);
     const at = this.len;
-    writeNfHeader(this.buf, at, 0, { type, flags, seq, family, resId });
+    // writeNfHeader's layout, byte by byte: a batch begins one message per object, and the
+    // Buffer write methods validate every call. nlmsg_len is set by endMessage.
+    const b = this.buf;
+    const s = seq >>> 0;
+    b[at] = b[at + 1] = b[at + 2] = b[at + 3] = 0;
+    b[at + 4] = type & 0xff;
+    b[at + 5] = type >>> 8;
+    b[at + 6] = flags & 0xff;
+    b[at + 7] = flags >>> 8;
+    b[at + 8] = s & 0xff;
+    b[at + 9] = (s >>> 8) & 0xff;
+    b[at + 10] = (s >>> 16) & 0xff;
+    b[at + 11] = s >>> 24;
+    b[at + 12] = b[at + 13] = b[at + 14] = b[at + 15] = 0;
+    b[at + 16] = family;
+    b[at + 17] = NFNETLINK_V0;
+    b[at + 18] = resId >>> 8;
+    b[at + 19] = resId & 0xff;
     this.len += NLMSG_HDRLEN + NFGENMSG_LEN;
     return at;
   }
 
   endMessage(at: number): void {
-    this.buf.writeUInt32LE(this.len - at, at);
+    const n = this.len - at;
+    const b = this.buf;
+    b[at] = n & 0xff;
+    b[at + 1] = (n >>> 8) & 0xff;
+    b[at + 2] = (n >>> 16) & 0xff;
+    b[at + 3] = n >>> 24;
   }
 
   /** Adds flags to the header of the message started at `at`. */
@@ -182,6 +239,11 @@ export class AttrWriter {
 
   get length(): number {
     return this.len;
+  }
+
+  /** A copy of the bytes written since offset `at` (from `length`), to be written again with raw(). */
+  since(at: number): Uint8Array {
+    return this.buf.slice(at, this.len);
   }
 
   finish(): Buffer {

@@ -76,13 +76,22 @@ const ADDRESS_LOADS: { offset: number; len: number; name: string; type: NftTypeN
 ];
 const ADDRESS_TYPES = new Set<NftTypeName>(['ipv4_addr', 'ipv6_addr']);
 
+function addressLoad(offset: number, len: number): (typeof ADDRESS_LOADS)[number] | undefined {
+  for (const a of ADDRESS_LOADS) if (a.offset === offset && a.len === len) return a;
+  return undefined;
+}
+
 /** An address loaded into a register and then looked up in a set whose (first) key field is an
  * address of the other family. */
 export function checkRuleLookups(exprs: Expr[], setOf: (name: string) => NftSet | undefined): void {
+  // Most rules of a batch look nothing up: they need no register tracking at all.
+  let lookups = false;
+  for (let i = 0; i < exprs.length && !lookups; i++) lookups = exprs[i].type === 'lookup';
+  if (!lookups) return;
   const loaded = new Map<number, (typeof ADDRESS_LOADS)[number]>();
   for (const e of exprs) {
     if (e.type === 'payload' && e.dreg !== undefined) {
-      const known = e.base === 'network' ? ADDRESS_LOADS.find((a) => a.offset === e.offset && a.len === e.len) : undefined;
+      const known = e.base === 'network' ? addressLoad(e.offset, e.len) : undefined;
       if (known) loaded.set(e.dreg, known);
       else loaded.delete(e.dreg);
     } else if (e.type === 'lookup') {
@@ -102,13 +111,29 @@ const key3 = (family: Family, table: string, name: string) => `${family} ${table
 /** Runs both checks over a transaction; sets are resolved among those it adds, then among
  * `known` (e.g. the kernel's, see kernelSetsReferenced). */
 export function checkTransaction(operations: readonly Operation[], known: readonly NftSet[] = []): void {
-  const sets = new Map<string, NftSet>(known.map((s) => [key3(s.family, s.table, s.name), s]));
+  // Sets by table (`family table`), then by name: a rule resolves its lookups in its own table.
+  const sets = new Map<string, Map<string, NftSet>>();
+  const put = (s: NftSet) => {
+    const table = `${s.family} ${s.table}`;
+    let byName = sets.get(table);
+    if (!byName) sets.set(table, (byName = new Map()));
+    byName.set(s.name, s);
+  };
+  known.forEach(put);
+  let table = '';
+  let byName: Map<string, NftSet> | undefined;
+  const setOf = (name: string) => byName?.get(name);
   for (const op of operations) {
-    if (op.kind === 'set' && (op.verb === 'add' || op.verb === 'create')) sets.set(key3(op.set.family, op.set.table, op.set.name), op.set);
+    if (op.kind === 'set' && (op.verb === 'add' || op.verb === 'create')) put(op.set);
     else if (op.kind === 'element') checkElements(op.set, op.elements, op.verb === 'delete' || op.verb === 'destroy');
     else if (op.kind === 'rule' && op.verb !== 'delete' && op.verb !== 'destroy') {
       const r = op.rule;
-      checkRuleLookups(r.exprs, (name) => sets.get(key3(r.family, r.table, name)));
+      const t = `${r.family} ${r.table}`;
+      if (t !== table || !byName) {
+        table = t;
+        byName = sets.get(t);
+      }
+      checkRuleLookups(r.exprs, setOf);
     }
   }
 }

@@ -12,7 +12,7 @@ import { isGenerationMismatch } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import * as C from './constants';
 import { getGeneration } from './generation';
-import { listTable, listTables, readTable } from './readback';
+import { consistentRead, listTable, listTables, readTable } from './readback';
 import { commit, Transaction } from './transaction';
 import { Family, Table, TableContents } from './types';
 
@@ -94,6 +94,9 @@ export async function readOwnTable(
   name: string,
   hold = false,
 ): Promise<{ value: TableContents | undefined; genId: number }> {
+  // The table list alone, at one generation: a first start (no table yet) needs no more.
+  const tables = await consistentRead(socket, () => listTables(socket, family));
+  if (!tables.value.some((t) => t.name === name)) return { value: undefined, genId: tables.genId };
   await takeOwnTable(socket, family, name, hold);
   const read = await readTable(socket, family, name);
   // Created or replaced by someone else between the two reads: the generation guard on the

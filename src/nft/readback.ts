@@ -14,7 +14,9 @@ function dumpRequest(socket: NetlinkSocket, type: number, family: number, payloa
 }
 
 export async function listTables(socket: NetlinkSocket, family?: Family): Promise<Table[]> {
-  const msgs = await socket.dump(dumpRequest(socket, C.NFT_MSG_GETTABLE, family ? NFPROTO[family] : 0), 'NFT_MSG_GETTABLE');
+  // A node has a few tables, one short message each: read on the calling thread (see dumpAll),
+  // sparing a trip to the I/O thread at every start, table check and read-back.
+  const [msgs] = await socket.dumpAll([dumpRequest(socket, C.NFT_MSG_GETTABLE, family ? NFPROTO[family] : 0)], () => 'NFT_MSG_GETTABLE', { small: true });
   return msgs.map((m) => decodeTable(m.family, m.payload));
 }
 

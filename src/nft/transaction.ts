@@ -42,6 +42,15 @@ export interface CommitResult {
   ruleHandles: Map<Rule, bigint>;
   /** Messages sent per kind (NFT_MSG_NEWSETELEM...). */
   byType: Map<string, number>;
+  /** Where the commit's time went, in ms: the set-type check, encoding the batch, and the kernel
+   * exchange (sendmsg until every ack is read). */
+  timings: CommitTimings;
+}
+
+export interface CommitTimings {
+  checkMs: number;
+  encodeMs: number;
+  kernelMs: number;
 }
 
 /** An operation that cannot be encoded (a value out of range, a rule to delete without a
@@ -219,18 +228,26 @@ function sizeHint(operations: Operation[]): number {
 export async function commit(socket: NftTransport, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
   const ruleHandles = new Map<Rule, bigint>();
   const byType = new Map<string, number>();
-  if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
+  const timings: CommitTimings = { checkMs: 0, encodeMs: 0, kernelMs: 0 };
+  if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType, timings };
   // The kernel's sets can be read only through a real socket (a recording transport cannot).
-  tx.check(opts.checkKernelSets && socket instanceof NetlinkSocket ? await kernelSetsReferenced(socket, tx.operations) : undefined);
+  const known = opts.checkKernelSets && socket instanceof NetlinkSocket ? await kernelSetsReferenced(socket, tx.operations) : undefined;
+  let t = performance.now();
+  tx.check(known);
+  timings.checkMs = performance.now() - t;
+  t = performance.now();
   const { datagram, messages } = tx.encodeBatch(() => socket.nextSeq(), opts);
-  if (messages.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType };
+  timings.encodeMs = performance.now() - t;
+  if (messages.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType, timings };
   const seqToIndex = new Map<number, number>();
   messages.forEach((m, i) => {
     seqToIndex.set(m.seq, i);
     const name = OP_NAMES.get(m.type) ?? String(m.type);
     byType.set(name, (byType.get(name) ?? 0) + 1);
   });
+  t = performance.now();
   const reply = await socket.transact([datagram]);
+  timings.kernelMs = performance.now() - t;
 
   const failures = reply.acks.filter((a) => a.errno !== 0);
   if (failures.length) {
@@ -255,5 +272,5 @@ export async function commit(socket: NftTransport, tx: Transaction, opts: Commit
     const echoed = decodeRule(m.family, m.payload);
     if (echoed.handle !== undefined) ruleHandles.set(op.rule, echoed.handle);
   }
-  return { messages: messages.length, bytes: datagram.length, ruleHandles, byType };
+  return { messages: messages.length, bytes: datagram.length, ruleHandles, byType, timings };
 }

@@ -24,6 +24,9 @@ export interface Component {
   readonly table: TableRef;
   /** Loads the initial state and builds the whole desired model. */
   start(snapshot: ClusterSnapshot): void;
+  /** What start() took, in ms by stage (e.g. `engine`, `render`), for the first full sync's
+   * report; when absent the pipeline times start() as a whole (`load`). */
+  readonly loadStages?: Record<string, number>;
   /** The desired model, kept current by apply(). */
   readonly desired: RulesetModel;
   /** Applies one change to the desired model and records in `scope` every chain, set and element

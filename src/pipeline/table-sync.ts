@@ -35,6 +35,21 @@ export interface SyncReport {
   drift?: string;
   /** Resyncs: objects repaired, by kind (table, chain, set, element). */
   repaired?: Record<string, number>;
+  /** Full syncs and resyncs: where the time went, in ms, in order (see SyncStages). */
+  stages?: SyncStages;
+}
+
+/** A full sync's or resync's stages, in ms of wall time. The first full sync also carries the
+ * component's load (`load`, or the parts the component names, e.g. `engine` and `render`). */
+export interface SyncStages {
+  [stage: string]: number;
+  /** Reading the table back (absent: one dump of the tables). */
+  read: number;
+  /** Cloning the desired model, diffing, building the transaction. */
+  plan: number;
+  check: number;
+  encode: number;
+  kernel: number;
 }
 
 export interface SyncSizes {
@@ -123,6 +138,8 @@ export class TableSync {
   private stopped = false;
   private lastSizes?: SyncSizes;
   private sizesAt = 0;
+  /** The component's load at start, in ms by stage, for the first full sync's report. */
+  private loadStages?: Record<string, number>;
   /** Set by the first failed sync after a success (or the start), cleared by the next success. */
   failing?: { since: number; error: unknown };
 
@@ -143,7 +160,9 @@ export class TableSync {
 
   /** Builds the component's desired model from the snapshot; changes are accepted from now on. */
   load(snapshot: Parameters<Component['start']>[0]): void {
+    const t0 = performance.now();
     this.component.start(snapshot);
+    this.loadStages = this.component.loadStages ?? { load: performance.now() - t0 };
     this.started = true;
   }
 
@@ -261,17 +280,27 @@ export class TableSync {
     this.retryTimer.unref();
   }
 
-  private recordCommit(kind: SyncKind, res: CommitResult, t0: number, d: RuleSetDiff, extra: { objects?: string[]; drift?: string; repaired?: Record<string, number> } = {}): SyncReport {
+  private recordCommit(kind: SyncKind, res: CommitResult, t0: number, d: RuleSetDiff, extra: { objects?: string[]; drift?: string; repaired?: Record<string, number>; stages?: Omit<SyncStages, 'check' | 'encode' | 'kernel'> } = {}): SyncReport {
     const totals = this.opts.totals;
     totals.commits++;
     totals.messages += res.messages;
     for (const [k, v] of res.byType) totals.byType.set(k, (totals.byType.get(k) ?? 0) + v);
     const report: SyncReport = { kind, component: this.component.name, messages: res.messages, byType: res.byType, durationMs: performance.now() - t0, drift: extra.drift, repaired: extra.repaired };
+    if (extra.stages) report.stages = this.stages(extra.stages, res);
     this.opts.observer?.synced?.(report);
     this.opts.observer?.sizes?.(this.sizes(kind), this.component.name);
-    this.logger.info({ kind, ...changedObjects(extra.objects, this.logger), messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, ...this.lastSizes }, 'sync committed');
+    const stages = report.stages && Object.fromEntries(Object.entries(report.stages).map(([k, v]) => [k, Math.round(v * 100) / 100]));
+    this.logger.info({ kind, ...changedObjects(extra.objects, this.logger), messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, stages, ...this.lastSizes }, 'sync committed');
     this.afterCommit(d, kind);
     return report;
+  }
+
+  /** A reconcile's stages: the component's load first (the first full sync only), then the
+   * reconcile's own, then the commit's. */
+  private stages(own: Omit<SyncStages, 'check' | 'encode' | 'kernel'>, res: CommitResult | undefined): SyncStages {
+    const load = this.loadStages;
+    this.loadStages = undefined;
+    return { ...load, ...own, check: res?.timings.checkMs ?? 0, encode: res?.timings.encodeMs ?? 0, kernel: res?.timings.kernelMs ?? 0 } as SyncStages;
   }
 
   private afterCommit(d: RuleSetDiff, kind: SyncKind): void {
@@ -308,8 +337,9 @@ export class TableSync {
 
   /** Replaces the whole table in one transaction: add, delete, add again, then every object.
    * The add before the delete makes the delete valid whether or not the table existed.
-   * `fromEmpty`, when given, is the diff from an empty table to `target`. */
-  private replaceTable(kind: SyncKind, genId?: number, target = cloneModel(this.component.desired), fromEmpty?: RuleSetDiff): Promise<SyncReport> {
+   * `fromEmpty`, when given, is the diff from an empty table to `target`; `before`, the reconcile's
+   * stages so far. */
+  private replaceTable(kind: SyncKind, genId?: number, target = cloneModel(this.component.desired), fromEmpty?: RuleSetDiff, before = { t0: performance.now(), read: 0, plan: 0 }): Promise<SyncReport> {
     const t0 = performance.now();
     // Changes arriving while the commit is in flight stay pending against this exact state.
     const table = markedTable(target.table, this.opts.holdTable);
@@ -317,11 +347,12 @@ export class TableSync {
     const empty = emptyModel(target.table);
     const d = fromEmpty ?? diffRulesets(empty, target);
     diffTransaction(empty, target, d, tx);
+    const stages = { read: before.read, plan: before.plan + performance.now() - t0 };
     return this.handOff(async () => {
       const res = await commit(this.opts.socket, tx, { echo: false, genId });
       this.committed = target;
       this.succeeded();
-      return this.recordCommit(kind, res, t0, d);
+      return this.recordCommit(kind, res, before.t0, d, { stages });
     });
   }
 
@@ -356,11 +387,13 @@ export class TableSync {
       let kernel: RulesetModel | undefined;
       let genId: number;
       let flags: string | undefined;
+      let readMs: number;
       try {
         const read = await readOwnTable(this.opts.socket, this.table.family, this.table.name, this.opts.holdTable);
         genId = read.genId;
         kernel = read.value ? modelFromKernel(read.value) : undefined;
         flags = read.value ? tableFlagsProblem(read.value.table) : undefined;
+        readMs = performance.now() - t0;
       } catch (err) {
         if (!(err instanceof DecodeError)) {
           if (!atStart) this.syncFailed(kind, err);
@@ -374,9 +407,10 @@ export class TableSync {
         // Pending changes are part of the desired model now; they are committed by this sync.
         const target = cloneModel(this.component.desired);
         const p = plan(kernel, flags, target, atStart);
+        const planMs = performance.now() - t0 - readMs;
         if (p.action === 'replace') {
           if (p.problem) this.logger.warn({ table: this.table.name, drift: p.problem }, 'own table missing or switched off; replacing it');
-          const r = await this.replaceTable(kind, genId, target, kernel ? undefined : p.diff);
+          const r = await this.replaceTable(kind, genId, target, kernel ? undefined : p.diff, { t0, read: readMs, plan: planMs });
           if (p.drift !== undefined) {
             r.drift = p.drift;
             r.repaired = p.repaired;
@@ -388,6 +422,7 @@ export class TableSync {
             this.committed = target;
             this.succeeded();
             const report: SyncReport = { kind, component: this.component.name, messages: 0, byType: new Map(), durationMs: performance.now() - t0 };
+            report.stages = this.stages({ read: readMs, plan: planMs }, undefined);
             if (p.drift !== undefined) report.drift = p.drift;
             this.opts.observer?.synced?.(report);
             this.opts.observer?.sizes?.(this.sizes(kind), this.component.name);
@@ -397,11 +432,13 @@ export class TableSync {
         }
         if (atStart) this.logger.info({ changes: p.changes }, "updating the previous run's table");
         else this.logger.warn({ drift: p.drift }, 'kernel state differs from the desired state; repairing');
+        const tx = diffTransaction(kernel!, target, p.diff);
+        const stages = { read: readMs, plan: performance.now() - t0 - readMs };
         return await this.handOff(async () => {
-          const res = await commit(this.opts.socket, diffTransaction(kernel!, target, p.diff), { echo: false, genId });
+          const res = await commit(this.opts.socket, tx, { echo: false, genId });
           this.committed = target;
           this.succeeded();
-          return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired });
+          return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired, stages });
         });
       } catch (err) {
         if (isGenerationMismatch(err) && attempt < 5) continue; // someone committed meanwhile: read again

@@ -31,7 +31,18 @@ export function emptyModel(table: Table): RulesetModel {
 /** Identity of an element within its set: key, and range end for intervals. Data (a map's value)
  * is not part of the identity. */
 export function elementKey(e: SetElement): string {
-  return e.keyEnd && !e.keyEnd.equals(e.key) ? `${e.key.toString('hex')}-${e.keyEnd.toString('hex')}` : e.key.toString('hex');
+  return e.keyEnd && !e.keyEnd.equals(e.key) ? `${hex(e.key)}-${hex(e.keyEnd)}` : hex(e.key);
+}
+
+const HEX_BYTES = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/** Lower-case hex of a key. Short keys (an IPv4 address, a port) are spelt in JavaScript: a
+ * full sync spells one per element, and Buffer's toString is a call into C++ each time. */
+function hex(b: Buffer): string {
+  if (b.length > 8) return b.toString('hex');
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += HEX_BYTES[b[i]];
+  return s;
 }
 
 /** Whether two elements map to the same value (map data or verdict). */

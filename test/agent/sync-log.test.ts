@@ -30,3 +30,38 @@ for (const level of ['info', 'debug'] as const) {
     });
   });
 }
+
+test('a full sync reports where its time went, stage by stage, in its report and its log line', async () => {
+  await withSandbox(async (sb) => {
+    const cluster = baseCluster();
+    const { logger, lines } = recordingLogger('info');
+    const agent = await startAgent(sb, cluster, logger);
+    try {
+      const full = lines.find((l) => l.msg === 'sync committed' && l.kind === 'full');
+      assert.ok(full, 'the first full sync logs its commit');
+      const stages = full.stages as Record<string, number>;
+      assert.deepEqual(Object.keys(stages), ['engine', 'render', 'read', 'plan', 'check', 'encode', 'kernel'], 'in the order they run');
+      for (const [k, v] of Object.entries(stages)) assert.ok(Number.isFinite(v) && v >= 0, `${k}: ${v}`);
+      assert.ok(stages.kernel > 0, 'the commit reached the kernel');
+      const sum = Object.values(stages).reduce((a, b) => a + b, 0);
+      // The stages are parts of the sync (the load runs before the report's own clock starts).
+      assert.ok(sum - stages.engine - stages.render <= (full.durationMs as number) + 0.1, `${sum} within ${full.durationMs as number} ms`);
+
+      // A resync carries its own stages, without the load; an unchanged table writes nothing.
+      const resync = await agent.resync();
+      assert.equal(resync.messages, 0);
+      assert.deepEqual(Object.keys(resync.stages ?? {}), ['read', 'plan', 'check', 'encode', 'kernel']);
+      assert.ok(resync.stages!.read > 0, 'the table was read back');
+      assert.equal(resync.stages!.kernel, 0, 'nothing committed');
+
+      // Incremental syncs have no stages: their log line stays as it was.
+      cluster.apply(pod('x', 'late', '198.18.1.99', { app: 'client' }));
+      await agent.idle();
+      const inc = lines.find((l) => l.msg === 'sync committed' && l.kind === 'incremental');
+      assert.ok(inc);
+      assert.equal(inc.stages, undefined);
+    } finally {
+      await agent.stop();
+    }
+  });
+});

@@ -80,3 +80,15 @@ test('random names: every label fits, survives the kernel codec, and parses to i
     }
   }
 });
+
+test('sanitizeLabelText: the printable-ASCII fast path agrees with the full replacement', () => {
+  const full = (t: string) => t.replace(/[\p{Cc}\p{Cs}\s"\\]/gu, '?');
+  const alphabet = ['a', 'Z', '0', '/', '-', '.', ' ', '"', '\\', '\t', '\n', '\x7f', '\x00', '\x85', '\u00a0', '\u2028', 'é', '☃', '\ud83d\ude00', '\ud800', '~', '!'];
+  let seed = 7;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let i = 0; i < 2000; i++) {
+    const t = Array.from({ length: Math.floor(next() * 12) }, () => alphabet[Math.floor(next() * alphabet.length)]).join('');
+    assert.equal(sanitizeLabelText(t), full(t), JSON.stringify(t));
+  }
+  for (let c = 0; c < 0x100; c++) assert.equal(sanitizeLabelText(`a${String.fromCharCode(c)}b`), full(`a${String.fromCharCode(c)}b`), `char ${c}`);
+});

@@ -181,3 +181,36 @@ test('a concatenated set key reads back whole whether or not the set carries NFT
   bad.str(C.NFTA_SET_TABLE, 't').str(C.NFTA_SET_NAME, 'x').be32(C.NFTA_SET_KEY_TYPE, packed).be32(C.NFTA_SET_KEY_LEN, 8);
   assert.throws(() => decodeSet(NFPROTO.inet, bad.finish()), DecodeError);
 });
+
+test('nestedBytes writes what a nest around one bytes attribute writes, padding included, at any offset', () => {
+  for (let len = 1; len <= 40; len++) {
+    const data = Buffer.from(Array.from({ length: len }, (_, i) => 0xa0 + i));
+    for (const lead of [0, 1, 2, 3]) {
+      // A small initial buffer: both writers grow it mid-attribute at some lengths.
+      const viaNest = new AttrWriter(8);
+      const direct = new AttrWriter(8);
+      for (const w of [viaNest, direct]) if (lead) w.bytes(1, Buffer.alloc(lead, 0xff));
+      viaNest.nest(C.NFTA_SET_ELEM_KEY, (w) => w.bytes(C.NFTA_DATA_VALUE, data));
+      direct.nestedBytes(C.NFTA_SET_ELEM_KEY, C.NFTA_DATA_VALUE, data);
+      assert.deepEqual(direct.finish(), viaNest.finish(), `${len} bytes after ${lead}`);
+    }
+  }
+  assert.throws(() => new AttrWriter().nestedBytes(1, 1, Buffer.alloc(0xfff8)), /too long/);
+});
+
+test('AttrWriter frames a message exactly as writeNfHeader and encodeNfMessage do', () => {
+  for (const [type, flags, seq, family, resId] of [
+    [0x0a06, 0x0405, 1, 1, 0],
+    [0xffff, 0xffff, 0xffffffff, 0xff, 0xffff],
+    [0x10, 0x1, 0x80000000, 0, 10],
+  ]) {
+    const w = new AttrWriter(8);
+    const at = w.beginMessage(type, flags, seq, family, resId);
+    w.str(1, 'payload');
+    w.endMessage(at);
+    const payload = new AttrWriter().str(1, 'payload').finish();
+    assert.deepEqual(w.finish(), encodeNfMessage({ type, flags, seq, family, resId, payload }));
+  }
+  assert.throws(() => new AttrWriter().beginMessage(0x10000, 0, 1, 0), /out of range/);
+  assert.throws(() => new AttrWriter().beginMessage(1, 0, 1, 256), /out of range/);
+});

@@ -623,3 +623,25 @@ test('sameRuleBody agrees with ruleKey equality, defaults and register spellings
   }
   assert.ok(equal > 5000 && equal < 15000, `both outcomes exercised (${equal} equal)`);
 });
+
+test('a frozen expression is encoded once and its bytes copied after; an unfrozen one is encoded each time', () => {
+  const neighbour: Expr = { type: 'counter', bytes: 0n, packets: 0n };
+  for (const g of GOLDENS) {
+    const shared = Object.freeze({ ...g.expr }) as Expr;
+    const w = new AttrWriter(16);
+    // Mixed with unfrozen neighbours and at unaligned growth points of the writer's buffer.
+    for (let i = 0; i < 3; i++) {
+      encodeExpr(w, shared);
+      encodeExpr(w, { ...neighbour } as Expr);
+    }
+    const once = Buffer.concat([golden(g.bytes), encodeOne(neighbour)]);
+    assert.deepEqual(w.finish(), Buffer.concat([once, once, once]), g.nft);
+  }
+  // An expression its maker changes between encodings (allowed unless frozen) is encoded afresh.
+  const e: Expr = { type: 'lookup', set: 'a', sreg: C.NFT_REG_1 };
+  const first = encodeOne(e);
+  (e as { set: string }).set = 'bb';
+  const second = encodeOne(e);
+  assert.notDeepEqual(first, second);
+  assert.deepEqual(decodeExpr(payloadOf(second)), e);
+});

@@ -34,10 +34,7 @@ function checkValue(value: Buffer, field: string): Buffer {
 // directly rather than through closures.
 
 export function encodeValue(w: AttrWriter, type: number, value: Buffer, field: string): void {
-  checkValue(value, field);
-  const nest = w.beginNest(type);
-  w.bytes(C.NFTA_DATA_VALUE, value);
-  w.endNest(nest);
+  w.nestedBytes(type, C.NFTA_DATA_VALUE, checkValue(value, field));
 }
 
 export function encodeVerdict(w: AttrWriter, type: number, v: Verdict, field: string): void {

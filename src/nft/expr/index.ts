@@ -87,10 +87,24 @@ function codecOf<K extends ExprKind>(kind: K): ExprCodec<K> {
   return CODECS[kind] as ExprCodec<K>;
 }
 
+/** The NFTA_LIST_ELEM bytes of frozen expressions. A frozen expression is one its maker shares
+ * among many rules and never changes (the renderer's address loads, counted accept, port matches,
+ * lookups: most of a full sync's expressions), so a batch encodes each once and copies its bytes
+ * after. Held weakly: they go with their expression. */
+const encodedFrozen = new WeakMap<Expr, Uint8Array>();
+
 /** Writes one expression as an NFTA_LIST_ELEM nest. Every rule of a batch passes here, so nests
  * are opened and closed directly rather than through closures. */
 export function encodeExpr(w: AttrWriter, e: Expr): void {
+  if (!Object.isFrozen(e)) return encodeExprNest(w, C.NFTA_LIST_ELEM, e);
+  const bytes = encodedFrozen.get(e);
+  if (bytes) {
+    w.raw(bytes);
+    return;
+  }
+  const at = w.length;
   encodeExprNest(w, C.NFTA_LIST_ELEM, e);
+  encodedFrozen.set(e, w.since(at));
 }
 
 /** Writes one expression (NFTA_EXPR_NAME, NFTA_EXPR_DATA) as the nest `attrType`, e.g. a set's
