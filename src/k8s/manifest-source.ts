@@ -17,8 +17,9 @@ import { extname, join } from 'node:path';
 import type { Document } from 'yaml';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
-import { describeObject, failClosedPolicy, normalizers, objectId, type ObjectKind } from './normalize';
+import { describeObject, failClosedPolicy, FIELDS_READ, normalizers, objectId, type ObjectKind } from './normalize';
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import type { FieldsOf, FieldTree } from './yaml-block';
 import { fastYamlDocuments } from './yaml-documents';
 
 export interface ManifestSourceOptions extends SourceHandlers {
@@ -54,6 +55,9 @@ interface Defined {
   object: unknown;
 }
 
+/** What define() reads of an object of a kind this agent does not read: its kind alone. */
+const KIND_ONLY: FieldTree = Object.freeze({});
+
 /** `Kind key`: one object's identity across files. */
 type Ident = string;
 
@@ -66,6 +70,12 @@ export class ManifestSource implements ClusterSource {
   private watcher?: FSWatcher;
   private readonly kinds: ReadonlySet<string>;
   private readonly dirPrefix: string;
+  /** The fields of each object the YAML parser builds: what define() and the normalizers read. */
+  private readonly fieldsOf: FieldsOf = (kind) => {
+    if (kind.endsWith('List')) return undefined;
+    if (!Object.hasOwn(API_VERSIONS, kind) || !this.kinds.has(kind)) return KIND_ONLY;
+    return FIELDS_READ[kind as ObjectKind];
+  };
 
   constructor(private readonly opts: ManifestSourceOptions) {
     this.state = new ClusterState(opts);
@@ -196,7 +206,7 @@ export class ManifestSource implements ClusterSource {
       return { documents, broken };
     }
     // YAML: the fast parser first; the document model below for what it does not take as is.
-    const fast = fastYamlDocuments(text);
+    const fast = fastYamlDocuments(text, this.fieldsOf);
     if (fast) {
       documents.push(...fast);
       return { documents, broken };

@@ -10,7 +10,7 @@
  * unknown tags, which `yaml` reports with the document index or tolerates) and a file whose
  * aliases share collections (`yaml` enforces the alias-expansion limit on those). */
 import type * as JsYaml from 'js-yaml';
-import { blockYamlDocuments, implicitTypes } from './yaml-block';
+import { blockYamlDocuments, implicitTypes, type FieldsOf } from './yaml-block';
 
 /** js-yaml and its core schema's scalar types, loaded with the first YAML file. */
 let loaded: { jsYaml: typeof JsYaml; types?: ReturnType<typeof implicitTypes> } | undefined;
@@ -24,10 +24,11 @@ function jsYaml(): NonNullable<typeof loaded> {
 }
 
 /** The documents (null for an empty one), or undefined when the caller must take the exact
- * path: js-yaml refused the text, or aliases share collections within it. */
-export function fastYamlDocuments(text: string): unknown[] | undefined {
+ * path: js-yaml refused the text, or aliases share collections within it. With fieldsOf, the
+ * subset parser builds only the fields it names of each object (js-yaml builds them all). */
+export function fastYamlDocuments(text: string, fieldsOf?: FieldsOf): unknown[] | undefined {
   const { jsYaml: js, types } = jsYaml();
-  const block = types ? blockYamlDocuments(text, types) : undefined;
+  const block = types ? blockYamlDocuments(text, types, fieldsOf) : undefined;
   if (block) return block;
   let documents: unknown[];
   try {
