@@ -60,10 +60,10 @@ const UNSUPPORTED = new Unsupported();
 /** Anything but a printable ASCII character or a newline leaves the subset. */
 const OUTSIDE_SUBSET = /[^\n\x20-\x7e]/;
 
-/** Keys seen, by a hash of their text: a cache (a collision only costs a slice), emptied when
- * it holds MAX_KEYS so that a long-running agent's never grows without bound. */
-const KEYS = new Map<number, string>();
-const MAX_KEYS = 4096;
+/** Keys seen, in slots by a hash of their text: a cache (a key whose slot holds another only
+ * costs a slice), of a fixed size, so a long-running agent's never grows. */
+const KEY_SLOTS = 4096;
+const KEYS: (string | undefined)[] = new Array<string | undefined>(KEY_SLOTS).fill(undefined);
 /** The string table's copy of `key`: a property name comes back internalized. */
 function internalized(key: string): string {
   return Object.keys({ [key]: 0 })[0];
@@ -128,6 +128,8 @@ class BlockParser {
   private end = 0;
   /** Where the line after the current one starts. */
   private next = 0;
+  /** The hash of the key keyEnd last found, taken as it looked for the colon. */
+  private keyHash = 0;
 
   constructor(
     private readonly text: string,
@@ -307,25 +309,37 @@ class BlockParser {
     // Within the line only: a search past it would cost a scan to the next colon in the text
     // for every `- value` entry, quadratic in a long list without colons.
     const end = this.end;
-    for (let i = from; i < end; i++) if (text.charCodeAt(i) === COLON && (i + 1 === end || text.charCodeAt(i + 1) === SPACE)) return i;
+    let hash = 0;
+    for (let i = from; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (c === COLON && (i + 1 === end || text.charCodeAt(i + 1) === SPACE)) {
+        this.keyHash = hash;
+        return i;
+      }
+      hash = (Math.imul(hash, 31) + c) | 0;
+    }
     return -1;
   }
 
-  /** A plain key that is a string as written. Manifests repeat a small vocabulary of keys: a
-   * key seen before is taken from KEYS, already internalized, so storing it is V8's fast path. */
+  /** The plain key keyEnd just found, ending at `colon`, when it is a string as written.
+   * Manifests repeat a small vocabulary of keys: a key seen before is taken from KEYS, already
+   * internalized, so storing it is V8's fast path. */
   private key(from: number, colon: number): string {
     const text = this.text;
-    let hash = colon - from;
-    for (let i = from; i < colon; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
-    const known = KEYS.get(hash);
-    if (known !== undefined && known.length === colon - from && text.startsWith(known, from)) return known;
+    const slot = (this.keyHash ^ (this.keyHash >>> 12)) & (KEY_SLOTS - 1);
+    const known = KEYS[slot];
+    if (known !== undefined && known.length === colon - from) {
+      // Compared a character at a time: startsWith at an offset was the parser's costliest line.
+      let i = 0;
+      while (i < known.length && known.charCodeAt(i) === text.charCodeAt(from + i)) i++;
+      if (i === known.length) return known;
+    }
     if (colon === from || startsOutsidePlain(text.charCodeAt(from)) || text.charCodeAt(colon - 1) === SPACE) throw UNSUPPORTED;
     const key = text.slice(from, colon);
     if (key.includes(' #') || key === '-' || key === '__proto__' || key === '<<') throw UNSUPPORTED;
     if (mayResolve(key.charCodeAt(0)) && this.resolve(key) !== key) throw UNSUPPORTED;
-    if (KEYS.size >= MAX_KEYS) KEYS.clear();
     const internal = internalized(key);
-    KEYS.set(hash, internal);
+    KEYS[slot] = internal;
     return internal;
   }
 
