@@ -416,7 +416,10 @@ function bracketDepthExceeded(text: string, max: number): number {
   const length = text.length;
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
-    if (c === 0x22) {
+    // Most characters outside strings (spaces, newlines, digits, `:` and `,`) are below `[`:
+    // one comparison passes them.
+    if (c < 0x5b) {
+      if (c !== 0x22) continue;
       // A string is skipped by the native search for its closing quote (one not escaped by an
       // odd run of backslashes): a List file is mostly strings, and visiting each of their
       // characters cost more than JSON.parse of the file.
