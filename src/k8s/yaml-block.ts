@@ -62,7 +62,7 @@ const OUTSIDE_SUBSET = /[^\n\x20-\x7e]/;
 
 /** Keys seen, in slots by a hash of their text: a cache (a key whose slot holds another only
  * costs a slice), of a fixed size, so a long-running agent's never grows. */
-const KEY_SLOTS = 4096;
+const KEY_SLOTS = 4096; // the top 12 bits of a 32-bit slot hash
 const KEYS: (string | undefined)[] = new Array<string | undefined>(KEY_SLOTS).fill(undefined);
 /** The string table's copy of `key`: a property name comes back internalized. */
 function internalized(key: string): string {
@@ -128,8 +128,6 @@ class BlockParser {
   private end = 0;
   /** Where the line after the current one starts. */
   private next = 0;
-  /** The hash of the key keyEnd last found, taken as it looked for the colon. */
-  private keyHash = 0;
 
   constructor(
     private readonly text: string,
@@ -253,7 +251,7 @@ class BlockParser {
     const text = this.text;
     while (this.indent === n && !this.isSeparator()) {
       if (this.atEntry()) throw UNSUPPORTED;
-      const colon = this.keyEnd(this.start);
+      const colon = this.mappingKeyEnd(this.start);
       if (colon < 0) throw UNSUPPORTED;
       const key = this.key(this.start, colon);
       // What to build of the value: an object's `items` may be a List's objects, its `kind`
@@ -309,24 +307,30 @@ class BlockParser {
     // Within the line only: a search past it would cost a scan to the next colon in the text
     // for every `- value` entry, quadratic in a long list without colons.
     const end = this.end;
-    let hash = 0;
-    for (let i = from; i < end; i++) {
-      const c = text.charCodeAt(i);
-      if (c === COLON && (i + 1 === end || text.charCodeAt(i + 1) === SPACE)) {
-        this.keyHash = hash;
-        return i;
-      }
-      hash = (Math.imul(hash, 31) + c) | 0;
-    }
+    for (let i = from; i < end; i++) if (text.charCodeAt(i) === COLON && (i + 1 === end || text.charCodeAt(i + 1) === SPACE)) return i;
     return -1;
   }
 
-  /** The plain key keyEnd just found, ending at `colon`, when it is a string as written.
-   * Manifests repeat a small vocabulary of keys: a key seen before is taken from KEYS, already
-   * internalized, so storing it is V8's fast path. */
+  /** keyEnd of a line that must hold a key (a mapping's): the colons are found by the native
+   * search. One past the line's end means the line has no key, and the text leaves the subset,
+   * so the search past it happens once. */
+  private mappingKeyEnd(from: number): number {
+    const text = this.text;
+    const c = text.charCodeAt(from);
+    if (c === QUOTE || c === APOSTROPHE) return this.keyEnd(from);
+    const end = this.end;
+    for (let i = text.indexOf(':', from); i >= 0 && i < end; i = text.indexOf(':', i + 1)) if (i + 1 === end || text.charCodeAt(i + 1) === SPACE) return i;
+    return -1;
+  }
+
+  /** The plain key from `from` to `colon`, when it is a string as written. Manifests repeat a
+   * small vocabulary of keys: a key seen before is taken from KEYS, already internalized, so
+   * storing it is V8's fast path. Its slot is chosen by its length and three of its characters,
+   * not a hash of all: each character is then visited once, to compare. */
   private key(from: number, colon: number): string {
     const text = this.text;
-    const slot = (this.keyHash ^ (this.keyHash >>> 12)) & (KEY_SLOTS - 1);
+    const length = colon - from;
+    const slot = (Math.imul(length, 0x9e3779b1) ^ Math.imul(text.charCodeAt(from), 0x85ebca6b) ^ Math.imul(text.charCodeAt(from + (length >> 1)), 0xc2b2ae35) ^ text.charCodeAt(colon - 1)) >>> 20;
     const known = KEYS[slot];
     if (known !== undefined && known.length === colon - from) {
       // Compared a character at a time: startsWith at an offset was the parser's costliest line.
