@@ -11,7 +11,11 @@
  * that parses but is malformed is reported with file, document index and field, and the last
  * good version of its object stays (a NetworkPolicy that cannot be understood fails closed
  * instead, see normalize.ts). A kind nfkube does not read is a warning naming file and kind.
- * When two files define the same object the first file by name wins. */
+ * When two files define the same object the first file by name wins.
+ *
+ * YAML documents in the subset yaml-block.ts takes are built only as far as define() and the
+ * normalizers read them (FIELDS_READ; a kind this agent does not read, its kind alone): most of
+ * a Pod manifest is parsed and checked, never built. */
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { extname, join } from 'node:path';
 import type { Document } from 'yaml';

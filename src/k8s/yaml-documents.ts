@@ -3,7 +3,8 @@
  * `yaml`'s document model (parseAllDocuments + toJS) keeps a node per value with source ranges,
  * comments and errors: measured side by side on the bench cluster's manifests it costs about 80x
  * JSON.parse, and its lower-level Parser alone 45x; js-yaml builds the values directly, at about
- * 6x, and the block-style subset parser (yaml-block.ts) at about 2x (bench/manifest-parse.bench.ts).
+ * 6x, and the block-style subset parser (yaml-block.ts) at about 3x, or 2x when it builds only
+ * the fields the caller reads (bench/manifest-parse.bench.ts).
  * So a file is read by the subset parser when it is in the subset, else by js-yaml with the YAML
  * 1.2 core schema (no timestamps, no merge keys: the same scalars `yaml` resolves), and the slow,
  * exact path stays for what neither takes as it is: a file js-yaml refuses (syntax errors,
