@@ -52,6 +52,7 @@ type Want = FieldTree | true | typeof SKIP;
 /** Keys of a skipped mapping kept in a list (checked for duplicates) up to this many, then in
  * a set: a hostile mapping of many keys must not make the check quadratic. */
 const SKIPPED_KEYS_IN_LIST = 16;
+const NO_KEYS: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** Thrown inside the parser when the text leaves the subset; never escapes it. */
 class Unsupported {}
@@ -260,7 +261,9 @@ class BlockParser {
       // js-yaml refuses duplicate keys (a key Object.prototype has leaves the subset too). A key
       // before `kind` is built, the same key after it may not be: a skipped key is looked for in
       // both.
-      if (map !== undefined && map[key] !== undefined) throw UNSUPPORTED;
+      // Without a map, NO_KEYS stands in for a fresh one: Object.prototype's keys are refused
+      // alike, so skipping changes nothing of what is taken.
+      if ((map ?? NO_KEYS)[key] !== undefined) throw UNSUPPORTED;
       if (sub === SKIP) {
         if (skipped === undefined) skipped = [key];
         else if (Array.isArray(skipped)) {

@@ -231,7 +231,8 @@ describe('blockYamlDocuments', () => {
       if (depth > 4 || r < 0.35) return rnd() < 0.85 ? pick(scalars) : Math.floor(rnd() * 100);
       if (r < 0.8) {
         const o: Record<string, unknown> = {};
-        for (let i = Math.floor(rnd() * 6); i > 0; i--) o[pick(keys)] = value(depth + 1);
+        // Now and then a key Object.prototype has: declined alike, built or skipped.
+        for (let i = Math.floor(rnd() * 6); i > 0; i--) o[rnd() < 0.02 ? 'constructor' : pick(keys)] = value(depth + 1);
         return o;
       }
       return Array.from({ length: Math.floor(rnd() * 4) }, () => value(depth + 1));
@@ -284,6 +285,6 @@ describe('blockYamlDocuments', () => {
       taken++;
       assert.deepEqual(pruned, jsYaml(text).map(root), JSON.stringify(text));
     }
-    assert.ok(taken > 600, `only ${taken} texts taken`);
+    assert.ok(taken > 400, `only ${taken} texts taken`);
   });
 });
