@@ -13,11 +13,11 @@
  * For what it accepts the result is js-yaml's (core schema) to the value: plain scalars are
  * resolved by js-yaml's own core-schema types (null, bool, int, float), in js-yaml's order.
  *
- * Asked for only some fields of each object (FieldsOf: a Pod's containers' images, probes and
- * env, its status conditions, nothing of a kind the agent does not read), it builds only those:
- * the rest is parsed all the same, with every check that decides what is in the subset, so what
- * it accepts and declines does not change, but no value of it is made (no strings copied, no
- * scalars resolved, no maps or lists): most of a Pod manifest is never read. */
+ * Asked for only some fields of each object (FieldsOf), it builds only those. The rest (a Pod's
+ * images, probes, env and status conditions; all of a kind the agent does not read) is parsed
+ * all the same, with every check that decides what is in the subset, so what it accepts and
+ * declines does not change, but no value of it is made (no strings copied, no scalars resolved,
+ * no maps or lists): most of a Pod manifest is never read. */
 import type { Schema } from 'js-yaml';
 
 interface ScalarType {
