@@ -11,14 +11,19 @@
  * that parses but is malformed is reported with file, document index and field, and the last
  * good version of its object stays (a NetworkPolicy that cannot be understood fails closed
  * instead, see normalize.ts). A kind nfkube does not read is a warning naming file and kind.
- * When two files define the same object the first file by name wins. */
+ * When two files define the same object the first file by name wins.
+ *
+ * YAML documents in the subset yaml-block.ts takes are built only as far as define() and the
+ * normalizers read them (FIELDS_READ; a kind this agent does not read, its kind alone): most of
+ * a Pod manifest is parsed and checked, never built. */
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Document } from 'yaml';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
-import { describeObject, failClosedPolicy, normalizers, objectId, type ObjectKind } from './normalize';
+import { describeObject, failClosedPolicy, FIELDS_READ, normalizers, objectId, type ObjectKind } from './normalize';
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import type { FieldsOf, FieldTree } from './yaml-block';
 import { fastYamlDocuments } from './yaml-documents';
 
 export interface ManifestSourceOptions extends SourceHandlers {
@@ -54,6 +59,9 @@ interface Defined {
   object: unknown;
 }
 
+/** What define() reads of an object of a kind this agent does not read: its kind alone. */
+const KIND_ONLY: FieldTree = Object.freeze({});
+
 /** `Kind key`: one object's identity across files. */
 type Ident = string;
 
@@ -66,6 +74,12 @@ export class ManifestSource implements ClusterSource {
   private watcher?: FSWatcher;
   private readonly kinds: ReadonlySet<string>;
   private readonly dirPrefix: string;
+  /** The fields of each object the YAML parser builds: what define() and the normalizers read. */
+  private readonly fieldsOf: FieldsOf = (kind) => {
+    if (kind.endsWith('List')) return undefined;
+    if (!Object.hasOwn(API_VERSIONS, kind) || !this.kinds.has(kind)) return KIND_ONLY;
+    return FIELDS_READ[kind as ObjectKind];
+  };
 
   constructor(private readonly opts: ManifestSourceOptions) {
     this.state = new ClusterState(opts);
@@ -94,26 +108,35 @@ export class ManifestSource implements ClusterSource {
   /** Re-reads every file (and forgets files that are gone): a full resync. */
   rescanAll(): void {
     let present: string[];
+    /** Names the directory entry says are regular files: no stat before their open. */
+    const regular = new Set<string>();
     try {
-      present = readdirSync(this.opts.dir).filter(isManifestName).sort();
+      present = [];
+      for (const entry of readdirSync(this.opts.dir, { withFileTypes: true })) {
+        if (!isManifestName(entry.name)) continue;
+        present.push(entry.name);
+        if (entry.isFile()) regular.add(entry.name);
+      }
+      present.sort();
     } catch (err) {
       this.opts.onError(sourceErrorFrom(err, { file: this.opts.dir }));
       return;
     }
     const listed = new Set(present);
     for (const name of [...this.files.keys()]) if (!listed.has(name)) this.rescan(name);
-    for (const name of present) this.rescan(name);
+    for (const name of present) this.rescan(name, regular.has(name));
   }
 
-  /** Re-reads one file and delivers the differences it makes. */
-  rescan(name: string): void {
+  /** Re-reads one file and delivers the differences it makes. `regular`: its directory entry,
+   * just read, says it is a regular file. */
+  rescan(name: string, regular = false): void {
     if (!isManifestName(name)) return;
     // Names come from readdir or the watch: one component, no normalising join needed.
     const path = `${this.dirPrefix}${name}`;
     let text: string | undefined;
     const limit = isJsonName(name) ? MAX_MANIFEST_BYTES.json : MAX_MANIFEST_BYTES.yaml;
     try {
-      const read = readManifest(path, limit);
+      const read = readManifest(path, limit, regular);
       if (typeof read === 'number') {
         this.opts.onError({ message: `${name}: ${read} bytes, more than the ${limit} this format may have; not read (its previous objects stay)`, file: name });
         return;
@@ -187,7 +210,7 @@ export class ManifestSource implements ClusterSource {
       return { documents, broken };
     }
     // YAML: the fast parser first; the document model below for what it does not take as is.
-    const fast = fastYamlDocuments(text);
+    const fast = fastYamlDocuments(text, this.fieldsOf);
     if (fast) {
       documents.push(...fast);
       return { documents, broken };
@@ -316,12 +339,14 @@ let scratch = Buffer.allocUnsafe(256 * 1024);
 const SCRATCH_MAX_BYTES = 1024 * 1024;
 
 /** The text of a regular file, its size when that is more than limit (not read), or undefined
- * when it is not a regular file. Only what stat says is a regular file is opened: opening a
- * device a name links to can act on it (a watchdog arms, a terminal becomes the agent's). Then
+ * when it is not a regular file. Only what stat (or the directory entry, when `regular`: a
+ * scan of thousands of files then makes one system call fewer each) says is a regular file is
+ * opened: opening a device a name links to can act on it (a watchdog arms, a terminal becomes
+ * the agent's). Then
  * one open, fstat, read and close: opened non-blocking, so a FIFO swapped in meanwhile cannot
  * hang the agent, and sized by the descriptor, so the check and the read are one file. */
-function readManifest(path: string, limit: number): string | number | undefined {
-  if (!statSync(path, { throwIfNoEntry: false })?.isFile()) return undefined;
+function readManifest(path: string, limit: number, regular: boolean): string | number | undefined {
+  if (!regular && !statSync(path, { throwIfNoEntry: false })?.isFile()) return undefined;
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
     const stat = fstatSync(fd);
@@ -353,7 +378,7 @@ function readManifest(path: string, limit: number): string | number | undefined 
 }
 
 function isManifestName(name: string): boolean {
-  return !name.startsWith('.') && MANIFEST_EXTENSIONS.has(extname(name).toLowerCase());
+  return !name.startsWith('.') && MANIFEST_EXTENSIONS.has(extensionOf(name));
 }
 
 /** The identity of a NetworkPolicy in a document that could not be converted, read from its
@@ -392,14 +417,24 @@ function bracketDepthExceeded(text: string, max: number): number {
   for (let i = text.indexOf('{'); i >= 0 && brackets <= max; i = text.indexOf('{', i + 1)) brackets++;
   if (brackets <= max) return -1;
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
+    // Most characters outside strings (spaces, newlines, digits, `:` and `,`) are below `[`:
+    // one comparison passes them.
+    if (c < 0x5b) {
+      if (c !== 0x22) continue;
+      // A string is skipped by the native search for its closing quote (one not escaped by an
+      // odd run of backslashes): a List file is mostly strings, and visiting each of their
+      // characters cost more than JSON.parse of the file.
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        if (i < 0) return -1;
+        let b = i - 1;
+        while (text.charCodeAt(b) === 0x5c) b--;
+        if ((i - b) % 2 === 1) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) return i;
     } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
   }
@@ -407,7 +442,15 @@ function bracketDepthExceeded(text: string, max: number): number {
 }
 
 function isJsonName(name: string): boolean {
-  return extname(name).toLowerCase() === '.json';
+  return extensionOf(name) === '.json';
+}
+
+/** path.extname of a file name (one component), lower-cased: the last `.` and what follows,
+ * none for a name that only starts with one. Called twice for each of thousands of files: no
+ * path parsing. */
+function extensionOf(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot > 0 ? name.slice(dot).toLowerCase() : '';
 }
 
 /** The identity to fail a nameless policy closed under, when its namespace can be told. */

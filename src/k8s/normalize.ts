@@ -28,6 +28,7 @@ import type {
 } from './model';
 import { normalizeEndpointSlice, normalizeNode, normalizeService } from './normalize-service';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from './service-model';
+import type { FieldTree } from './yaml-block';
 
 export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node';
 
@@ -476,6 +477,22 @@ export const normalizers: Record<
   Service: (raw, opts) => normalizeService(raw, opts),
   EndpointSlice: (raw, opts) => normalizeEndpointSlice(raw, opts),
   Node: (raw, opts) => normalizeNode(raw, opts),
+};
+
+/** The fields of a manifest each normalizer reads (objectId, readObject and failClosedPolicy
+ * included), for a parser that builds only those (yaml-block.ts): most of a Pod is never read.
+ * A field read above and not named here would read as absent from YAML manifests:
+ * test/k8s/normalize-fields.test.ts normalizes objects whole and so pruned and compares. Kinds
+ * not listed are built whole. */
+export const FIELDS_READ: Partial<Record<ObjectKind, FieldTree>> = {
+  Pod: {
+    apiVersion: true,
+    metadata: { name: true, namespace: true, labels: true },
+    spec: { nodeName: true, hostNetwork: true, containers: { ports: true } },
+    status: { phase: true, podIP: true, podIPs: true },
+  },
+  Namespace: { apiVersion: true, metadata: { name: true, labels: true, annotations: { 'nfkube.io/policy-mode': true } } },
+  NetworkPolicy: { apiVersion: true, metadata: { name: true, namespace: true }, spec: true },
 };
 
 /** Milliseconds since the epoch of an object's last change as the API server recorded it: the

@@ -3,14 +3,15 @@
  * `yaml`'s document model (parseAllDocuments + toJS) keeps a node per value with source ranges,
  * comments and errors: measured side by side on the bench cluster's manifests it costs about 80x
  * JSON.parse, and its lower-level Parser alone 45x; js-yaml builds the values directly, at about
- * 6x, and the block-style subset parser (yaml-block.ts) at about 2x (bench/manifest-parse.bench.ts).
+ * 6x, and the block-style subset parser (yaml-block.ts) at about 3x, or 2x when it builds only
+ * the fields the caller reads (bench/manifest-parse.bench.ts).
  * So a file is read by the subset parser when it is in the subset, else by js-yaml with the YAML
  * 1.2 core schema (no timestamps, no merge keys: the same scalars `yaml` resolves), and the slow,
  * exact path stays for what neither takes as it is: a file js-yaml refuses (syntax errors,
  * unknown tags, which `yaml` reports with the document index or tolerates) and a file whose
  * aliases share collections (`yaml` enforces the alias-expansion limit on those). */
 import type * as JsYaml from 'js-yaml';
-import { blockYamlDocuments, implicitTypes } from './yaml-block';
+import { blockYamlDocuments, implicitTypes, type FieldsOf } from './yaml-block';
 
 /** js-yaml and its core schema's scalar types, loaded with the first YAML file. */
 let loaded: { jsYaml: typeof JsYaml; types?: ReturnType<typeof implicitTypes> } | undefined;
@@ -24,10 +25,11 @@ function jsYaml(): NonNullable<typeof loaded> {
 }
 
 /** The documents (null for an empty one), or undefined when the caller must take the exact
- * path: js-yaml refused the text, or aliases share collections within it. */
-export function fastYamlDocuments(text: string): unknown[] | undefined {
+ * path: js-yaml refused the text, or aliases share collections within it. With fieldsOf, the
+ * subset parser builds only the fields it names of each object (js-yaml builds them all). */
+export function fastYamlDocuments(text: string, fieldsOf?: FieldsOf): unknown[] | undefined {
   const { jsYaml: js, types } = jsYaml();
-  const block = types ? blockYamlDocuments(text, types) : undefined;
+  const block = types ? blockYamlDocuments(text, types, fieldsOf) : undefined;
   if (block) return block;
   let documents: unknown[];
   try {

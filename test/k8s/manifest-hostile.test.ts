@@ -109,6 +109,26 @@ describe('ManifestSource under hostile files', () => {
     }
   });
 
+  test('the depth check skips strings: brackets and escaped quotes inside them do not count, an escaped backslash ends one', T, async () => {
+    const ns = (name: string, label: string) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name }, spec: { note: label } });
+    const s = await startOver({
+      // 1,500 brackets inside strings, some between escaped quotes: no nesting at all.
+      'strings.json': JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [ns('brackets', '[{'.repeat(750)), ns('quotes', '\\"[[[\\"'.repeat(300))] }),
+      // A string that ends in an escaped backslash, then real nesting.
+      'deep.json': String.raw`{"a": "x\\", "b": ` + '['.repeat(1500) + ']'.repeat(1500) + '}',
+    });
+    try {
+      assert.ok(s.initial.namespaces.has('brackets') && s.initial.namespaces.has('quotes'));
+      assert.deepEqual(
+        s.rec.errors.map((e) => e.file),
+        ['deep.json'],
+      );
+      assert.match(s.rec.errors[0].message, /nested deeper than 1000 levels/);
+    } finally {
+      await s.stop();
+    }
+  });
+
   test('unknown kinds warn (file and kind); near-miss kinds and Lists without a list of items are errors', T, async () => {
     const warnings: SourceError[] = [];
     const s = await startOver(

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CORE_SCHEMA, dump, loadAll } from 'js-yaml';
 import { stringify } from 'yaml';
-import { blockYamlDocuments, implicitTypes } from '../../src/k8s/yaml-block';
+import { blockYamlDocuments, implicitTypes, type FieldsOf, type FieldTree } from '../../src/k8s/yaml-block';
 import { mulberry32 } from '../helpers/prng';
 
 const TYPES = implicitTypes(CORE_SCHEMA)!;
@@ -213,5 +213,78 @@ describe('blockYamlDocuments', () => {
       assert.deepEqual(got, want, JSON.stringify(text));
     }
     assert.ok(taken > 1000, `only ${taken} texts taken`);
+  });
+
+  test('asked for some fields: exactly those of the value js-yaml gives, and the same texts taken', () => {
+    const rnd = mulberry32(29);
+    const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)];
+    const trees: Record<string, FieldTree> = {
+      Pod: { apiVersion: true, metadata: { name: true, labels: true }, spec: { containers: { ports: true } } },
+      Skipped: {},
+      Deep: { spec: { a: { name: true } }, items: true },
+    };
+    const fieldsOf: FieldsOf = (kind) => (kind.endsWith('List') ? undefined : trees[kind]);
+    const keys = ['apiVersion', 'kind', 'metadata', 'name', 'labels', 'spec', 'containers', 'ports', 'a', 'items', 'status', 'x.io/y'];
+    const scalars = ['Pod', 'Skipped', 'Deep', 'List', 'PodList', 'web', '8080', 'true', 'null', '', 'a: b', '1.5', "it's"];
+    const value = (depth: number): unknown => {
+      const r = rnd();
+      if (depth > 4 || r < 0.35) return rnd() < 0.85 ? pick(scalars) : Math.floor(rnd() * 100);
+      if (r < 0.8) {
+        const o: Record<string, unknown> = {};
+        // Now and then a key Object.prototype has: declined alike, built or skipped.
+        for (let i = Math.floor(rnd() * 6); i > 0; i--) o[rnd() < 0.02 ? 'constructor' : pick(keys)] = value(depth + 1);
+        return o;
+      }
+      return Array.from({ length: Math.floor(rnd() * 4) }, () => value(depth + 1));
+    };
+    const object = (): unknown => {
+      const o: Record<string, unknown> = {};
+      // kind mostly first (as written by kubectl and yaml.stringify), sometimes after other keys.
+      if (rnd() < 0.3) o[pick(keys)] = value(1);
+      o.kind = pick(['Pod', 'Skipped', 'Deep', 'List', 'PodList', 'Other', 7]);
+      for (let i = Math.floor(rnd() * 6); i > 0; i--) o[pick(keys)] = value(1);
+      if (String(o.kind).endsWith('List') || rnd() < 0.2) o.items = Array.from({ length: Math.floor(rnd() * 4) }, () => (rnd() < 0.8 ? object() : value(2)));
+      return o;
+    };
+    // The reference: js-yaml's documents, cut as the tree says.
+    const cut = (v: unknown, want: FieldTree | true | 'items'): unknown => {
+      if (want === true) return v;
+      if (want === 'items') return Array.isArray(v) ? v.map((e) => root(e)) : v;
+      if (Array.isArray(v)) return v.map((e) => cut(e, want));
+      if (typeof v !== 'object' || v === null) return v;
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) if (Object.hasOwn(want, k)) out[k] = cut(x, want[k]);
+      return out;
+    };
+    const root = (v: unknown): unknown => {
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+      let fields: FieldTree | true = true;
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) {
+        const sub = fields === true ? (k === 'items' ? 'items' : true) : k === 'kind' ? true : Object.hasOwn(fields, k) ? fields[k] : undefined;
+        if (sub === undefined) continue;
+        out[k] = cut(x, sub);
+        if (k === 'kind' && typeof x === 'string') fields = fieldsOf(x) ?? true;
+      }
+      return out;
+    };
+    let taken = 0;
+    for (let i = 0; i < 3000; i++) {
+      let text = Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => stringify(object(), { indentSeq: rnd() < 0.5 })).join('---\n');
+      // Damage: a duplicate key, a bad indent, a flow value, a tab, somewhere in the text.
+      if (rnd() < 0.3) {
+        const lines = text.split('\n');
+        const at = Math.floor(rnd() * lines.length);
+        lines.splice(at, 0, ' '.repeat(Math.floor(rnd() * 8)) + pick(['name: x', 'a: 1', 'kind: Pod', '- a', 'ports: [1]', 'a:\tb', 'a: |', 'a: &x 1']));
+        text = lines.join('\n');
+      }
+      const whole = block(text);
+      const pruned = blockYamlDocuments(text, TYPES, fieldsOf);
+      assert.equal(pruned === undefined, whole === undefined, `taken by one and not the other: ${JSON.stringify(text)}`);
+      if (pruned === undefined) continue;
+      taken++;
+      assert.deepEqual(pruned, jsYaml(text).map(root), JSON.stringify(text));
+    }
+    assert.ok(taken > 400, `only ${taken} texts taken`);
   });
 });
