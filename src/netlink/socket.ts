@@ -1,5 +1,6 @@
 /** A netlink socket bound to one namespace, with operations serialised in call order. */
 import { native, NativeDump, NativeSocket, NativeTransact } from '../native/binding';
+import { stamp } from '../observe/latency-trace';
 import { DecodeError, NetlinkError } from './errors';
 import { decodeNfMessages, NETLINK_NETFILTER, NfMessage } from './message';
 import { Netns } from './netns';
@@ -106,7 +107,10 @@ export class NetlinkSocket {
     let bytes = 0;
     for (const d of datagrams) bytes += d.length;
     return this.serial(async () => {
-      return transactResult(bytes <= SYNC_TRANSACT_BYTES ? this.sock.transactSync(datagrams) : await this.sock.transact(datagrams));
+      stamp('send');
+      const raw = bytes <= SYNC_TRANSACT_BYTES ? this.sock.transactSync(datagrams) : await this.sock.transact(datagrams);
+      stamp('acked');
+      return transactResult(raw);
     });
   }
 
@@ -132,6 +136,20 @@ export class NetlinkSocket {
   listen(onMessages: (messages: Buffer, overruns: number, errno: number) => void): void {
     if (this.closed) throw new Error('netlink socket is closed');
     this.sock.listen(onMessages);
+  }
+
+  /** Joins a multicast group (NFNLGRP_NFTABLES: every ruleset change, and each commit's
+   * NFT_MSG_NEWGEN); its messages go to listen(). */
+  joinGroup(group: number): void {
+    if (this.closed) throw new Error('netlink socket is closed');
+    this.sock.joinGroup(group);
+  }
+
+  /** Queues only the datagrams a classic BPF program (struct sock_filter[]) accepts: a listener
+   * is then woken only for those. */
+  attachFilter(program: Buffer): void {
+    if (this.closed) throw new Error('netlink socket is closed');
+    this.sock.attachFilter(program);
   }
 
   /** Closes once every queued operation has finished. */

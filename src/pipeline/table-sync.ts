@@ -21,6 +21,7 @@ import { ClusterChange } from '../k8s/source';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
 import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
 import { Component, SyncKind } from './component';
+import { discard, stamp } from '../observe/latency-trace';
 import { plan } from './plan';
 import { ChangeScope } from './scope';
 
@@ -155,7 +156,9 @@ export class TableSync {
   /** Offers one change to the component; true when it changed the desired model. */
   offer(change: ClusterChange): boolean {
     if (!this.started || this.stopped) return false;
+    stamp('offered');
     if (!this.component.apply(change, this.pending)) return false;
+    stamp('applied');
     this.pendingObjects.push(`${change.kind} ${change.key}`);
     this.opts.onQueue?.();
     this.kick();
@@ -221,15 +224,19 @@ export class TableSync {
       try {
         await this.handOff(async (scope, objects) => {
           const t0 = performance.now();
+          stamp('flush');
           const desired = this.component.desired;
           const d = diffRulesets(this.committed, desired, scope);
-          if (isEmptyDiff(d)) return;
-          const res = await commit(this.opts.socket, diffTransaction(this.committed, desired, d), { echo: false });
+          if (isEmptyDiff(d)) return discard();
+          const tx = diffTransaction(this.committed, desired, d);
+          stamp('diffed');
+          const res = await commit(this.opts.socket, tx, { echo: false });
           applyDiff(this.committed, desired, d);
           this.succeeded();
           for (const name of d.addChains) this.unverified.add(name);
           for (const name of d.rewriteChains) this.unverified.add(name);
           this.recordCommit('incremental', res, t0, d, { objects });
+          stamp('committed');
         });
       } catch (err) {
         this.syncFailed('incremental', err);
@@ -284,7 +291,9 @@ export class TableSync {
   private async verifyChains(names: string[]): Promise<void> {
     const meant = names.filter((name) => this.committed.chains.has(name));
     if (meant.length === 0) return;
+    stamp('readback');
     const back = await listChainRules(this.opts.socket, this.table.family, this.table.name, meant);
+    stamp('verified');
     for (const name of meant) {
       if (sameRules(back.get(name) ?? [], this.committed.chains.get(name)!.rules)) continue;
       this.logger.warn({ chain: name }, 'a chain read back differs from what was committed; scheduling a full resync');
