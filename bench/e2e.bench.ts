@@ -238,6 +238,14 @@ function eventPod(i: number, namespaces: number): K8sObject {
   return podObject({ ...p, name: `event-${i}`, ips: [podIp(120_000 + (i % 2000))] }, 900_000 + i);
 }
 
+/** Every event pod the single events and the bursts use, made before the clock starts: the
+ * latency is the agent's, not the bench's making (or YAML-printing) of the object. */
+function preparedPods<T>(namespaces: number, as: (pod: K8sObject) => T): T[] {
+  const out: T[] = [];
+  for (let k = 0; k < EVENTS / 2 + BURSTS * BURST; k++) out.push(as(eventPod(k, namespaces)));
+  return out;
+}
+
 /** A running agent (over HTTP or a manifests directory): time and CPU to its first commit, then
  * EVENTS writes each followed by polling for the commit. */
 /** write(i) makes change i and may return when it was sent to the agent (process.hrtime.bigint()). */
@@ -287,7 +295,6 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
       fromSent.sort((a, b) => a - b);
       s.child.kill('SIGTERM');
       await s.exited.catch(() => undefined);
-      if (process.env.S7DBG) writeFileSync("/tmp/s7-dbg.json", JSON.stringify({ events: events.map((e) => [String(e.t0), String(e.sent), String(e.seen)]), trace: readFileSync(trace, "utf8") }));
       const split = TRACE ? splitLatency(events, readFileSync(trace, 'utf8')) : undefined;
       return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: end.hwmMB, latencies, fromSent, missed, cpuPerEventMs: (end.cpuMs - cpu0) / EVENTS, bursts, split };
     } finally {
@@ -307,8 +314,9 @@ async function informerRow(pods: number, policies: number): Promise<LiveResult> 
     for (const o of clusterObjects(cluster)) server.create(o);
     const kubeconfig = server.writeKubeconfig(join(work, `kubeconfig-${pods}`));
     const namespaces = pods / 50;
+    const eventPods = preparedPods(namespaces, (p) => p);
     return await liveRun(`${pods / 1000}k pods / ${policies} policies`, ['agent', '--kubeconfig', kubeconfig, '--node-name', NODE, '--log-level', process.env.NFKUBE_BENCH_DEBUG ? 'debug' : 'warn', '--metrics-addr', '127.0.0.1:0'], namespaces, (i) => {
-      const pod = eventPod(i >> 1, namespaces);
+      const pod = eventPods[i >> 1];
       const m = pod.metadata as { namespace: string; name: string };
       if (i % 2 === 0) server.create(pod);
       else server.delete('Pod', m.namespace, m.name);
@@ -323,9 +331,10 @@ async function fileWatchRow(objects: K8sObject[], pods: number, policies: number
   const dir = join(work, 'watched');
   writeLayout(dir, objects, 'yaml-per-object');
   const namespaces = pods / 50;
+  const texts = preparedPods(namespaces, (p) => stringify(p));
   return liveRun(`${pods / 1000}k pods / ${policies} policies`, ['agent', '--manifests', dir, '--node-name', NODE, '--log-level', process.env.NFKUBE_BENCH_DEBUG ? 'debug' : 'warn', '--metrics-addr', '127.0.0.1:0'], namespaces, (i) => {
     const file = join(dir, `event-${i >> 1}.yaml`);
-    if (i % 2 === 0) writeFileSync(file, stringify(eventPod(i >> 1, namespaces)));
+    if (i % 2 === 0) writeFileSync(file, texts[i >> 1]);
     else unlinkSync(file);
   });
 }

@@ -51,6 +51,8 @@ function dumpResult(raw: NativeDump, what: string): NfMessage[] {
 
 export class NetlinkSocket {
   private queue: Promise<unknown> = Promise.resolve();
+  /** Operations queued or running. */
+  private queued = 0;
   private seq: number;
   private closed = false;
   private readonly dumpTimeoutMs: number;
@@ -93,10 +95,17 @@ export class NetlinkSocket {
     return this.seq;
   }
 
+  /** Runs op after the operations queued before it; on an idle socket at once, so a small
+   * commit reaches the kernel in the same turn as the change that made it (a promise hop
+   * waited for Node's stream bookkeeping of the read that carried the event). */
   private serial<T>(op: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error('netlink socket is closed'));
-    const run = this.queue.then(op, op);
-    this.queue = run.catch(() => undefined);
+    this.queued++;
+    const run = this.queued === 1 ? op() : this.queue.then(op, op);
+    this.queue = run.then(
+      () => void this.queued--,
+      () => void this.queued--,
+    );
     return run;
   }
 

@@ -25,6 +25,8 @@ export const TRACE_STAGES = [
   /** The component applied it to its desired model. */
   'applied',
   /** The commit lane started on it. */
+  'lane',
+  /** Its changes taken for one commit. */
   'flush',
   /** Diff and transaction built. */
   'diffed',
@@ -45,17 +47,17 @@ const file = process.env.NFKUBE_LATENCY_TRACE;
 /** Constant for the process's life: a stamp is a no-op when false. */
 export const tracing = !!file;
 
-let open: Partial<Record<TraceStage, string>> | undefined;
-let closed: Partial<Record<TraceStage, string>> | undefined;
+let open: Partial<Record<TraceStage, bigint>> | undefined;
+let closed: Partial<Record<TraceStage, bigint>> | undefined;
 let fd = -1;
 /** Closed records and GC pauses, serialized when written (a record's read-back comes later). */
-const lines: object[] = [];
+const lines: Record<string, bigint | number>[] = [];
 let writeScheduled = false;
 
 /** Records the time of `stage` for the event in flight (the first stamp of a stage wins). */
 export function stamp(stage: TraceStage): void {
   if (!tracing) return;
-  const now = process.hrtime.bigint().toString();
+  const now = process.hrtime.bigint();
   if (stage === 'readback' || stage === 'verified') {
     if (closed && !closed[stage]) closed[stage] = now;
     return;
@@ -91,14 +93,14 @@ function scheduleWrite(): void {
 function write(): void {
   if (lines.length === 0) return;
   if (fd < 0) fd = openSync(file!, 'a');
-  writeSync(fd, lines.splice(0).map((l) => JSON.stringify(l)).join('\n') + '\n');
+  writeSync(fd, lines.splice(0).map((l) => JSON.stringify(l, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).join('\n') + '\n');
 }
 
 if (tracing) {
   // GC pauses as `{"gc": start ns, "ms": duration}`, to set beside slow events.
   const origin = process.hrtime.bigint() - BigInt(Math.round(performance.now() * 1e6));
   new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) lines.push({ gc: (origin + BigInt(Math.round(e.startTime * 1e6))).toString(), ms: e.duration });
+    for (const e of list.getEntries()) lines.push({ gc: origin + BigInt(Math.round(e.startTime * 1e6)), ms: e.duration });
     scheduleWrite();
   }).observe({ entryTypes: ['gc'] });
   process.on('exit', () => {

@@ -67,16 +67,34 @@ export interface SyncTotals {
  * must not be bumped by another table's commit in between. */
 export class Lane {
   private last: Promise<void> = Promise.resolve();
+  /** Pieces of work queued or running. */
+  private queued = 0;
 
   get busy(): Promise<void> {
     return this.last;
   }
 
+  /** Runs fn after the work queued before it. An idle lane starts it on the next tick: after
+   * the code that asked (a source delivering every event of one read: they are committed
+   * together), before Node's own stream bookkeeping for that read, which a promise hop waits
+   * for (~80 µs an event, measured). */
   run<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.last.then(fn);
+    this.queued++;
+    const run =
+      this.queued === 1
+        ? new Promise<T>((resolve, reject) =>
+            process.nextTick(() => {
+              try {
+                resolve(fn());
+              } catch (err) {
+                reject(err);
+              }
+            }),
+          )
+        : this.last.then(fn);
     this.last = run.then(
-      () => undefined,
-      () => undefined,
+      () => void this.queued--,
+      () => void this.queued--,
     );
     return run;
   }
@@ -205,6 +223,7 @@ export class TableSync {
    * wrote. Events already read from the source are committed before the read-back (one turn of
    * the event loop): verifying one commit never delays the next. */
   private async flush(): Promise<void> {
+    stamp('lane');
     while (!this.stopped) {
       if (this.pending.empty) {
         if (this.unverified.size === 0) return;
