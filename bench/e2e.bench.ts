@@ -13,11 +13,11 @@
  * same run, a "before" row for each `--once`, cold-start, `ipset restore` and live row; --rows
  * once,live,cold,ipset runs only those groups (default all); --live-rows informer:5000:500,watch:5000:500
  * picks the live rows (default: informer at each size, then the watched directory);
- * NFKUBE_BENCH_LIVE_ROUNDS=N runs each live row N times, builds interleaved.
+ * NFKUBE_BENCH_LIVE_ROUNDS=N runs each live row N times, builds interleaved (in turn first).
  * NFKUBE_BENCH_TRACE=1 runs the live agents with NFKUBE_LATENCY_TRACE (src/observe/latency-trace.ts)
  * and splits each event's latency by stage, with the slowest events and the GC pauses inside them. */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -295,7 +295,8 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
       fromSent.sort((a, b) => a - b);
       s.child.kill('SIGTERM');
       await s.exited.catch(() => undefined);
-      const split = TRACE ? splitLatency(events, readFileSync(trace, 'utf8')) : undefined;
+      // A build without the trace (NFKUBE_BENCH_BEFORE) writes none.
+      const split = TRACE && existsSync(trace) ? splitLatency(events, readFileSync(trace, 'utf8')) : undefined;
       return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: end.hwmMB, latencies, fromSent, missed, cpuPerEventMs: (end.cpuMs - cpu0) / EVENTS, bursts, split };
     } finally {
       s.child.kill('SIGTERM');
@@ -403,7 +404,9 @@ async function liveRows(): Promise<{ informers: LiveResult[]; watched: LiveResul
   const out = { informers: [] as LiveResult[], watched: [] as LiveResult[] };
   for (const row of rows) {
     for (let r = 0; r < LIVE_ROUNDS; r++) {
-      for (const b of BUILDS) {
+      // Which build goes first alternates: a row starts while the previous row's namespace
+      // (and its ruleset) is still being torn down.
+      for (const b of r % 2 ? [...BUILDS].reverse() : BUILDS) {
         const result = await liveInOwnNamespace(row, b.bin);
         result.size += b.label + (LIVE_ROUNDS > 1 ? `, round ${r + 1}` : '');
         (row.startsWith('informer') ? out.informers : out.watched).push(result);
