@@ -10,10 +10,14 @@
  * methods are interleaved, each row is the best of its runs, and the ratios are the result.
  * Run: node dist/bench/e2e.bench.js [--quick] (NFKUBE_BENCH_QUICK=1 does the same: 1k pods).
  * NFKUBE_BENCH_BEFORE=DIR (a built checkout: DIR/bin/nfkube, DIR/dist) adds, interleaved in the
- * same run, a "before" row for each `--once`, cold-start and `ipset restore` row; --rows
- * once,live,cold,ipset runs only those groups (default all). */
+ * same run, a "before" row for each `--once`, cold-start, `ipset restore` and live row; --rows
+ * once,live,cold,ipset runs only those groups (default all); --live-rows informer:5000:500,watch:5000:500
+ * picks the live rows (default: informer at each size, then the watched directory);
+ * NFKUBE_BENCH_LIVE_ROUNDS=N runs each live row N times, builds interleaved (in turn first).
+ * NFKUBE_BENCH_TRACE=1 runs the live agents with NFKUBE_LATENCY_TRACE (src/observe/latency-trace.ts)
+ * and splits each event's latency by stage, with the slowest events and the GC pauses inside them. */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -28,6 +32,7 @@ import { ms, procStats, ratio, table } from './harness';
 import { GenerationWatch } from './generation-watch';
 import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, writeLayout } from './manifests';
 import { straightforwardNft } from './reference';
+import { LatencySplit, splitLatency, splitText } from './latency-split';
 
 const QUICK = process.argv.includes('--quick') || process.env.NFKUBE_BENCH_QUICK === '1';
 /** NFKUBE_BENCH_BIN: another build's bin/nfkube, to compare two builds side by side. */
@@ -44,6 +49,8 @@ const PROBE = join(__dirname, 'probe.js');
 const ONCE_SIZE: [number, number] = QUICK ? [1000, 100] : [5000, 500];
 const INFORMER_SIZES: [number, number][] = QUICK ? [[1000, 100]] : [[5000, 500], [20000, 2000]];
 const RUNS = QUICK ? 1 : 2;
+const LIVE_ROUNDS = Number(process.env.NFKUBE_BENCH_LIVE_ROUNDS ?? 1);
+const TRACE = process.env.NFKUBE_BENCH_TRACE === '1';
 const EVENTS = QUICK ? 20 : 100;
 /** Bursts after the single events: BURST pod adds written on consecutive turns of this
  * process's event loop, then their deletes likewise. */
@@ -220,6 +227,8 @@ interface LiveResult {
   cpuPerEventMs: number;
   /** Per burst: first write -> the last commit it caused, and how many commits. */
   bursts: { ms: number; commits: number }[];
+  /** NFKUBE_BENCH_TRACE: the events' latency by stage (bench/latency-split.ts). */
+  split?: LatencySplit;
 }
 
 /** An event pod on this node: its add always commits (every namespace has a policy selecting all
@@ -227,6 +236,14 @@ interface LiveResult {
 function eventPod(i: number, namespaces: number): K8sObject {
   const p = makePod(rng(1000 + i), 900_000 + i, `ns-${i % namespaces}`, 0);
   return podObject({ ...p, name: `event-${i}`, ips: [podIp(120_000 + (i % 2000))] }, 900_000 + i);
+}
+
+/** Every event pod the single events and the bursts use, made before the clock starts: the
+ * latency is the agent's, not the bench's making (or YAML-printing) of the object. */
+function preparedPods<T>(namespaces: number, as: (pod: K8sObject) => T): T[] {
+  const out: T[] = [];
+  for (let k = 0; k < EVENTS / 2 + BURSTS * BURST; k++) out.push(as(eventPod(k, namespaces)));
+  return out;
 }
 
 /** A running agent (over HTTP or a manifests directory): time and CPU to its first commit, then
@@ -237,7 +254,8 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
   const generations = new GenerationWatch();
   try {
     const g0 = await getGeneration(socket);
-    const s = startNfkube(undefined, args, undefined, DAEMONSET_ENV);
+    const trace = join(work, `trace-${process.hrtime.bigint()}.jsonl`);
+    const s = startNfkube(undefined, args, undefined, { ...DAEMONSET_ENV, ...(TRACE ? { NFKUBE_LATENCY_TRACE: trace } : {}) });
     try {
       const first = await firstCommit(socket, s, g0);
       if (first === undefined) throw new Error(`${size}: no commit`);
@@ -246,11 +264,13 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
       const cpu0 = procStats(s.pid).cpuMs;
       const latencies: number[] = [];
       const fromSent: number[] = [];
+      const events: { t0: bigint; sent?: bigint; seen?: bigint }[] = [];
       let missed = 0;
       for (let i = 0; i < EVENTS; i++) {
         const t0 = process.hrtime.bigint();
         const sent = write(i);
         const took = await generations.after(t0);
+        events.push({ t0, sent: sent || undefined, seen: took === undefined ? undefined : t0 + BigInt(Math.round(took * 1e6)) });
         if (took === undefined) missed++;
         else latencies.push(took);
         if (took !== undefined && sent) fromSent.push(took - Number(sent - t0) / 1e6);
@@ -273,7 +293,11 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
       }
       latencies.sort((a, b) => a - b);
       fromSent.sort((a, b) => a - b);
-      return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: end.hwmMB, latencies, fromSent, missed, cpuPerEventMs: (end.cpuMs - cpu0) / EVENTS, bursts };
+      s.child.kill('SIGTERM');
+      await s.exited.catch(() => undefined);
+      // A build without the trace (NFKUBE_BENCH_BEFORE) writes none.
+      const split = TRACE && existsSync(trace) ? splitLatency(events, readFileSync(trace, 'utf8')) : undefined;
+      return { size, firstCommitMs: first, cpuToFirstMs: atFirst.cpuMs, hwmAtFirstMB: atFirst.hwmMB, hwmEndMB: end.hwmMB, latencies, fromSent, missed, cpuPerEventMs: (end.cpuMs - cpu0) / EVENTS, bursts, split };
     } finally {
       s.child.kill('SIGTERM');
       await s.exited.catch(() => undefined);
@@ -291,8 +315,9 @@ async function informerRow(pods: number, policies: number): Promise<LiveResult> 
     for (const o of clusterObjects(cluster)) server.create(o);
     const kubeconfig = server.writeKubeconfig(join(work, `kubeconfig-${pods}`));
     const namespaces = pods / 50;
+    const eventPods = preparedPods(namespaces, (p) => p);
     return await liveRun(`${pods / 1000}k pods / ${policies} policies`, ['agent', '--kubeconfig', kubeconfig, '--node-name', NODE, '--log-level', process.env.NFKUBE_BENCH_DEBUG ? 'debug' : 'warn', '--metrics-addr', '127.0.0.1:0'], namespaces, (i) => {
-      const pod = eventPod(i >> 1, namespaces);
+      const pod = eventPods[i >> 1];
       const m = pod.metadata as { namespace: string; name: string };
       if (i % 2 === 0) server.create(pod);
       else server.delete('Pod', m.namespace, m.name);
@@ -307,9 +332,10 @@ async function fileWatchRow(objects: K8sObject[], pods: number, policies: number
   const dir = join(work, 'watched');
   writeLayout(dir, objects, 'yaml-per-object');
   const namespaces = pods / 50;
+  const texts = preparedPods(namespaces, (p) => stringify(p));
   return liveRun(`${pods / 1000}k pods / ${policies} policies`, ['agent', '--manifests', dir, '--node-name', NODE, '--log-level', process.env.NFKUBE_BENCH_DEBUG ? 'debug' : 'warn', '--metrics-addr', '127.0.0.1:0'], namespaces, (i) => {
     const file = join(dir, `event-${i >> 1}.yaml`);
-    if (i % 2 === 0) writeFileSync(file, stringify(eventPod(i >> 1, namespaces)));
+    if (i % 2 === 0) writeFileSync(file, texts[i >> 1]);
     else unlinkSync(file);
   });
 }
@@ -359,9 +385,35 @@ function coldStart(): { nfkube: number[]; node: number } {
 
 /** A live row runs in a process of its own in a new namespace (`unshare --net`), where the test
  * API server, the agent and the generation poller share the loopback device. */
-async function liveInOwnNamespace(what: string): Promise<LiveResult> {
-  const out = execFileSync('unshare', ['--net', process.execPath, __filename, '--live', what, ...(QUICK ? ['--quick'] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
+async function liveInOwnNamespace(what: string, bin = NFKUBE): Promise<LiveResult> {
+  const out = execFileSync('unshare', ['--net', process.execPath, __filename, '--live', what, ...(QUICK ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 1 << 26,
+    env: { ...process.env, NFKUBE_BENCH_BIN: bin },
+  });
   return JSON.parse(out) as LiveResult;
+}
+
+/** The live rows asked for, each run by every build LIVE_ROUNDS times, interleaved; results by
+ * row in the order asked, each labelled with its build. */
+async function liveRows(): Promise<{ informers: LiveResult[]; watched: LiveResult[] }> {
+  const i = process.argv.indexOf('--live-rows');
+  const [pods, policies] = ONCE_SIZE;
+  const rows = i >= 0 ? process.argv[i + 1].split(',') : [...INFORMER_SIZES.map(([p, n]) => `informer:${p}:${n}`), `watch:${pods}:${policies}`];
+  const out = { informers: [] as LiveResult[], watched: [] as LiveResult[] };
+  for (const row of rows) {
+    for (let r = 0; r < LIVE_ROUNDS; r++) {
+      // Which build goes first alternates: a row starts while the previous row's namespace
+      // (and its ruleset) is still being torn down.
+      for (const b of r % 2 ? [...BUILDS].reverse() : BUILDS) {
+        const result = await liveInOwnNamespace(row, b.bin);
+        result.size += b.label + (LIVE_ROUNDS > 1 ? `, round ${r + 1}` : '');
+        (row.startsWith('informer') ? out.informers : out.watched).push(result);
+      }
+    }
+  }
+  return out;
 }
 
 async function live(what: string): Promise<void> {
@@ -394,9 +446,7 @@ async function main(): Promise<void> {
   const cluster = buildCluster(pods, policies, 42);
   const objects = clusterObjects(cluster);
   const once = ROWS.has('once') ? await manifestRows(cluster, objects) : undefined;
-  const informers: LiveResult[] = [];
-  if (ROWS.has('live')) for (const [p, n] of INFORMER_SIZES) informers.push(await liveInOwnNamespace(`informer:${p}:${n}`));
-  const watched = ROWS.has('live') ? await liveInOwnNamespace(`watch:${pods}:${policies}`) : undefined;
+  const { informers, watched } = ROWS.has('live') ? await liveRows() : { informers: [], watched: [] };
   const cold = ROWS.has('cold') ? coldStart() : undefined;
   const ipsetCli = ROWS.has('ipset') ? await ipsetRestoreRow() : undefined;
   const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -416,7 +466,7 @@ async function main(): Promise<void> {
     ),
   );
   if (once) out.push('\nTarget 2: `agent --once --manifests` at most 1.0x the CPU of `nft -f` of the straightforward rendering.\n');
-  if (watched) out.push(
+  if (informers.length) out.push(
     table(
       ['agent over HTTP (client-node, paged LIST then watch)', 'CPU to first commit', 'wall to first commit', 'peak RSS at first commit', 'peak RSS after events', `API write -> committed p50 / p99 (${EVENTS} events)`, 'event sent -> committed p50 / p99', 'agent CPU per event', `burst of ${BURST} writes -> last commit, p50 / max (commits, median)`, 'missed'],
       informers.map((r) => [
@@ -433,14 +483,15 @@ async function main(): Promise<void> {
       ]),
     ),
   );
-  if (watched) out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by polling NFT_MSG_GETGEN from a separate poller process (bench/generation-poller.js) every ~50 µs. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution; CPU per event is the agent\'s CPU over the events, idle gaps between them included, divided by their number). "Event sent" is when the test API server handed the watch event to the socket: the API write minus the test server\'s own work (store, copies, JSON) before it.\n');
-  if (watched) out.push(
+  if (informers.length) out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by a separate process (bench/generation-poller.js) woken by the kernel\'s NFT_MSG_NEWGEN notification of each commit' + (process.env.NFKUBE_BENCH_POLL_US ? ' (here: polling NFT_MSG_GETGEN every ' + process.env.NFKUBE_BENCH_POLL_US + ' µs)' : '') + '. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution; CPU per event is the agent\'s CPU over the events, idle gaps between them included, divided by their number). "Event sent" is when the test API server handed the watch event to the socket: the API write minus the test server\'s own work (store, copies, JSON) before it.\n');
+  if (watched.length) out.push(
     table(
       ['agent over a watched manifests directory', 'time to first commit', 'CPU to first commit', `file write -> committed p50 / p95 / p99 (${EVENTS} events)`, `burst of ${BURST} writes -> last commit, p50 / max (commits, median)`, 'missed', 'peak RSS'],
-      [[watched.size, ms(watched.firstCommitMs), ms(watched.cpuToFirstMs), `${percentile(watched.latencies, 50).toFixed(2)} / ${percentile(watched.latencies, 95).toFixed(2)} / ${percentile(watched.latencies, 99).toFixed(2)} ms`, burstText(watched), String(watched.missed), `${watched.hwmEndMB.toFixed(0)} MB`]],
+      watched.map((w) => [w.size, ms(w.firstCommitMs), ms(w.cpuToFirstMs), `${percentile(w.latencies, 50).toFixed(2)} / ${percentile(w.latencies, 95).toFixed(2)} / ${percentile(w.latencies, 99).toFixed(2)} ms`, burstText(w), String(w.missed), `${w.hwmEndMB.toFixed(0)} MB`]),
     ),
   );
-  if (watched) out.push('\nTarget 5: file write -> committed p50 <= 3 ms. Events write one pod file on this node, then remove it.\n');
+  if (watched.length) out.push('\nTarget 5: file write -> committed p50 <= 3 ms. Events write one pod file on this node, then remove it.\n');
+  for (const r of [...informers, ...watched]) if (r.split) out.push(splitText(r.size, r.split));
   if (cold) out.push(table(['cold start (median of 7, interleaved)', 'wall', 'vs `node -e 0`'], [...BUILDS.map((b, i) => [`\`nfkube --version\`${b.label}`, ms(cold.nfkube[i]), ratio(cold.nfkube[i], cold.node)]), ['`node -e 0`', ms(cold.node), '1.00x']]));
   if (cold) out.push('\nTarget 4: `nfkube --version` under 80 ms wall.\n');
   if (ipsetCli) out.push(

@@ -1,6 +1,10 @@
 #include "socket.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/netlink.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -175,6 +179,8 @@ Napi::Function NetlinkSocket::Init(Napi::Env env) {
                       InstanceMethod<&NetlinkSocket::Close>("close"),
                       InstanceMethod<&NetlinkSocket::Listen>("listen"),
                       InstanceMethod<&NetlinkSocket::Unlisten>("unlisten"),
+                      InstanceMethod<&NetlinkSocket::JoinGroup>("joinGroup"),
+                      InstanceMethod<&NetlinkSocket::AttachFilter>("attachFilter"),
                       InstanceAccessor<&NetlinkSocket::PortId>("portId")});
 }
 
@@ -290,6 +296,36 @@ Napi::Value NetlinkSocket::Listen(const Napi::CallbackInfo& info) {
 Napi::Value NetlinkSocket::Unlisten(const Napi::CallbackInfo& info) {
   StopListening();
   return info.Env().Undefined();
+}
+
+// joinGroup(group): the socket receives the group's multicast messages from now on (read them
+// with listen()); NFNLGRP_NFTABLES carries every ruleset change and each commit's NEWGEN.
+Napi::Value NetlinkSocket::JoinGroup(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "joinGroup(group): group must be a number");
+  int group = info[0].As<Napi::Number>().Int32Value();
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->fd < 0) throw SystemError(env, EBADF, "joinGroup");
+  if (setsockopt(state_->fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) != 0) throw SystemError(env, errno, "setsockopt(NETLINK_ADD_MEMBERSHIP)");
+  return env.Undefined();
+}
+
+// attachFilter(program): a classic BPF program (struct sock_filter[], 8 bytes each) run on each
+// datagram before it is queued (SO_ATTACH_FILTER): a listener wakes only for what it accepts.
+Napi::Value NetlinkSocket::AttachFilter(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBuffer()) throw Napi::TypeError::New(env, "attachFilter(program): program must be a Buffer");
+  auto b = info[0].As<Napi::Buffer<uint8_t>>();
+  if (b.Length() == 0 || b.Length() % sizeof(sock_filter) != 0 || b.Length() / sizeof(sock_filter) > BPF_MAXINSNS) {
+    throw Napi::RangeError::New(env, "attachFilter(program): not a whole number of sock_filter instructions");
+  }
+  std::vector<sock_filter> code(b.Length() / sizeof(sock_filter));
+  memcpy(code.data(), b.Data(), b.Length());
+  sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->fd < 0) throw SystemError(env, EBADF, "attachFilter");
+  if (setsockopt(state_->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0) throw SystemError(env, errno, "setsockopt(SO_ATTACH_FILTER)");
+  return env.Undefined();
 }
 
 void NetlinkSocket::StopListening() {

@@ -28,6 +28,8 @@ class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
   Napi::Value PortId(const Napi::CallbackInfo& info);
   Napi::Value Listen(const Napi::CallbackInfo& info);
   Napi::Value Unlisten(const Napi::CallbackInfo& info);
+  Napi::Value JoinGroup(const Napi::CallbackInfo& info);
+  Napi::Value AttachFilter(const Napi::CallbackInfo& info);
   void StopListening();
 
   std::shared_ptr<SocketState> state_;

@@ -10,6 +10,7 @@
  * drops state and only real differences are delivered. Connection failures are retried with backoff. */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../log';
+import { stamp } from '../observe/latency-trace';
 import { clientNode } from './client-node';
 import { sourceErrorFrom } from './errors';
 import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
@@ -290,6 +291,7 @@ class Reflector {
     if (typeof rv === 'string' && rv) this.resourceVersion = rv;
     if (type === 'ADDED' || type === 'MODIFIED') {
       const normalized = this.normalize(raw);
+      stamp('normalized');
       if (normalized) this.state.upsert(kind, normalized.key, normalized.object as never, lastChangeTime(raw));
     } else if (type === 'DELETED') {
       try {

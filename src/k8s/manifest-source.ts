@@ -19,6 +19,7 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import type { Document } from 'yaml';
+import { stamp } from '../observe/latency-trace';
 import { FailClosedError, K8sObjectError, sourceErrorFrom } from './errors';
 import type { NamespaceInfo } from './model';
 import { describeObject, failClosedPolicy, FIELDS_READ, normalizers, objectId, type ObjectKind } from './normalize';
@@ -90,7 +91,11 @@ export class ManifestSource implements ClusterSource {
   async start(): Promise<ClusterSnapshot> {
     if (!statSync(this.opts.dir).isDirectory()) throw new Error(`--manifests ${this.opts.dir}: not a directory`);
     // Watch before the first scan, so a change made during it is not missed.
-    this.watcher = watch(this.opts.dir, (_event, name) => (name ? this.rescan(name.toString()) : this.rescanAll()));
+    this.watcher = watch(this.opts.dir, (_event, name) => {
+      stamp('data');
+      if (name) this.rescan(name.toString());
+      else this.rescanAll();
+    });
     this.watcher.on('error', (err) => this.opts.onError(sourceErrorFrom(err, { file: this.opts.dir })));
     this.rescanAll();
     return this.state.goLive();
@@ -150,6 +155,7 @@ export class ManifestSource implements ClusterSource {
       }
     }
     const defs = text === undefined ? new Map<Ident, Defined>() : this.parseFile(name, text);
+    stamp('parsed');
     if (defs) this.replaceFile(name, defs);
   }
 

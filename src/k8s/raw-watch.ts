@@ -10,6 +10,7 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { stamp } from '../observe/latency-trace';
 import { getOptions, serverUrl, statusMessage } from './raw-list';
 
 /** A watch event as the API server sends it: `{"type": ..., "object": ...}`. */
@@ -79,6 +80,7 @@ export class RawWatch {
       res.setEncoding('utf8');
       let buf = '';
       res.on('data', (chunk: string) => {
+        stamp('data');
         buf = buf ? buf + chunk : chunk;
         let start = 0;
         for (let nl = buf.indexOf('\n'); nl >= 0 && !ended; nl = buf.indexOf('\n', start)) {
@@ -122,6 +124,7 @@ function deliver(line: string, onEvent: WatchCallback): void {
   } catch {
     return;
   }
+  stamp('parsed');
   if (event && typeof event.type === 'string') onEvent(event.type, event.object);
 }
 

@@ -39,6 +39,11 @@ export interface NativeSocket {
    * read errno or 0 (after a read error no call follows). No call after unlisten() or close(). */
   listen(onMessages: (messages: Buffer, overruns: number, errno: number) => void): void;
   unlisten(): void;
+  /** Joins a multicast group (NETLINK_ADD_MEMBERSHIP): its messages then come to listen(). */
+  joinGroup(group: number): void;
+  /** Attaches a classic BPF program (struct sock_filter[]) run on each datagram before it is
+   * queued (SO_ATTACH_FILTER). */
+  attachFilter(program: Buffer): void;
 }
 
 /** The transport the library builds on: netlink sockets and network namespace handles. */

@@ -1,5 +1,6 @@
 /** A netlink socket bound to one namespace, with operations serialised in call order. */
 import { native, NativeDump, NativeSocket, NativeTransact } from '../native/binding';
+import { stamp } from '../observe/latency-trace';
 import { DecodeError, NetlinkError } from './errors';
 import { decodeNfMessages, NETLINK_NETFILTER, NfMessage } from './message';
 import { Netns } from './netns';
@@ -50,6 +51,8 @@ function dumpResult(raw: NativeDump, what: string): NfMessage[] {
 
 export class NetlinkSocket {
   private queue: Promise<unknown> = Promise.resolve();
+  /** Operations queued or running. */
+  private queued = 0;
   private seq: number;
   private closed = false;
   private readonly dumpTimeoutMs: number;
@@ -92,10 +95,17 @@ export class NetlinkSocket {
     return this.seq;
   }
 
+  /** Runs op after the operations queued before it; on an idle socket at once, so a small
+   * commit reaches the kernel in the same turn as the change that made it (a promise hop
+   * waited for Node's stream bookkeeping of the read that carried the event). */
   private serial<T>(op: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error('netlink socket is closed'));
-    const run = this.queue.then(op, op);
-    this.queue = run.catch(() => undefined);
+    this.queued++;
+    const run = this.queued === 1 ? op() : this.queue.then(op, op);
+    this.queue = run.then(
+      () => void this.queued--,
+      () => void this.queued--,
+    );
     return run;
   }
 
@@ -106,7 +116,10 @@ export class NetlinkSocket {
     let bytes = 0;
     for (const d of datagrams) bytes += d.length;
     return this.serial(async () => {
-      return transactResult(bytes <= SYNC_TRANSACT_BYTES ? this.sock.transactSync(datagrams) : await this.sock.transact(datagrams));
+      stamp('send');
+      const raw = bytes <= SYNC_TRANSACT_BYTES ? this.sock.transactSync(datagrams) : await this.sock.transact(datagrams);
+      stamp('acked');
+      return transactResult(raw);
     });
   }
 
@@ -132,6 +145,20 @@ export class NetlinkSocket {
   listen(onMessages: (messages: Buffer, overruns: number, errno: number) => void): void {
     if (this.closed) throw new Error('netlink socket is closed');
     this.sock.listen(onMessages);
+  }
+
+  /** Joins a multicast group (NFNLGRP_NFTABLES: every ruleset change, and each commit's
+   * NFT_MSG_NEWGEN); its messages go to listen(). */
+  joinGroup(group: number): void {
+    if (this.closed) throw new Error('netlink socket is closed');
+    this.sock.joinGroup(group);
+  }
+
+  /** Queues only the datagrams a classic BPF program (struct sock_filter[]) accepts: a listener
+   * is then woken only for those. */
+  attachFilter(program: Buffer): void {
+    if (this.closed) throw new Error('netlink socket is closed');
+    this.sock.attachFilter(program);
   }
 
   /** Closes once every queued operation has finished. */
