@@ -235,6 +235,12 @@ function makeRequire(mod: Module): NodeJS.Require {
 const SAVE_AFTER_MS = 10_000;
 
 let state: CompileCacheState | undefined;
+let hooked: CodeCache | undefined;
+
+/** What the hook did so far in this process (undefined without the hook). */
+export function compileCacheStats(): CompileStats | undefined {
+  return hooked && { ...hooked.stats };
+}
 
 /** Turns the compile cache on for the rest of this process, once: Node's own where it has one,
  * else the hook. Never throws. */
@@ -254,7 +260,7 @@ export function enableCompileCache(env: NodeJS.ProcessEnv = process.env): Compil
     }
   }
   if (process.execArgv.some((a) => a.startsWith('--experimental-policy'))) return (state = { mode: 'off', reason: 'a policy manifest checks every module Node loads' });
-  const cache = new CodeCache(join(dir, cacheFileName()));
+  const cache = (hooked = new CodeCache(join(dir, cacheFileName())));
   const proto = Module.prototype as unknown as { _compile(this: Module, content: string, filename: string, format?: string): unknown };
   const nodeCompile = proto._compile;
   proto._compile = function (this: Module, content: string, filename: string, format?: string) {
