@@ -4,8 +4,10 @@
  * Node >= 22.1 has this built in (module.enableCompileCache): it is used where present. On older
  * Node a hook on Module.prototype._compile compiles each module as a vm.Script with V8's cached
  * data. The cache is one file per Node version, architecture and V8 flags, read once at start;
- * an entry is used only when the SHA-256 of the module's source and its file name match, and V8
- * checks its own version and flags on top. At exit (and ten seconds after start, for the agent
+ * an entry is used only for the same file as it was: the same inode, size and change time (a
+ * change time no program sets: package managers give files fixed modification times, never
+ * their own change time), and V8 checks its own version and flags on top. Hashing the sources
+ * instead cost as much as the cache saved. At exit (and ten seconds after start, for the agent
  * that runs for days) the file is rewritten when a module was missing or rejected, from the
  * scripts as they are then: with the functions compiled while running, not only at load.
  *
@@ -13,8 +15,7 @@
  * used only if it is ours (owned by this user, not writable by group or others, not a symlink);
  * a file that does not decode is ignored and replaced; any failure of the hook falls back to
  * Node's own compile for that module; writing is best effort (write then rename). */
-import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -52,11 +53,23 @@ export function unsafeDirReason(dir: string): string | undefined {
   }
 }
 
-const MAGIC = Buffer.from('NFKCC\x00\x01\x00', 'latin1');
-const HASH_BYTES = 32;
+const MAGIC = Buffer.from('NFKCC\x00\x02\x00', 'latin1');
+/** An entry's stamp: the file's inode, size and change time (ns), 8 bytes each. */
+const STAMP_BYTES = 24;
+
+/** The stamp of the file a module was read from; undefined when it cannot be read. */
+export function fileStamp(filename: string): Buffer | undefined {
+  const st = statSync(filename, { bigint: true, throwIfNoEntry: false });
+  if (!st) return undefined;
+  const stamp = Buffer.alloc(STAMP_BYTES);
+  stamp.writeBigUInt64LE(BigInt.asUintN(64, st.ino), 0);
+  stamp.writeBigUInt64LE(BigInt.asUintN(64, st.size), 8);
+  stamp.writeBigUInt64LE(BigInt.asUintN(64, st.ctimeNs), 16);
+  return stamp;
+}
 
 interface Entry {
-  hash: Buffer;
+  stamp: Buffer;
   data: Buffer;
 }
 
@@ -71,15 +84,15 @@ export function decodeCacheFile(buf: Buffer): Map<string, Entry> {
     if (o + 4 > buf.length) return new Map();
     const nameLen = buf.readUInt32LE(o);
     o += 4;
-    if (o + nameLen + HASH_BYTES + 4 > buf.length) return new Map();
+    if (o + nameLen + STAMP_BYTES + 4 > buf.length) return new Map();
     const name = buf.toString('utf8', o, o + nameLen);
     o += nameLen;
-    const hash = buf.subarray(o, o + HASH_BYTES);
-    o += HASH_BYTES;
+    const stamp = buf.subarray(o, o + STAMP_BYTES);
+    o += STAMP_BYTES;
     const dataLen = buf.readUInt32LE(o);
     o += 4;
     if (o + dataLen > buf.length) return new Map();
-    out.set(name, { hash, data: buf.subarray(o, o + dataLen) });
+    out.set(name, { stamp, data: buf.subarray(o, o + dataLen) });
     o += dataLen;
   }
   return o === buf.length ? out : new Map();
@@ -94,7 +107,7 @@ export function encodeCacheFile(entries: Iterable<[string, Entry]>): Buffer {
     head.writeUInt32LE(nameBuf.length);
     const len = Buffer.alloc(4);
     len.writeUInt32LE(e.data.length);
-    parts.push(head, nameBuf, e.hash, len, e.data);
+    parts.push(head, nameBuf, e.stamp, len, e.data);
     count++;
   }
   parts[1].writeUInt32LE(count);
@@ -104,17 +117,20 @@ export function encodeCacheFile(entries: Iterable<[string, Entry]>): Buffer {
 /** The cache file's name: V8 rejects data made by another version or with other flags, so each
  * combination gets its own file instead of rewriting one back and forth. */
 export function cacheFileName(): string {
-  const flags = createHash('sha256')
-    .update([process.version, process.arch, process.execArgv.join(' '), process.env.NODE_OPTIONS ?? ''].join('\n'))
-    .digest('hex')
-    .slice(0, 16);
-  return `nfkube-${process.version}-${process.arch}-${flags}.v8cache`;
+  return `nfkube-${process.version}-${process.arch}-${fnv1a([process.execArgv.join(' '), process.env.NODE_OPTIONS ?? ''].join('\n'))}.v8cache`;
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 code units, as hex: a file name, not a check. */
+function fnv1a(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, '0');
 }
 
 export interface CompileStats {
   /** Modules compiled from cached data. */
   hits: number;
-  /** Modules without an entry (or whose source changed). */
+  /** Modules without an entry (or whose file changed). */
   misses: number;
   /** Entries V8 refused. */
   rejected: number;
@@ -128,7 +144,7 @@ type CompiledWrapper = (exports: unknown, require: NodeJS.Require, module: Modul
 export class CodeCache {
   readonly stats: CompileStats = { hits: 0, misses: 0, rejected: 0, passed: 0 };
   private readonly entries: Map<string, Entry>;
-  private readonly scripts = new Map<string, { script: vm.Script; hash: Buffer }>();
+  private readonly scripts = new Map<string, { script: vm.Script; stamp: Buffer }>();
   private dirty = false;
 
   constructor(readonly file: string) {
@@ -144,9 +160,13 @@ export class CodeCache {
       this.stats.passed++;
       return undefined;
     }
-    const hash = createHash('sha256').update(content).digest();
+    const stamp = fileStamp(filename);
+    if (!stamp) {
+      this.stats.passed++;
+      return undefined;
+    }
     const entry = this.entries.get(filename);
-    const cachedData = entry?.hash.equals(hash) ? entry.data : undefined;
+    const cachedData = entry?.stamp.equals(stamp) ? entry.data : undefined;
     let script: vm.Script;
     try {
       script = new vm.Script(Module.wrap(content), { filename, cachedData });
@@ -161,7 +181,7 @@ export class CodeCache {
       else this.stats.misses++;
       this.dirty = true;
     }
-    this.scripts.set(filename, { script, hash });
+    this.scripts.set(filename, { script, stamp });
     return script.runInThisContext({ displayErrors: true }) as CompiledWrapper;
   }
 
@@ -172,9 +192,9 @@ export class CodeCache {
     if (!this.dirty) return false;
     this.dirty = false;
     const next = new Map(this.entries);
-    for (const [name, { script, hash }] of this.scripts) {
+    for (const [name, { script, stamp }] of this.scripts) {
       try {
-        next.set(name, { hash, data: script.createCachedData() });
+        next.set(name, { stamp, data: script.createCachedData() });
       } catch {
         next.delete(name);
       }

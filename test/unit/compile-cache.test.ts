@@ -5,7 +5,7 @@
  * process, as a start is. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ const HOOK = join(__dirname, '..', '..', 'src', 'startup', 'compile-cache.js');
 const hasBuiltin = typeof (Module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function';
 
 describe('cache file', () => {
-  const entry = (n: number) => ({ hash: Buffer.alloc(32, n), data: Buffer.from(`data-${n}`) });
+  const entry = (n: number) => ({ stamp: Buffer.alloc(24, n), data: Buffer.from(`data-${n}`) });
 
   test('round-trips its entries', () => {
     const entries = new Map([
@@ -138,8 +138,12 @@ describe('the hook', { skip: hasBuiltin ? 'this Node has module.enableCompileCac
     assert.equal(second.stats!.misses, 0);
     assert.equal(second.stats!.hits, first.stats!.misses);
 
-    // Same length, other content: the source's hash, not V8's length check, refuses the entry.
+    // Same length, other content, the old modification time put back (as package managers set
+    // fixed ones): the change time, not V8's length check nor the modification time, refuses it.
+    const files = [join(dir, 'main.js'), join(dir, 'node_modules', 'dep', 'index.js')];
+    const mtimes = files.map((f) => statSync(f).mtime);
     writeModules(dir, 7);
+    files.forEach((f, i) => utimesSync(f, mtimes[i], mtimes[i]));
     const third = run(dir, cache);
     assert.deepEqual(third.main, expected(7));
     assert.equal(third.dyn, 7);
@@ -156,7 +160,7 @@ describe('the hook', { skip: hasBuiltin ? 'this Node has module.enableCompileCac
     const truncated = run(dir, cache);
     assert.deepEqual(truncated.main, expected(2));
     assert.equal(truncated.stats!.hits, 0);
-    // Flip bytes inside every entry's data (past its 32-byte hash), keeping the framing.
+    // Flip bytes inside every entry's data, keeping the framing.
     const entries = decodeCacheFile(readFileSync(file));
     for (const e of entries.values()) for (let i = 8; i < e.data.length; i += 16) e.data[i] ^= 0xff;
     writeFileSync(file, encodeCacheFile(entries));
