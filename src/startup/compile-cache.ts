@@ -280,6 +280,8 @@ export function enableCompileCache(env: NodeJS.ProcessEnv = process.env): Compil
     }
   }
   if (process.execArgv.some((a) => a.startsWith('--experimental-policy'))) return (state = { mode: 'off', reason: 'a policy manifest checks every module Node loads' });
+  // Node registers a module's source map while compiling it, which the hook's compile skips.
+  if ((process as { sourceMapsEnabled?: boolean }).sourceMapsEnabled) return (state = { mode: 'off', reason: 'source maps are enabled' });
   const cache = (hooked = new CodeCache(join(dir, cacheFileName())));
   const proto = Module.prototype as unknown as { _compile(this: Module, content: string, filename: string, format?: string): unknown };
   const nodeCompile = proto._compile;

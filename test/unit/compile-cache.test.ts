@@ -111,8 +111,8 @@ require(dir + '/dyn.js').load().then((m) => {
 });
 `;
 
-function run(dir: string, cache: string): { mode: string; main: Record<string, unknown>; dyn: number; stats?: { hits: number; misses: number; rejected: number; passed: number }; [k: string]: unknown } {
-  const out = execFileSync(process.execPath, ['-e', CHILD, dir], { env: { ...process.env, NFKUBE_COMPILE_CACHE: cache, NODE_OPTIONS: '' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+function run(dir: string, cache: string, nodeOptions = ''): { mode: string; main: Record<string, unknown>; dyn: number; stats?: { hits: number; misses: number; rejected: number; passed: number }; [k: string]: unknown } {
+  const out = execFileSync(process.execPath, ['-e', CHILD, dir], { env: { ...process.env, NFKUBE_COMPILE_CACHE: cache, NODE_OPTIONS: nodeOptions }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   return JSON.parse(out);
 }
 
@@ -179,5 +179,9 @@ describe('the hook', { skip: hasBuiltin ? 'this Node has module.enableCompileCac
     assert.deepEqual(r.main, expected(3));
     assert.deepEqual(readdirSync(shared), []);
     assert.equal(run(dir, 'off').mode, 'off');
+    // Source maps are registered by Node's own compile: with them on, the hook stays off.
+    const mapped = run(dir, join(work, 'cache-3'), '--enable-source-maps');
+    assert.equal(mapped.mode, 'off');
+    assert.deepEqual(mapped.main, expected(3));
   });
 });
