@@ -13,7 +13,6 @@
  * A run in steps: `validate` checks and parses the desired state (nothing sent when it is
  * invalid), `planRun` compares it with the present sets, and a `SyncRun` applies the plan
  * (fill, replace by swap, drain) and owns the result it reports. */
-import { createHash } from 'node:crypto';
 import { familyOf, SET_NAME_MAX, setNameFits } from './codec';
 import { IpsetClient, IpsetOp, MessageCounts } from './client';
 import * as C from './constants';
@@ -22,6 +21,13 @@ import { IpsetError } from './errors';
 import { DesiredSet, Element, isSetType, MemberInput, SetFamily, SetOptions, SetType, supportsNomatch } from './types';
 
 export type SyncMode = 'incremental' | 'replace';
+
+/** node:crypto is loaded when a temporary set is first named, not with the module: loading it
+ * was a tenth of the CPU of `nfkube ipset restore` into empty sets, which names none. */
+function sha256Hex(text: string): string {
+  const { createHash } = require('node:crypto') as typeof import('node:crypto');
+  return createHash('sha256').update(text).digest('hex');
+}
 
 /** A set as the reconciler compares it: its kind, and its members by key. */
 export interface KnownSet {
@@ -386,7 +392,7 @@ class TempSets {
     let n = 0;
     let name: string;
     do {
-      const hash = createHash('sha256').update(`${key}#${n++}`).digest('hex').slice(0, TEMP_HASH_LEN);
+      const hash = sha256Hex(`${key}#${n++}`).slice(0, TEMP_HASH_LEN);
       name = `${this.prefix}${TEMP_MARK}${hash}`;
     } while (this.used.has(name));
     this.used.add(name);

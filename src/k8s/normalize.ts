@@ -13,6 +13,7 @@
  * read is replaced by one that isolates every pod it could select and allows nothing
  * (FailClosedError). */
 import { isIP } from 'node:net';
+import { parseDottedQuad, parseIPv6Groups } from '../net/ip-text';
 import { FailClosedError, K8sObjectError } from './errors';
 import type {
   ContainerPortInfo,
@@ -212,7 +213,9 @@ function podIPs(r: FieldReader, status: Obj): string[] {
 }
 
 function checkIP(r: FieldReader, ip: string, field: string): string {
-  if (isIP(ip) === 0) r.fail(field, `"${ip}" is not an IP address`);
+  // The hand parsers accept a subset of what isIP does, at a fraction of its cost (its regular
+  // expressions were 3% of the CPU to the first commit at 5k pods); isIP decides the rest.
+  if (parseDottedQuad(ip) === undefined && parseIPv6Groups(ip) === undefined && isIP(ip) === 0) r.fail(field, `"${ip}" is not an IP address`);
   return ip;
 }
 

@@ -11,6 +11,8 @@ import { Recorder } from './recorder';
 
 const T = { timeout: 30_000 };
 
+const loaded = (pkg: string) => Object.keys(require.cache).some((k) => k.includes(`/node_modules/${pkg}/`));
+
 describe('loadInformerClient', () => {
   let server: TestApiServer;
 
@@ -31,6 +33,11 @@ describe('loadInformerClient', () => {
     assert.equal(typeof client.Watch, 'function');
     assert.equal(await loadInformerClient(), client);
     assert.equal(clientNode(), client);
+  });
+
+  test('leaves out what only some kubeconfigs use (auth-providers, fetch), and the informers never load it', T, async () => {
+    await loadInformerClient();
+    for (const pkg of ['node-fetch', 'whatwg-url', 'tr46', 'jsonpath-plus']) assert.equal(loaded(pkg), false, `${pkg} loaded with the client`);
   });
 
   test('the informers list and watch through it', T, async () => {
@@ -70,5 +77,41 @@ describe('loadInformerClient', () => {
     assert.equal(opts.agent?.constructor.name, 'SocksProxyAgent');
     assert.deepEqual([opts.agent?.proxy?.host, opts.agent?.proxy?.port], ['127.0.0.1', 1080]);
     assert.equal(loadedSocks(), true);
+  });
+
+  test('what only some kubeconfigs use is loaded on first use', T, async () => {
+    await loadInformerClient();
+
+    // gcp: the token command's output is read with JSONPath.
+    const gcp = loadKubeConfig(server.writeKubeconfig());
+    const token = { access: 'from-command', expiry: '2999-01-01T00:00:00Z' };
+    gcp.users[0] = {
+      name: gcp.users[0].name,
+      authProvider: { name: 'gcp', config: { 'cmd-path': process.execPath, 'cmd-args': `-e 'process.stdout.write(${JSON.stringify(JSON.stringify(token))})'`, 'token-key': '{.access}', 'expiry-key': '{.expiry}' } },
+    };
+    const opts: { headers?: Record<string, string> } = {};
+    await gcp.applyToHTTPSOptions(opts as never);
+    assert.equal(opts.headers?.Authorization, 'Bearer from-command');
+    assert.equal(loaded('jsonpath-plus'), true);
+
+    // oidc: an expired id-token is refreshed through openid-client, imported then; the refresh
+    // fails with openid-client's own coded error (client-node hands its discovery a string).
+    const oidc = loadKubeConfig(server.writeKubeconfig());
+    const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    oidc.users[0] = {
+      name: oidc.users[0].name,
+      authProvider: { name: 'oidc', config: { 'id-token': `${b64({ alg: 'none' })}.${b64({ exp: 1 })}.x`, 'refresh-token': 'r', 'idp-issuer-url': 'https://127.0.0.1:9', 'client-id': 'c' } },
+    };
+    await assert.rejects(oidc.applyToHTTPSOptions({} as never), (err: Error & { code?: unknown }) => typeof err.code === 'string' && !/is not a function|Cannot find module/.test(err.message));
+
+    // The generated API's fetch-based requests (makeApiClient) load node-fetch when they run.
+    const kc = loadKubeConfig(server.writeKubeconfig());
+    const { CoreV1Api } = require('@kubernetes/client-node') as typeof import('@kubernetes/client-node');
+    const list = await kc.makeApiClient(CoreV1Api).listNamespace();
+    assert.deepEqual(
+      list.items.map((n) => n.metadata?.name),
+      ['x'],
+    );
+    assert.equal(loaded('node-fetch'), true);
   });
 });

@@ -2,6 +2,7 @@
  * continue tokens, the server's own JSON (no typed models), the kubeconfig's token, and HTTP
  * failures as ListError with the server's status code and message. */
 import assert from 'node:assert/strict';
+import type { Server } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { loadKubeConfig } from '../../src/k8s/informer-source';
 import { ListError, rawLister } from '../../src/k8s/raw-list';
@@ -54,6 +55,30 @@ describe('rawLister', () => {
     server.create({ kind: 'Pod', metadata: { name: 'late', namespace: 'x' } });
     server.compact();
     await assert.rejects(list({ limit: 2, _continue: first.metadata?._continue }), (err: unknown) => err instanceof ListError && err.statusCode === 410 && /too old/.test(err.message));
+  });
+
+  test('the pages of a LIST share one keep-alive connection; a proxy agent is left as it is', T, async () => {
+    const http = (server as unknown as { server: Server }).server;
+    let connections = 0;
+    const count = () => connections++;
+    http.on('connection', count);
+    try {
+      const list = rawLister(loadKubeConfig(kubeconfig), '/api/v1/pods');
+      let cont: string | undefined;
+      let pages = 0;
+      do {
+        cont = (await list({ limit: 2, _continue: cont })).metadata?._continue;
+        pages++;
+      } while (cont);
+      assert.ok(pages >= 4);
+      assert.equal(connections <= 1, true, `${connections} connections for ${pages} pages`);
+    } finally {
+      http.off('connection', count);
+    }
+    const kc = loadKubeConfig(kubeconfig);
+    kc.clusters[0] = { ...kc.clusters[0], proxyUrl: 'http://127.0.0.1:9' };
+    // The proxy (nothing listens on port 9) is used, not bypassed by the shared connections.
+    await assert.rejects(rawLister(kc, '/api/v1/pods')({ limit: 2 }), /ECONNREFUSED|127\.0\.0\.1:9/);
   });
 
   test('a refused token is a ListError 401 naming the path', T, async () => {

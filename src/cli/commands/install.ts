@@ -86,6 +86,9 @@ NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=yes
 PrivateTmp=yes
+# Kept across restarts (ProtectSystem=strict leaves nothing else writable): the compiled code
+# of the agent's modules, so a restart skips most of the parsing and compiling (CACHE_DIRECTORY).
+CacheDirectory=nfkube
 PrivateDevices=yes
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
