@@ -253,12 +253,18 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
   const socket = NetlinkSocket.open();
   const generations = new GenerationWatch();
   try {
+    await generations.ready();
     const g0 = await getGeneration(socket);
     const trace = join(work, `trace-${process.hrtime.bigint()}.jsonl`);
+    const startedAt = process.hrtime.bigint();
     const s = startNfkube(undefined, args, undefined, { ...DAEMONSET_ENV, ...(TRACE ? { NFKUBE_LATENCY_TRACE: trace } : {}) });
     try {
-      const first = await firstCommit(socket, s, g0);
-      if (first === undefined) throw new Error(`${size}: no commit`);
+      // The generation a GETGEN reads moves when the kernel starts a commit; the NEWGEN
+      // notification the poller waits for comes when it is complete. A large first commit takes
+      // tens of ms in between: events written before its end would queue behind it.
+      if ((await firstCommit(socket, s, g0)) === undefined) throw new Error(`${size}: no commit`);
+      const first = await generations.after(startedAt, 60_000);
+      if (first === undefined) throw new Error(`${size}: no NEWGEN notification of the first commit`);
       const atFirst = procStats(s.pid);
       await generations.settle(300);
       const cpu0 = procStats(s.pid).cpuMs;

@@ -12,6 +12,9 @@ function sleep(msec: number): Promise<void> {
 /** Generation changes as bench/generation-poller.js (another process) sees them. */
 export class GenerationWatch {
   private readonly changes: { gen: number; at: bigint }[] = [];
+  /** The poller's first line is the generation it found at its start, not a change. */
+  private initial?: number;
+  private readonly createdAt = process.hrtime.bigint();
   private waiter?: () => void;
   private readonly poller: ChildProcess;
 
@@ -24,10 +27,24 @@ export class GenerationWatch {
       while ((nl = buf.indexOf('\n')) >= 0) {
         const [gen, at] = buf.slice(0, nl).split(' ');
         buf = buf.slice(nl + 1);
+        if (this.initial === undefined) {
+          this.initial = Number(gen);
+          this.waiter?.();
+          continue;
+        }
         this.changes.push({ gen: Number(gen), at: BigInt(at) });
         this.waiter?.();
       }
     });
+  }
+
+  /** Resolves once the poller is watching (its first line is in): a commit after this is a change. */
+  async ready(timeoutMs = 10_000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (this.initial === undefined) {
+      if (performance.now() > deadline) throw new Error('generation poller did not start');
+      await sleep(5);
+    }
   }
 
   /** Milliseconds from t0 (process.hrtime.bigint()) to the first change seen after it. */
@@ -50,7 +67,7 @@ export class GenerationWatch {
 
   /** Waits until no change has been seen for quietMs. */
   async settle(quietMs: number): Promise<void> {
-    const last = () => this.changes[this.changes.length - 1]?.at ?? 0n;
+    const last = () => this.changes[this.changes.length - 1]?.at ?? this.createdAt;
     while (Number(process.hrtime.bigint() - last()) / 1e6 < quietMs) await sleep(quietMs / 3);
   }
 
