@@ -54,14 +54,12 @@ test('a group member hears every commit; filtered to NEWGEN, only the generation
   });
 });
 
-test('a socket filter that is not whole instructions is refused', () => {
-  const s = NetlinkSocket.open();
-  try {
+test('a socket filter that is not whole instructions is refused', async () => {
+  await withSandbox(async (sb) => {
+    const s = sb.socket;
     assert.throws(() => s.attachFilter(Buffer.alloc(12)), RangeError);
     assert.throws(() => s.attachFilter(Buffer.alloc(0)), RangeError);
     // A well-formed program the kernel's verifier refuses (no return) is the kernel's EINVAL.
     assert.throws(() => s.attachFilter(encodeSockFilter([[0x28, 0, 0, 4]])), (err: NodeJS.ErrnoException) => err.code === 'EINVAL' || /EINVAL/.test(String(err.message)));
-  } finally {
-    void s.close();
-  }
+  });
 });
