@@ -250,21 +250,22 @@ function preparedPods<T>(namespaces: number, as: (pod: K8sObject) => T): T[] {
  * EVENTS writes each followed by polling for the commit. */
 /** write(i) makes change i and may return when it was sent to the agent (process.hrtime.bigint()). */
 async function liveRun(size: string, args: string[], namespaces: number, write: (i: number) => bigint | void): Promise<LiveResult> {
-  const socket = NetlinkSocket.open();
   const generations = new GenerationWatch();
   try {
     await generations.ready();
-    const g0 = await getGeneration(socket);
     const trace = join(work, `trace-${process.hrtime.bigint()}.jsonl`);
     const startedAt = process.hrtime.bigint();
     const s = startNfkube(undefined, args, undefined, { ...DAEMONSET_ENV, ...(TRACE ? { NFKUBE_LATENCY_TRACE: trace } : {}) });
     try {
-      // The generation a GETGEN reads moves when the kernel starts a commit; the NEWGEN
-      // notification the poller waits for comes when it is complete. A large first commit takes
-      // tens of ms in between: events written before its end would queue behind it.
-      if ((await firstCommit(socket, s, g0)) === undefined) throw new Error(`${size}: no commit`);
-      const first = await generations.after(startedAt, 60_000);
-      if (first === undefined) throw new Error(`${size}: no NEWGEN notification of the first commit`);
+      // The first commit's NEWGEN notification, which comes when it is complete (the generation
+      // a GETGEN reads moves when the kernel starts it: a large first commit takes tens of ms in
+      // between, and events written before its end would queue behind it); none if the agent exits.
+      const exited = s.exited.then(
+        () => undefined,
+        () => undefined,
+      );
+      const first = await Promise.race([generations.after(startedAt, 600_000), exited]);
+      if (first === undefined) throw new Error(`${size}: no commit`);
       const atFirst = procStats(s.pid);
       await generations.settle(300);
       const cpu0 = procStats(s.pid).cpuMs;
@@ -310,7 +311,6 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
     }
   } finally {
     generations.stop();
-    await socket.close();
   }
 }
 

@@ -106,8 +106,15 @@ frozen(PORT_SET_LOADS.exprs);
 export const VMAPS = { ingress: { v4: 'ingress_v4', v6: 'ingress_v6' }, egress: { v4: 'egress_v4', v6: 'egress_v6' } } as const;
 
 export const policyChainName = (policyId: string, dir: Direction) => `pol_${policyId}_${DIR_SUFFIX[dir]}`;
+/** comboId by policy list: a target's lists are never changed once compiled, and each is named
+ * several times per render (its chain, its vmap entries, the desired table's bookkeeping). */
+const comboIds = new WeakMap<readonly string[], string>();
 /** A combination's id: a stable hash of its sorted policy ids (the same in both directions). */
-export const comboId = (policies: readonly string[]) => hash('sha1', policies.join(' '), 'hex').slice(0, 12);
+export function comboId(policies: readonly string[]): string {
+  let id = comboIds.get(policies);
+  if (id === undefined) comboIds.set(policies, (id = hash('sha1', policies.join(' '), 'hex').slice(0, 12)));
+  return id;
+}
 export const comboChainName = (policies: readonly string[], dir: Direction) => `combo_${comboId(policies)}_${DIR_SUFFIX[dir]}`;
 export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
 export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
