@@ -67,13 +67,17 @@ export interface PolicyCounterRead {
  * (labels.ts); the deny verdict (drop or reject) is read off the default deny chains. */
 export async function readPolicyCounters(socket: NetlinkSocket, table: string, podAt: PodAt): Promise<PolicyCounterRead> {
   const rules = await listRules(socket, 'inet', table);
+  // The counter sets the rules update: audited counters exist only with audit support on.
+  const updated = new Set<string>();
+  for (const r of rules) for (const e of r.exprs) if (e.type === 'dynset') updated.add(e.set);
   const elements = new Map<string, SetElement[]>();
   for (const c of counterSets(true)) {
+    if (!updated.has(c.name)) continue;
     const set: NftSet = { family: 'inet', table, name: c.name, key: [c.fam === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: NFT_SET_EVAL };
     try {
       elements.set(c.name, await listElements(socket, set));
     } catch (err) {
-      // Audited counters exist only with audit support on.
+      // Gone since the rules were read (a table replaced in between): read again at the next scrape.
       if (!(err instanceof NetlinkError && err.code === 'ENOENT')) throw err;
     }
   }
