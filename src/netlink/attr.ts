@@ -243,7 +243,8 @@ export class AttrWriter {
 
   /** A copy of the bytes written since offset `at` (from `length`), to be written again with raw(). */
   since(at: number): Uint8Array {
-    return this.buf.slice(at, this.len);
+    // A copy, not Buffer#slice (a view): a cached view would keep the whole batch buffer alive.
+    return new Uint8Array(this.buf.subarray(at, this.len));
   }
 
   finish(): Buffer {
