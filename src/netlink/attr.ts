@@ -12,6 +12,15 @@ export function align4(n: number): number {
   return (n + 3) & ~3;
 }
 
+/** Copies data into b at `at` and zeroes from its end up to `end` (the pad). Small copies go
+ * byte by byte: set() and fill() are calls into C++, and a batch copies thousands of short
+ * values and encoded expressions. */
+function copyPadded(b: Buffer, at: number, data: Uint8Array, end: number): void {
+  if (data.length <= 64) for (let i = 0; i < data.length; i++) b[at + i] = data[i];
+  else b.set(data, at);
+  for (let i = at + data.length; i < end; i++) b[i] = 0;
+}
+
 /** Builds an attribute stream. Nests are closed by the callback form, so they always balance. */
 export class AttrWriter {
   private buf: Buffer;
@@ -51,8 +60,7 @@ export class AttrWriter {
   // Every writer takes the offset from header() before touching this.buf: header() may reallocate.
   bytes(type: number, data: Uint8Array): this {
     const at = this.header(type, data.length);
-    if (data.length <= 32) for (let i = 0; i < data.length; i++) this.buf[at + i] = data[i];
-    else this.buf.set(data, at);
+    copyPadded(this.buf, at, data, at + data.length);
     return this;
   }
 
@@ -74,10 +82,7 @@ export class AttrWriter {
     b[at + 5] = innerTotal >>> 8;
     b[at + 6] = inner & 0xff;
     b[at + 7] = (inner >>> 8) & 0xff;
-    const from = at + 2 * NLA_HDRLEN;
-    if (data.length <= 32) for (let i = 0; i < data.length; i++) b[from + i] = data[i];
-    else b.set(data, from);
-    for (let i = from + data.length; i < at + total; i++) b[i] = 0;
+    copyPadded(b, at + 2 * NLA_HDRLEN, data, at + total);
     this.len += total;
     return this;
   }
@@ -158,11 +163,7 @@ export class AttrWriter {
     this.reserve(padded);
     const b = this.buf;
     const at = this.len;
-    // Small copies byte by byte: set() and fill() are calls into C++ (a batch copies thousands of
-    // encoded expressions).
-    if (data.length <= 64) for (let i = 0; i < data.length; i++) b[at + i] = data[i];
-    else b.set(data, at);
-    for (let i = at + data.length; i < at + padded; i++) b[i] = 0;
+    copyPadded(b, at, data, at + padded);
     this.len = at + padded;
     return this;
   }
@@ -243,7 +244,8 @@ export class AttrWriter {
 
   /** A copy of the bytes written since offset `at` (from `length`), to be written again with raw(). */
   since(at: number): Uint8Array {
-    return this.buf.slice(at, this.len);
+    // A copy, not Buffer#slice (a view): a cached view would keep the whole batch buffer alive.
+    return new Uint8Array(this.buf.subarray(at, this.len));
   }
 
   finish(): Buffer {

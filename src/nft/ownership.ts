@@ -77,7 +77,11 @@ async function findTable(socket: NetlinkSocket, family: Family, name: string): P
  * ownerless table a previous run left is adopted (one NEWTABLE message). Returns the table. */
 export async function takeOwnTable(socket: NetlinkSocket, family: Family, name: string, hold = false): Promise<Table | undefined> {
   const t = await findTable(socket, family, name);
-  if (!t) return undefined;
+  return t && adoptOwnTable(socket, family, name, t, hold);
+}
+
+/** takeOwnTable for a table already listed. */
+async function adoptOwnTable(socket: NetlinkSocket, family: Family, name: string, t: Table, hold: boolean): Promise<Table> {
   checkOwnTable(t, socket);
   if (hold && CAN_HOLD && ((t.flags ?? 0) & HOLD_FLAGS) !== HOLD_FLAGS) {
     await commit(socket, new Transaction().addTable(markedTable(t, true)), { echo: false });
@@ -96,8 +100,10 @@ export async function readOwnTable(
 ): Promise<{ value: TableContents | undefined; genId: number }> {
   // The table list alone, at one generation: a first start (no table yet) needs no more.
   const tables = await consistentRead(socket, () => listTables(socket, family));
-  if (!tables.value.some((t) => t.name === name)) return { value: undefined, genId: tables.genId };
-  await takeOwnTable(socket, family, name, hold);
+  const own = tables.value.find((t) => t.name === name);
+  if (!own) return { value: undefined, genId: tables.genId };
+  // That list serves the ownership check too: takeOwnTable would list the tables again.
+  await adoptOwnTable(socket, family, name, own, hold);
   const read = await readTable(socket, family, name);
   // Created or replaced by someone else between the two reads: the generation guard on the
   // commit that follows would refuse it anyway, this says why.

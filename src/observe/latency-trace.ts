@@ -44,8 +44,10 @@ export const TRACE_STAGES = [
 export type TraceStage = (typeof TRACE_STAGES)[number];
 
 const file = process.env.NFKUBE_LATENCY_TRACE;
-/** Constant for the process's life: a stamp is a no-op when false. */
-export const tracing = !!file;
+/** Constant for the process's life: a stamp is a no-op when false. Tested through a module-local
+ * const: compiled to CommonJS, the exported one is a property of `exports`, loaded at every stamp. */
+const on = !!file;
+export const tracing = on;
 
 let open: Partial<Record<TraceStage, bigint>> | undefined;
 let closed: Partial<Record<TraceStage, bigint>> | undefined;
@@ -56,7 +58,7 @@ let writeScheduled = false;
 
 /** Records the time of `stage` for the event in flight (the first stamp of a stage wins). */
 export function stamp(stage: TraceStage): void {
-  if (!tracing) return;
+  if (!on) return;
   const now = process.hrtime.bigint();
   if (stage === 'readback' || stage === 'verified') {
     if (closed && !closed[stage]) closed[stage] = now;
@@ -77,7 +79,7 @@ export function stamp(stage: TraceStage): void {
 
 /** A change that needs no commit (an empty diff): its record is dropped. */
 export function discard(): void {
-  if (tracing) open = undefined;
+  if (on) open = undefined;
 }
 
 /** Lines are written well after the commit (and its read-back), never on the event's path. */
@@ -96,7 +98,7 @@ function write(): void {
   writeSync(fd, lines.splice(0).map((l) => JSON.stringify(l, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).join('\n') + '\n');
 }
 
-if (tracing) {
+if (on) {
   // GC pauses as `{"gc": start ns, "ms": duration}`, to set beside slow events.
   const origin = process.hrtime.bigint() - BigInt(Math.round(performance.now() * 1e6));
   new PerformanceObserver((list) => {
