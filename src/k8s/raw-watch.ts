@@ -81,9 +81,12 @@ export class RawWatch {
       let buf = '';
       res.on('data', (chunk: string) => {
         stamp('data');
+        // What is left of earlier chunks holds no newline: a large event arriving in many chunks
+        // is searched once, not again with each chunk.
+        const searched = buf.length;
         buf = buf ? buf + chunk : chunk;
         let start = 0;
-        for (let nl = buf.indexOf('\n'); nl >= 0 && !ended; nl = buf.indexOf('\n', start)) {
+        for (let nl = buf.indexOf('\n', searched); nl >= 0 && !ended; nl = buf.indexOf('\n', start)) {
           const line = buf.slice(start, nl);
           start = nl + 1;
           try {

@@ -15,7 +15,7 @@
  * used only if it is ours (owned by this user, not writable by group or others, not a symlink);
  * a file that does not decode is ignored and replaced; any failure of the hook falls back to
  * Node's own compile for that module; writing is best effort (write then rename). */
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -201,7 +201,10 @@ export class CodeCache {
     }
     const tmp = `${this.file}.${process.pid}.tmp`;
     try {
-      writeFileSync(tmp, encodeCacheFile(next), { mode: 0o600 });
+      // A new file (a stale one from a process of the same pid removed first): an existing
+      // name, a FIFO or a symlink, is never opened, so the save at exit cannot block it.
+      rmSync(tmp, { force: true });
+      writeFileSync(tmp, encodeCacheFile(next), { mode: 0o600, flag: 'wx' });
       renameSync(tmp, this.file);
       for (const [name, e] of next) this.entries.set(name, e);
       return true;
@@ -220,7 +223,8 @@ export class CodeCache {
 function readOwnFile(file: string): Map<string, Entry> {
   let fd: number | undefined;
   try {
-    fd = openSync(file, 'r');
+    // Non-blocking: a FIFO in its place would otherwise hang the start until something wrote to it.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
     const st = fstatSync(fd);
     const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid;
     if (!st.isFile() || st.uid !== uid || st.mode & 0o022) return new Map();
