@@ -8,3 +8,13 @@ export function createLogger(level: string = 'info'): Logger {
   // Level names ("level":"info"), as log pipelines expect, rather than pino's numbers.
   return pino({ level, base: { component: 'nfkube' }, formatters: { level: (label) => ({ level: label }) } }, pino.destination({ fd: 2, sync: true }));
 }
+
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\\]/g;
+const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f', '\\': '\\\\' };
+
+/** `text` safe to print on a terminal: control characters (C0, DEL, C1) and the backslash escaped
+ * as the JSON of the log lines (the drop log) writes them, so a name from a cluster object or
+ * a foreign rule cannot move the cursor, clear the screen or fake a line. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

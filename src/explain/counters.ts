@@ -3,6 +3,7 @@
  * default-deny (and audit accept) counts of the pods it selects in that direction: every policy
  * selecting a pod shares them, none of them allowed the packet. */
 import { PodAt, readPolicyCounters } from '../agent/metrics-bridge';
+import { printable } from '../log';
 import type { NetlinkSocket } from '../netlink/socket';
 import type { PolicyCounterRow } from '../observe/metrics';
 import type { PolicyIR } from '../policy/ir';
@@ -83,7 +84,7 @@ export function policyCounters(rows: (PolicyCounterRow | AuditRow)[], ir: Policy
 
 export function formatPolicyCounters(rows: PolicyCounters[]): string {
   const header = ['POLICY', 'DIRECTION', 'PODS', 'DROPPED', 'DROPPED BYTES', 'AUDITED', 'ACCEPTED'];
-  const lines = rows.map((r) => [r.policy, r.direction, String(r.pods), String(r.droppedPackets), String(r.droppedBytes), String(r.auditedPackets), String(r.acceptedPackets)]);
+  const lines = rows.map((r) => [printable(r.policy), r.direction, String(r.pods), String(r.droppedPackets), String(r.droppedBytes), String(r.auditedPackets), String(r.acceptedPackets)]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   const fmt = (l: string[]) => l.map((c, i) => (i >= 2 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
   return [fmt(header), ...lines.map(fmt)].join('\n') + '\n';

@@ -1,6 +1,7 @@
 /** `nfkube explain`: one flow's verdict from the model the agent enforces and from the table
  * read back from the kernel, what decides each, and whether they agree. */
 import { PolicyModes } from '../deny/modes';
+import { printable } from '../log';
 import { formatRule } from '../nft/format';
 import type { TableContents } from '../nft/types';
 import type { PolicyIR } from '../policy/ir';
@@ -53,6 +54,7 @@ export function formatExplanation(e: Explanation, what: string): string {
       lines.push(`    ${s.base}: ${s.verdict}${via}: ${s.rule ? `${s.rule.chain}: ${formatRule(s.rule)}` : 'chain policy'}`);
     }
   }
-  lines.push(e.agree ? '  model and kernel agree' : `  MODEL AND KERNEL DISAGREE`);
-  return lines.join('\n') + '\n';
+  lines.push(e.agree ? '  model and kernel agree' : e.kernel ? '  MODEL AND KERNEL DISAGREE' : '  the kernel verdict is UNKNOWN: not comparable with the model');
+  // Names come from cluster objects and from the kernel (foreign rules): never raw to a terminal.
+  return lines.map(printable).join('\n') + '\n';
 }

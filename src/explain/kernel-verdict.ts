@@ -3,9 +3,10 @@
  * in plain, interval, concatenated and verdict-map sets, immediate, jump/goto/return, dynset
  * updates) run over the
  * base chains of the hook in priority order. It reads what the kernel holds, not what nfkube
- * meant, so it is independent of the renderer; an expression it cannot evaluate is an error,
- * never a guess. The packet opens a connection (ct state new), is not fragmented, and is within
- * any rate limit. */
+ * meant, so it is independent of the renderer; an expression it cannot evaluate, or a header
+ * field a flow does not define (ip ttl, length, tcp flags: only the protocol, the addresses and
+ * the ports are known), is an error naming the rule, never a guess. The packet opens a
+ * connection (ct state new), is not fragmented, and is within any rate limit. */
 import * as C from '../nft/constants';
 import { registerOffset } from '../nft/canonical';
 import { formatRule } from '../nft/format';
@@ -32,7 +33,10 @@ export interface KernelVerdict {
 
 const MAX_DEPTH = 16;
 
-class Unsupported extends Error {}
+class Unsupported extends Error {
+  /** The rule holding what could not be evaluated, as nft prints it. */
+  rule?: string;
+}
 
 interface Headers {
   network: Buffer;
@@ -65,6 +69,29 @@ function headers(p: FlowPacket): Headers {
   return { network, transport };
 }
 
+/** The header bytes a flow defines, [start, end) per base and family: the protocol (next header)
+ * and the addresses of the network header, the ports of the transport header. */
+const KNOWN_BYTES: Record<'ipv4' | 'ipv6', Record<'network' | 'transport', [number, number][]>> = {
+  ipv4: { network: [[9, 10], [12, 20]], transport: [[0, 4]] },
+  ipv6: { network: [[6, 7], [8, 40]], transport: [[0, 4]] },
+};
+
+const PAYLOAD_FIELDS: Record<string, Record<string, string>> = {
+  ipv4: { 0: 'ip version/hdrlength', 1: 'ip dscp/ecn', 2: 'ip length', 4: 'ip id', 6: 'ip frag-off', 8: 'ip ttl', 10: 'ip checksum' },
+  ipv6: { 0: 'ip6 version/dscp', 1: 'ip6 flowlabel', 4: 'ip6 length', 7: 'ip6 hoplimit' },
+  transport: { 4: 'tcp sequence', 8: 'tcp ackseq', 12: 'tcp doff/flags', 13: 'tcp flags', 14: 'tcp window', 16: 'tcp checksum', 18: 'tcp urgptr' },
+};
+
+function knownPayload(family: 'ipv4' | 'ipv6', base: 'network' | 'transport', offset: number, len: number): boolean {
+  return KNOWN_BYTES[family][base].some(([start, end]) => offset >= start && offset + len <= end);
+}
+
+/** The field a payload load reads, for the error: its nft name where it is a common one. */
+function payloadField(family: 'ipv4' | 'ipv6', base: string, offset: number, len: number): string {
+  const name = PAYLOAD_FIELDS[base === 'network' ? family : 'transport']?.[offset];
+  return `${name ? `${name}, ` : ''}${base} header bytes ${offset}-${offset + len - 1}`;
+}
+
 type RuleVerdict = Verdict | { kind: 'reject' };
 type Outcome = { kind: 'accept' | 'drop' | 'reject'; rule: Rule } | { kind: 'return' };
 
@@ -86,7 +113,13 @@ class Evaluator {
     const rules = this.chains.get(name);
     if (!rules) throw new Unsupported(`chain ${name} is referenced but not in the table`);
     for (const rule of rules) {
-      const v = this.runRule(rule);
+      let v: RuleVerdict | undefined;
+      try {
+        v = this.runRule(rule);
+      } catch (err) {
+        if (err instanceof Unsupported && !err.rule) err.rule = `${rule.chain}: ${formatRule(rule)}`;
+        throw err;
+      }
       if (v === undefined) continue;
       switch (v.kind) {
         case 'accept':
@@ -138,7 +171,7 @@ class Evaluator {
         if (e.dreg === undefined) throw new Unsupported('payload store');
         const from = e.base === 'network' ? this.h.network : e.base === 'transport' ? this.h.transport : undefined;
         if (!from) throw new Unsupported(`payload base ${e.base}`);
-        if (e.offset + e.len > from.length) return false;
+        if (!knownPayload(this.p.family, e.base as 'network' | 'transport', e.offset, e.len)) throw new Unsupported(`it matches ${payloadField(this.p.family, e.base, e.offset, e.len)}, which a flow of SRC, DST, port and protocol does not define`);
         store(e.dreg, from.subarray(e.offset, e.offset + e.len));
         return true;
       }
@@ -221,7 +254,7 @@ export function evaluateKernel(t: TableContents, p: FlowPacket, hook: HookName =
     try {
       o = ev.runChain(base.name, 0);
     } catch (err) {
-      if (err instanceof Unsupported) throw new Error(`cannot evaluate table ${t.table.family} ${t.table.name}, chain ${base.name}: ${err.message}`);
+      if (err instanceof Unsupported) throw new Error(`cannot evaluate table ${t.table.family} ${t.table.name}, chain ${base.name}: ${err.message}${err.rule ? ` (rule ${err.rule})` : ''}`);
       throw err;
     }
     if (o.kind === 'return') {

@@ -43,12 +43,15 @@ const command: Command = {
       const back = await listTable(socket, 'inet', table);
       if (!back) process.stdout.write(`table inet ${table} does not exist: the kernel enforces nothing of nfkube's\n`);
       let agree = true;
+      let unknown = false;
       for (const packet of flowPackets(src, dst, protocol as FlowProtocol, port)) {
         const e = explainFlow(ir, modes, back, packet);
         process.stdout.write(formatExplanation(e, `${src.text} -> ${dst.text}`));
         agree &&= e.agree;
+        unknown ||= !e.kernel;
       }
-      if (!agree) process.stderr.write('nfkube: the model and the kernel disagree: the table does not enforce what the cluster says (run nfkube verify)\n');
+      if (unknown) process.stderr.write('nfkube: the kernel verdict is unknown: the table holds a rule explain cannot evaluate for this flow (named above)\n');
+      else if (!agree) process.stderr.write('nfkube: the model and the kernel disagree: the table does not enforce what the cluster says (run nfkube verify)\n');
       return agree ? 0 : 1;
     } finally {
       await socket.close();
