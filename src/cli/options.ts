@@ -51,6 +51,16 @@ export function parseDuration(text: string, flag: string): number {
   return n;
 }
 
+/** "67108864", "64Mi", "1Gi" -> bytes (binary suffixes, as Kubernetes quantities write them). */
+export function parseByteSize(text: string, flag: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(text);
+  if (!m) throw new Error(`${flag}: "${text}" is not a size like 67108864, 64Mi or 1Gi`);
+  const unit = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[m[2] as 'Ki' | 'Mi' | 'Gi'] ?? 1;
+  const n = Number(m[1]) * unit;
+  if (n <= 0 || !Number.isSafeInteger(n)) throw new Error(`${flag}: must be a positive size`);
+  return n;
+}
+
 export function denyAction(v: string | boolean | undefined): 'drop' | 'reject' {
   const a = (v as string | undefined) ?? 'drop';
   if (a !== 'drop' && a !== 'reject') throw new Error(`--deny-action: "${a}" is not drop or reject`);
@@ -70,6 +80,7 @@ export function tableName(v: string | boolean | undefined): string {
 /** Options several commands share, described once. */
 export const COMMON_OPTIONS = {
   manifests: { type: 'string', value: 'DIR', description: 'read Namespaces, Pods and NetworkPolicies from this directory of manifests instead of an API server' },
+  'manifests-max-bytes': { type: 'string', value: 'SIZE', description: 'the most bytes the --manifests files may hold together; a file that would cross it is not read, named in an error', default: '64Mi' },
   kubeconfig: { type: 'string', value: 'PATH', description: 'kubeconfig of the API server to watch', default: 'in-cluster configuration' },
   'node-name': { type: 'string', value: 'NAME', description: 'enforce for the pods of this node', default: '$NODE_NAME, else the hostname' },
   table: { type: 'string', value: 'NAME', description: "name of nfkube's own nftables table (family inet)", default: 'nfkube' },

@@ -3,7 +3,7 @@
 import { accessSync, constants } from 'node:fs';
 import { ClusterSnapshot, ClusterSource, ObjectKind, SourceHandlers } from '../k8s/source';
 import type { RunContext } from './command';
-import { COMMON_OPTIONS } from './options';
+import { COMMON_OPTIONS, parseByteSize } from './options';
 import { DENY_OPTIONS } from './deny-options';
 
 /** `kinds`: what to read (default: what NetworkPolicy enforcement reads). */
@@ -15,7 +15,7 @@ export function openSource(values: Record<string, string | boolean | undefined>,
   if (manifests && kubeconfig) throw new Error('--manifests and --kubeconfig exclude each other');
   if (manifests) {
     const { ManifestSource } = require('../k8s/manifest-source') as typeof import('../k8s/manifest-source');
-    return new ManifestSource({ dir: manifests, kinds, ...handlers });
+    return new ManifestSource({ dir: manifests, kinds, maxTotalBytes: manifestsMaxBytes(values), ...handlers });
   }
   if (kubeconfig) {
     // Checked before client-node takes seconds to load.
@@ -29,6 +29,12 @@ export function openSource(values: Record<string, string | boolean | undefined>,
   }
   const { InformerSource, loadKubeConfig } = require('../k8s/informer-source') as typeof import('../k8s/informer-source');
   return new InformerSource({ kubeConfig: loadKubeConfig(kubeconfig), kinds, ...handlers });
+}
+
+/** --manifests-max-bytes, undefined for the default. */
+export function manifestsMaxBytes(values: Record<string, string | boolean | undefined>): number | undefined {
+  const text = values['manifests-max-bytes'] as string | undefined;
+  return text === undefined ? undefined : parseByteSize(text, '--manifests-max-bytes');
 }
 
 /** The cluster state once, for a command that reads it and exits: the source's problems on

@@ -31,6 +31,8 @@ export interface ManifestSourceOptions extends SourceHandlers {
   dir: string;
   /** The kinds delivered (default POLICY_KINDS; add PROXY_KINDS for the service proxy). */
   kinds?: readonly ObjectKind[];
+  /** The most bytes all files may hold together (default MAX_MANIFEST_TOTAL_BYTES). */
+  maxTotalBytes?: number;
 }
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
@@ -47,6 +49,10 @@ const DEFAULT_NAMESPACE = 'default';
  * every other update. YAML parses about a hundred times slower than JSON (4 MiB of Pods take
  * seconds): a cluster dump that large belongs in a .json file. */
 export const MAX_MANIFEST_BYTES = { json: 32 * 1024 * 1024, yaml: 4 * 1024 * 1024 } as const;
+/** Every file within its own bound, many of them still add up (60 YAML files of 3.5 MB held 2.4 GB):
+ * the files read together may hold this much (`--manifests-max-bytes`). A 5k-pod cluster of
+ * full manifests is 21 MB of YAML, 35 MB of JSON. */
+export const MAX_MANIFEST_TOTAL_BYTES = 64 * 1024 * 1024;
 /** Aliases a YAML document may expand (billion-laughs documents expand exponentially). */
 const MAX_ALIAS_COUNT = 100;
 /** Nesting deeper than this is refused before parsing: both parsers slow down sharply on
@@ -72,6 +78,10 @@ export class ManifestSource implements ClusterSource {
   private readonly files = new Map<string, Map<Ident, Defined>>();
   /** Files defining each object; the first by name is in force. */
   private readonly definers = new Map<Ident, Set<string>>();
+  /** Bytes of each file whose objects are in force, and their sum. */
+  private readonly fileBytes = new Map<string, number>();
+  private totalBytes = 0;
+  private readonly maxTotalBytes: number;
   private watcher?: FSWatcher;
   private readonly kinds: ReadonlySet<string>;
   private readonly dirPrefix: string;
@@ -86,6 +96,7 @@ export class ManifestSource implements ClusterSource {
     this.state = new ClusterState(opts);
     this.dirPrefix = join(opts.dir, '/');
     this.kinds = new Set(opts.kinds ?? POLICY_KINDS);
+    this.maxTotalBytes = opts.maxTotalBytes ?? MAX_MANIFEST_TOTAL_BYTES;
   }
 
   async start(): Promise<ClusterSnapshot> {
@@ -139,24 +150,34 @@ export class ManifestSource implements ClusterSource {
     // Names come from readdir or the watch: one component, no normalising join needed.
     const path = `${this.dirPrefix}${name}`;
     let text: string | undefined;
-    const limit = isJsonName(name) ? MAX_MANIFEST_BYTES.json : MAX_MANIFEST_BYTES.yaml;
+    const fileLimit = isJsonName(name) ? MAX_MANIFEST_BYTES.json : MAX_MANIFEST_BYTES.yaml;
+    const others = this.totalBytes - (this.fileBytes.get(name) ?? 0);
     try {
-      const read = readManifest(path, limit, regular);
+      const read = readManifest(path, Math.min(fileLimit, this.maxTotalBytes - others), regular);
       if (typeof read === 'number') {
-        this.opts.onError({ message: `${name}: ${read} bytes, more than the ${limit} this format may have; not read (its previous objects stay)`, file: name });
+        const why = read > fileLimit ? `more than the ${fileLimit} this format may have` : `with the other files' ${others} more than the ${this.maxTotalBytes} all manifests may hold together (--manifests-max-bytes)`;
+        this.opts.onError({ message: `${name}: ${read} bytes, ${why}; not read (its previous objects stay)`, file: name });
         return;
       }
-      text = read;
+      text = read?.text;
+      this.countBytes(name, read?.bytes ?? 0);
     } catch (err) {
       // Gone: the file's objects go; any other failure keeps what we have (the next event retries).
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
         this.opts.onError(sourceErrorFrom(err, { file: name }));
         return;
       }
+      this.countBytes(name, 0);
     }
     const defs = text === undefined ? new Map<Ident, Defined>() : this.parseFile(name, text);
     stamp('parsed');
     if (defs) this.replaceFile(name, defs);
+  }
+
+  private countBytes(name: string, bytes: number): void {
+    this.totalBytes += bytes - (this.fileBytes.get(name) ?? 0);
+    if (bytes > 0) this.fileBytes.set(name, bytes);
+    else this.fileBytes.delete(name);
   }
 
   /** The file's objects, or undefined when it does not parse and its previous objects stay. */
@@ -344,14 +365,14 @@ export class ManifestSource implements ClusterSource {
 let scratch = Buffer.allocUnsafe(256 * 1024);
 const SCRATCH_MAX_BYTES = 1024 * 1024;
 
-/** The text of a regular file, its size when that is more than limit (not read), or undefined
+/** The text of a regular file and its bytes, its size when that is more than limit (not read), or undefined
  * when it is not a regular file. Only what stat (or the directory entry, when `regular`: a
  * scan of thousands of files then makes one system call fewer each) says is a regular file is
  * opened: opening a device a name links to can act on it (a watchdog arms, a terminal becomes
  * the agent's). Then
  * one open, fstat, read and close: opened non-blocking, so a FIFO swapped in meanwhile cannot
  * hang the agent, and sized by the descriptor, so the check and the read are one file. */
-function readManifest(path: string, limit: number, regular: boolean): string | number | undefined {
+function readManifest(path: string, limit: number, regular: boolean): { text: string; bytes: number } | number | undefined {
   if (!regular && !statSync(path, { throwIfNoEntry: false })?.isFile()) return undefined;
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
@@ -367,14 +388,14 @@ function readManifest(path: string, limit: number, regular: boolean): string | n
       if (buf.length <= SCRATCH_MAX_BYTES) scratch = buf;
     }
     const n = readSync(fd, buf, 0, stat.size + 1, 0);
-    if (n <= stat.size) return buf.toString('utf8', 0, n);
+    if (n <= stat.size) return { text: buf.toString('utf8', 0, n), bytes: n };
     const chunks = [Buffer.from(buf.subarray(0, n))];
     let total = n;
     for (;;) {
       if (total > limit) return Math.max(total, fstatSync(fd).size);
       const chunk = Buffer.allocUnsafe(64 * 1024);
       const got = readSync(fd, chunk, 0, chunk.length, total);
-      if (got === 0) return Buffer.concat(chunks, total).toString('utf8');
+      if (got === 0) return { text: Buffer.concat(chunks, total).toString('utf8'), bytes: total };
       chunks.push(chunk.subarray(0, got));
       total += got;
     }

@@ -39,11 +39,11 @@ const isKey = (kind: ClusterChange['kind'], key: string, type?: ClusterChange['t
   c.kind === kind && c.key === key && (type === undefined || c.type === type);
 
 /** A source over a directory holding `files`; returns it started, with what it recorded. */
-async function startOver(files: Record<string, string>, warnings: SourceError[] = []) {
+async function startOver(files: Record<string, string>, warnings: SourceError[] = [], maxTotalBytes?: number) {
   const dir = mkdtempSync(join(tmpdir(), 'nfkube-hostile-'));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   const rec = new Recorder();
-  const source = new ManifestSource({ dir, ...rec, onWarning: (w) => warnings.push(w) });
+  const source = new ManifestSource({ dir, ...rec, onWarning: (w) => warnings.push(w), maxTotalBytes });
   const initial = await source.start();
   return { dir, rec, source, initial, stop: async () => (await source.stop(), rmSync(dir, { recursive: true, force: true })) };
 }
@@ -104,6 +104,36 @@ describe('ManifestSource under hostile files', () => {
       assert.match(byFile.get('huge.yaml')!, /more than the 4194304 this format may have/);
       // No timed assertion (a loaded machine); the point is that start() returned at all.
       console.log(`# hostile files read in ${Date.now() - t0} ms`);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test('many files each within its own bound: the one that would cross the total is not read, named; the total follows edits and removals', T, async () => {
+    const ns = (name: string, pad = 0) => JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, annotations: { pad: 'x'.repeat(pad) } } });
+    const s = await startOver({ 'a.json': ns('a', 300), 'b.yaml': POLICY_YAML, 'c.json': ns('c', 600), 'd.json': ns('d') }, [], 1000);
+    try {
+      assert.ok(s.initial.namespaces.has('a') && s.initial.policies.has('x/bomb') && s.initial.namespaces.has('d'));
+      assert.ok(!s.initial.namespaces.has('c'), 'c.json would cross the total: not read');
+      const refused = s.rec.errors.filter((e) => e.file === 'c.json');
+      assert.equal(refused.length, 1);
+      assert.match(refused[0].message, /^c\.json: \d+ bytes, with the other files' \d+ more than the 1000 all manifests may hold together \(--manifests-max-bytes\); not read/);
+      assert.equal(s.rec.errors.length, 1, 'only the file that crosses it');
+
+      // Room made by shrinking another file: c.json is read when it changes next.
+      let from = s.rec.changes.length;
+      writeFileSync(join(s.dir, 'a.json'), ns('a2'));
+      await s.rec.change(isKey('Namespace', 'a2', 'upsert'), from);
+      from = s.rec.changes.length;
+      writeFileSync(join(s.dir, 'c.json'), ns('c', 500));
+      await s.rec.change(isKey('Namespace', 'c', 'upsert'), from);
+
+      // Growing a file that is read past the total: refused, its previous objects stay.
+      const errFrom = s.rec.errors.length;
+      writeFileSync(join(s.dir, 'd.json'), ns('d2', 700));
+      const err = await s.rec.error((e) => e.file === 'd.json', errFrom);
+      assert.match(err.message, /more than the 1000 all manifests may hold together/);
+      assert.ok(s.source.snapshot().namespaces.has('d') && !s.source.snapshot().namespaces.has('d2'));
     } finally {
       await s.stop();
     }

@@ -3,6 +3,7 @@
  * the agent would enforce, with those objects failing closed. Warnings do not change the exit. */
 import { Renderer } from '../../agent/render';
 import { ManifestSource } from '../../k8s/manifest-source';
+import { manifestsMaxBytes } from '../source';
 import { formatTable } from '../../nft/format';
 import { markedTable } from '../../nft/ownership';
 import { compileFull } from '../../policy/compile';
@@ -13,8 +14,8 @@ import { DENY_OPTIONS, dropLogOptions, policyModes } from '../deny-options';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
 import { OptionTable } from '../options';
 
-const { manifests, 'node-name': node, table, 'deny-action': deny } = COMMON_OPTIONS;
-const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'node-name': node, table, 'deny-action': deny, ...DENY_OPTIONS, ...PROXY_CLI_OPTIONS, 'no-policy': { type: 'boolean', description: 'with --proxy: render the proxy table alone' } } as const satisfies OptionTable;
+const { manifests, 'manifests-max-bytes': manifestsMax, 'node-name': node, table, 'deny-action': deny } = COMMON_OPTIONS;
+const options = { manifests: { ...manifests, description: 'directory of Namespaces, Pods and NetworkPolicies to render (required)' }, 'manifests-max-bytes': manifestsMax, 'node-name': node, table, 'deny-action': deny, ...DENY_OPTIONS, ...PROXY_CLI_OPTIONS, 'no-policy': { type: 'boolean', description: 'with --proxy: render the proxy table alone' } } as const satisfies OptionTable;
 const usage = usageText('nfkube render --manifests DIR [options]', options, 'Prints the nftables ruleset the agent would enforce, in nft syntax, without touching the kernel.');
 
 const command: Command = {
@@ -32,6 +33,7 @@ const command: Command = {
     const source = new ManifestSource({
       dir: v.manifests as string,
       kinds: choice.kinds,
+      maxTotalBytes: manifestsMaxBytes(v),
       onChange: () => undefined,
       onWarning: (w) => process.stderr.write(`nfkube: warning: ${w.message}\n`),
       onError: (e) => {
