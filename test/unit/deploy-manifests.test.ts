@@ -92,3 +92,22 @@ test('DaemonSet: the runtime default seccomp profile, and the manifest says why 
   const comment = text.slice(0, text.indexOf('runAsUser: 0'));
   assert.match(comment.slice(comment.lastIndexOf('securityContext:')), /# Why uid 0: [\s\S]*capabilities[\s\S]*ambient/);
 });
+
+/** A Kubernetes memory quantity ("640Mi", "1Gi", "500M") in bytes. */
+function bytesOf(quantity: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(quantity);
+  assert.ok(m, `memory quantity ${quantity}`);
+  return Number(m[1]) * ({ Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, K: 1e3, M: 1e6, G: 1e9 }[m[2] ?? ''] ?? 1);
+}
+
+test('the memory limit is the measured peak of agent --once with 50k local pods, with headroom; the chart says the same (issue 23)', () => {
+  const results = readFileSync(join(dir, '..', '..', 'bench', 'RESULTS.md'), 'utf8');
+  const section = /## Peak memory of agent --once with every pod on this node[^]*?\n\n((?:\|.*\n)+)/.exec(results);
+  assert.ok(section, 'bench/RESULTS.md has the measurement');
+  const peaks = [...section[1].matchAll(/^\| 50000 local pods[^\n]*\(max (\d+)\) \|$/gm)].map((m) => Number(m[1]) * 1e6);
+  assert.ok(peaks.length >= 1, 'rows for 50k local pods');
+  const limit = bytesOf(byKind.get('DaemonSet')!.spec.template.spec.containers[0].resources.limits.memory);
+  assert.ok(limit >= 1.25 * Math.max(...peaks), `limit ${limit} bytes leaves 25% over the peak ${Math.max(...peaks)}`);
+  const chart = parseAllDocuments(readFileSync(join(dir, '..', 'helm', 'nfkube', 'values.yaml'), 'utf8'))[0].toJS() as Obj;
+  assert.equal(bytesOf(chart.resources.limits.memory), limit, 'helm values and the DaemonSet agree');
+});
