@@ -151,6 +151,15 @@ test('an object that cannot be encoded, an unparsable file, a missing directory:
     assertFatal('agent --once, an unparsable file', r, /broken\.json/);
     assert.match(sb.run('nft', ['list', 'tables']), /^table inet nfkube$/m, 'what could be read is enforced');
 
+    // Each file within its own bound, together over --manifests-max-bytes: the one that crosses it is named.
+    const many = mkdtempSync(join(tmpdir(), 'nfkube-startup-'));
+    cpSync(EXAMPLES, many, { recursive: true });
+    writeFileSync(join(many, 'zz-big.json'), JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'big', annotations: { pad: 'x'.repeat(16 * 1024) } } }));
+    const crossed = await nfkube(sb, ['agent', '--once', '--manifests', many, '--manifests-max-bytes', '16Ki', ...node]);
+    assertFatal('agent --once, the files together over --manifests-max-bytes', crossed, /zz-big\.json: \d+ bytes, with the other files' \d+ more than the 16384 all manifests may hold together \(--manifests-max-bytes\)/);
+    const badSize = await nfkube(sb, ['render', '--manifests', many, '--manifests-max-bytes', '16MB', ...node]);
+    assertFatal('render, --manifests-max-bytes that is not a size', badSize, /--manifests-max-bytes: "16MB" is not a size like 67108864, 64Mi or 1Gi/);
+
     for (const command of ['agent', 'render', 'verify']) {
       const missing = await nfkube(sb, [command, '--manifests', join(dir, 'missing'), ...node, ...(command === 'agent' ? ['--metrics-addr', '127.0.0.1:0'] : [])]);
       assertFatal(`${command}, a missing manifests directory`, missing, /missing/);
