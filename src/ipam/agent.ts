@@ -29,8 +29,9 @@ import {
   startIndex,
 } from './pool';
 import { CNI_ERR, IpamIp, IpamReply, IpamRequest } from './protocol';
+import { requestProblem } from './request';
 import { AllocatedIp, Allocation, BlockState, handleKey, NodeState } from './state';
-import { Wal } from './wal';
+import { Wal, WalError } from './wal';
 
 export interface IpamAgentOptions {
   api: IpamApi;
@@ -127,7 +128,7 @@ export class IpamAgent {
 
   /** Replays the record, loads pools and this node's blocks, and starts periodic GC. */
   async start(): Promise<void> {
-    const { wal, live } = await Wal.open(this.walPath, () => this.state.allocations.size);
+    const { wal, live } = await Wal.open(this.walPath, () => this.state.allocations.size, (reason) => this.log.warn({ path: this.walPath }, reason));
     this.wal = wal;
     try {
       await this.load(live);
@@ -169,6 +170,11 @@ export class IpamAgent {
     this.schedulePublish();
   }
 
+  /** Why this agent cannot serve now (its record cannot be written), or undefined. */
+  get problem(): string | undefined {
+    return this.wal ? this.wal.problem : 'the allocation record is not open';
+  }
+
   /** Clean stop: pending publishes are written, the record is closed. */
   async stop(): Promise<void> {
     clearInterval(this.gcTimer);
@@ -189,7 +195,10 @@ export class IpamAgent {
 
   // ---- requests ----
 
-  async handle(req: IpamRequest): Promise<IpamReply> {
+  async handle(raw: IpamRequest): Promise<IpamReply> {
+    const bad = requestProblem(raw);
+    if (bad) return { ok: false, ...bad };
+    const req = raw;
     try {
       if (this.dead) throw new IpamError(CNI_ERR.tryAgainLater, 'the ipam agent is stopping');
       switch (req.command) {
@@ -267,11 +276,11 @@ export class IpamAgent {
       try {
         await this.wal!.append([{ op: 'add', key, alloc }]);
       } catch (err) {
-        // The line may be on disk without its sync having succeeded: the addresses stay marked
+        // When the line may be on disk (it could not be cut back off), the addresses stay marked
         // (a restart replays the record and decides), never handed to another pod meanwhile.
         this.state.allocations.delete(key);
-        maybeRecorded = true;
-        throw err;
+        maybeRecorded = !(err instanceof WalError) || err.maybeWritten;
+        throw recordingFailed(err);
       }
       this.alive();
       for (const ip of ips) if (!ip.claim) this.dirtyBlocks.add(ip.block);
@@ -349,7 +358,7 @@ export class IpamAgent {
       await this.wal!.append([{ op: 'del', key }]);
     } catch (err) {
       this.state.allocations.set(key, alloc);
-      throw err;
+      throw recordingFailed(err);
     }
     this.alive();
     this.state.releaseAllocation(alloc);
@@ -880,6 +889,11 @@ export class IpamAgent {
     }
     return [...rows.values()];
   }
+}
+
+/** A record that could not be written fails the request with an I/O error (CNI code 5). */
+function recordingFailed(err: unknown): Error {
+  return err instanceof WalError ? new IpamError(CNI_ERR.ioFailure, err.message) : (err as Error);
 }
 
 function toReplyIp(ip: AllocatedIp): IpamIp {

@@ -51,9 +51,11 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
     ? await startObserveServer({
         address: parseListenAddress(o.metricsAddr, '--ipam-metrics-addr'),
         metrics: () => metrics.expose(),
+        // IPAM has no sync loop: it is healthy and ready while it can record allocations.
         lastSuccessfulSync: () => Date.now(),
         resyncPeriodMs: 60_000,
-        ready: () => true,
+        notAlive: () => agent.problem,
+        ready: () => agent.problem === undefined,
       })
     : undefined;
   o.logger.info({ socket: socketPath, metrics: o.metricsAddr }, 'ipam serving the CNI plugin');
