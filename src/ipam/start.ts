@@ -25,6 +25,8 @@ export interface IpamHandle {
   agent: IpamAgent;
   metrics: IpamMetrics;
   socketPath: string;
+  /** Where /metrics, /healthz and /readyz are served (the real port when 0 was asked for). */
+  observeAddress?: { host: string; port: number };
   stop(): Promise<void>;
 }
 
@@ -63,6 +65,7 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
     agent,
     metrics,
     socketPath,
+    observeAddress: observe?.address,
     async stop() {
       await server.close();
       await observe?.close();

@@ -3,7 +3,6 @@
  * state record with a malformed field stops the start naming its line. */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -13,6 +12,7 @@ import { replay, WalError } from '../../src/ipam/wal';
 import { TestApiServer } from '../helpers/apiserver';
 import { recordingLogger } from '../helpers/recording-logger';
 import { agentFactory, node, pool, startIpamApiServer } from './cluster';
+import { askAgent } from './plugins';
 
 let server: TestApiServer;
 let agent: IpamAgent;
@@ -34,17 +34,7 @@ after(async () => {
   await server.close();
 });
 
-function ask(line: string): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const s = connect(socket.path);
-    let buf = '';
-    s.setEncoding('utf8');
-    s.on('connect', () => s.write(line + '\n'));
-    s.on('data', (c: string) => (buf += c));
-    s.on('error', reject);
-    s.on('end', () => resolve(JSON.parse(buf)));
-  });
-}
+const ask = (line: string) => askAgent(socket.path, line);
 
 test('socket requests with fields of the wrong type are refused naming the field; nothing is allocated or logged as a TypeError', async () => {
   const cases: Array<[unknown, number, RegExp]> = [
