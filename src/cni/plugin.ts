@@ -5,7 +5,7 @@
  * the agent down it fails at once (code 11, try again later) having allocated nothing.
  * cniCall is also what the agent runs for the compiled plugin (native/cni/), which forwards the
  * runtime's environment and configuration unread (EXEC): both plugins answer with one code. */
-import { readSync } from 'node:fs';
+import { lstatSync, readSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { IpamReply, IpamRequest } from '../ipam/protocol';
 
@@ -79,7 +79,27 @@ function timeoutMs(env: NodeJS.ProcessEnv): number {
   return t && /^[1-9]\d{0,8}$/.test(t) ? Number(t) : TIMEOUT_MS;
 }
 
+/** Why the socket may not be the agent's: Node cannot read SO_PEERCRED, so the plugin trusts the
+ * socket only when this user (root) owns it and its directory, and nobody else can write that
+ * directory (so nobody else can have put a socket there, nor swap it before the connect). */
+function untrustedSocket(socketPath: string): string | undefined {
+  const uid = typeof process.geteuid === 'function' ? process.geteuid() : 0;
+  const dir = socketPath.slice(0, Math.max(1, socketPath.lastIndexOf('/')));
+  let sock, parent;
+  try {
+    sock = lstatSync(socketPath);
+    parent = lstatSync(dir);
+  } catch {
+    return undefined; // missing: the connect reports it (nothing is sent)
+  }
+  if (sock.uid !== uid) return `nfkube ipam agent at ${socketPath} is a socket of uid ${sock.uid}, not uid ${uid}; nothing was sent`;
+  if (parent.uid !== uid || parent.mode & 0o022) return `nfkube ipam agent at ${socketPath} is in ${dir}, which uid ${uid} does not own alone; nothing was sent`;
+  return undefined;
+}
+
 function askSocket(socketPath: string, req: IpamRequest, timeout: number): Promise<IpamReply> {
+  const untrusted = untrustedSocket(socketPath);
+  if (untrusted) return Promise.reject(new CniError(ERR.ioFailure, untrusted));
   return new Promise((resolve, reject) => {
     const sock = connect(socketPath);
     let buf = '';

@@ -8,9 +8,10 @@
  * directory), or, when that cannot be written, cut back to its last whole line. A torn last line
  * (a crash mid-write) is dropped; a damaged line elsewhere stops the agent with its line number,
  * since guessing could hand out a live address. */
-import { closeSync, constants, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { open, FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { unsafeDirReason } from '../startup/compile-cache';
 import { Allocation, allocationProblem } from './state';
 
 export type WalRecord = { op: 'add'; key: string; alloc: Allocation } | { op: 'del'; key: string };
@@ -155,7 +156,9 @@ export class Wal {
 
   /** Replays and compacts the record at path; returns the live allocations and the open log. */
   static async open(path: string, liveCount?: () => number, onRepair?: (reason: string) => void): Promise<{ wal: Wal; live: Map<string, Allocation> }> {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // Another user's writable directory could hold a planted link or a replaced record.
+    const unsafe = unsafeDirReason(dirname(path));
+    if (unsafe) throw new WalError(`--ipam-state-dir: ${unsafe}; refusing to keep allocations there`);
     const { live, wholeBytes } = replayFile(path);
     const text = compacted(live);
     let synced = Buffer.byteLength(text);
