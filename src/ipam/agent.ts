@@ -324,6 +324,7 @@ export class IpamAgent {
       const claimed = await this.claimBlock(pool, family);
       this.alive();
       if (claimed) continue;
+      if (await this.takeBackLent(pool, family)) continue;
       if (attempt > 2) break;
       const borrowed = await this.borrow(pool, family, key, pod);
       if (borrowed) return borrowed;
@@ -336,9 +337,7 @@ export class IpamAgent {
   private afterAllocation(pool: Pool, families: IpFamily[]): void {
     for (const family of families) {
       const blocks = this.state.blocksOf(pool.name, family);
-      const size = blocks[0]?.size ?? 64;
-      const watermark = this.opts.watermark ?? Math.max(1, Math.floor(size / 4));
-      if (this.state.freeIn(pool.name, family) < watermark) {
+      if (this.state.freeIn(pool.name, family) < this.watermarkOf(blocks[0]?.size ?? 64)) {
         void this.claimBlock(pool, family).catch((err) => this.log.warn({ err, pool: pool.name, family }, 'claiming a block ahead of need failed'));
       }
     }
@@ -522,7 +521,7 @@ export class IpamAgent {
         for (const o of objs) this.taken.add(o.metadata?.name);
       }
     }
-    void this.lendIfExhausted(pool).catch((err) => this.log.warn({ err }, 'lending failed'));
+    // No lending here: this node is short of addresses itself.
     return false;
   }
 
@@ -622,7 +621,8 @@ export class IpamAgent {
   // ---- borrowing ----
 
   /** Takes one address from another node's lent range by creating its IPAddressClaim, then
-   * checks the block is still the one it lent from (else the claim is dropped). */
+   * checks the block is still the one it lent from and still lends that address (else the claim
+   * is dropped: the owner may have taken its tail back). */
   private async borrow(pool: Pool, family: IpFamily, key: string, pod: PodRef | undefined): Promise<AllocatedIp | undefined> {
     const blocks = (await this.retry('list blocks', () => this.api.list(PLURALS.blocks))).map(readBlock);
     const claims = new Set((await this.retry('list claims', () => this.api.list(PLURALS.claims))).map((c) => c.metadata?.name as string));
@@ -646,7 +646,8 @@ export class IpamAgent {
           continue;
         }
         const current = await this.readBack(PLURALS.blocks, b.name);
-        if (!current || current.metadata?.uid !== b.uid) {
+        const stillLent = current && readBlock(current).lendFrom;
+        if (!current || current.metadata?.uid !== b.uid || stillLent === undefined || stillLent > o) {
           await this.deleteConfirmed(PLURALS.claims, name, claim.uid);
           continue;
         }
@@ -679,13 +680,14 @@ export class IpamAgent {
   }
 
   /** When the pool has no unclaimed block left, this node lends the upper half of the unused
-   * tail of each block it holds: it stops using those ordinals first, then says so in the block
-   * (a conditional update), and never uses them again. */
+   * tail of each block it holds, keeping at least its watermark of free addresses below the lent
+   * part: it stops using those ordinals first, then says so in the block (a conditional update).
+   * It takes back what nobody borrowed when it runs short itself (takeBackLent). */
   private async lendIfExhausted(pool: Pool): Promise<void> {
     for (const b of this.state.blocks.values()) {
       if (b.pool !== pool.name) continue;
       const high = b.highWater;
-      const target = high + Math.ceil((b.limit - high) / 2);
+      const target = Math.max(high + Math.ceil((b.limit - high) / 2), high + this.watermarkOf(b.size));
       if (target >= b.limit) continue;
       b.lendFrom = target;
       await this.updateBlock(b.name, (obj) => {
@@ -694,6 +696,36 @@ export class IpamAgent {
       });
       this.log.info({ block: b.name, lendFrom: target }, 'pool exhausted: lending the unused tail of a block');
     }
+  }
+
+  /** This node is out of addresses: the lent tails of its blocks of the pool and family are taken
+   * back down to just above the highest address borrowed from each. The block says so first (a
+   * conditional update); a borrower whose claim lands later finds the block no longer lends that
+   * address and drops the claim; claims already made are re-read and stay theirs. True when
+   * addresses came back. */
+  private async takeBackLent(pool: Pool, family: IpFamily): Promise<boolean> {
+    const lending = this.state.blocksOf(pool.name, family).filter((b) => b.lendFrom !== undefined);
+    if (lending.length === 0) return false;
+    const borrowed = (await this.retry('list claims', () => this.api.list(PLURALS.claims))).map(readClaim);
+    let gained = false;
+    for (const b of lending) {
+      const ordinals = borrowed.filter((c) => c.block === b.name && c.blockUID === b.uid).map((c) => b.ordinalOf(c.address ?? '') ?? -1);
+      const lendFrom = ordinals.length > 0 ? Math.max(...ordinals) + 1 : undefined;
+      if (lendFrom !== undefined && lendFrom <= b.lendFrom!) continue;
+      await this.updateBlock(b.name, (obj) => {
+        if (lendFrom === undefined) delete obj.spec.lendFrom;
+        else obj.spec.lendFrom = lendFrom;
+      });
+      this.markForeignClaims((await this.retry('list claims', () => this.api.list(PLURALS.claims))).map(readClaim));
+      b.lendFrom = lendFrom;
+      gained = true;
+      this.log.info({ block: b.name, lendFrom }, 'out of addresses: took back the unborrowed tail of a lent block');
+    }
+    return gained;
+  }
+
+  private watermarkOf(blockSize: number): number {
+    return this.opts.watermark ?? Math.max(1, Math.floor(blockSize / 4));
   }
 
   /** Read-modify-write of one of this node's blocks, conditioned on resourceVersion. */
