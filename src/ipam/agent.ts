@@ -29,6 +29,7 @@ import {
   startIndex,
 } from './pool';
 import { CNI_ERR, IpamIp, IpamReply, IpamRequest } from './protocol';
+import { PublishedBlock, reconcilePublished } from './reconcile';
 import { requestProblem } from './request';
 import { AllocatedIp, Allocation, BlockState, handleKey, NodeState } from './state';
 import { Wal, WalError } from './wal';
@@ -151,11 +152,14 @@ export class IpamAgent {
     await this.retry('load pools', () => this.refreshPools());
     const blocks = await this.retry('list blocks', () => this.api.list(PLURALS.blocks));
     const claims = await this.retry('list claims', () => this.api.list(PLURALS.claims));
+    const published: PublishedBlock[] = [];
     for (const obj of blocks) {
       const b = readBlock(obj);
       this.taken.add(b.name);
-      if (b.node === this.nodeName) this.adoptBlock(obj);
+      const block = b.node === this.nodeName ? this.adoptBlock(obj) : undefined;
+      if (block) published.push({ block, allocations: obj.status?.allocations });
     }
+    await this.holdPublished(published, claims.map(readClaim));
     for (const a of this.state.allocations.values()) this.state.markAllocation(a);
     this.markForeignClaims(claims.map(readClaim));
     for (const a of this.state.allocations.values()) {
@@ -173,6 +177,17 @@ export class IpamAgent {
   /** Why this agent cannot serve now (its record cannot be written), or undefined. */
   get problem(): string | undefined {
     return this.wal ? this.wal.problem : 'the allocation record is not open';
+  }
+
+  /** Addresses the API publishes for handles the record lacks (a lost or old record) are held,
+   * recorded first, until GC proves their pods gone. */
+  private async holdPublished(published: PublishedBlock[], claims: ReturnType<typeof readClaim>[]): Promise<void> {
+    const { adopted, problems } = reconcilePublished(published, claims, this.pools, this.state.allocations, this.nodeName);
+    for (const problem of problems) this.log.error({ problem }, 'a published allocation cannot be accounted for');
+    if (adopted.size === 0) return;
+    this.log.warn({ handles: [...adopted.keys()] }, 'the API publishes allocations the local record lacks; holding them until GC finds their pods gone');
+    await this.wal!.append([...adopted].map(([key, alloc]) => ({ op: 'add' as const, key, alloc })));
+    for (const [key, alloc] of adopted) this.state.allocations.set(key, alloc);
   }
 
   /** Clean stop: pending publishes are written, the record is closed. */
