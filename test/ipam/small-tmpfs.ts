@@ -15,7 +15,7 @@ export function canMountTmpfs(): boolean {
 }
 
 /** Resolves with the first stdout line of a child; rejects when it exits first. */
-function firstLine(child: ChildProcess, what: string): Promise<string> {
+export function firstLine(child: ChildProcess, what: string): Promise<string> {
   return new Promise((res, rej) => {
     let out = '';
     let err = '';

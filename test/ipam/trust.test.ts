@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { serveIpamSocket } from '../../src/ipam/server';
 import { Wal } from '../../src/ipam/wal';
 import { PLUGINS, runPlugin } from './plugins';
+import { firstLine } from './small-tmpfs';
 
 const root = typeof process.getuid === 'function' && process.getuid() === 0;
 const NOBODY = 65534;
@@ -58,15 +59,10 @@ async function plantedAgent(dir: string): Promise<{ path: string; received: () =
       });
     }).listen(process.argv[1], () => process.stdout.write('listening\\n'));`;
   const child = spawn(process.execPath, ['-e', script, path], { uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (c) => {
-      out += c;
-      if (out.includes('listening')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`planted agent exited ${code}`)));
-  });
-  return { path, received: () => out.replace('listening\n', ''), stop: () => child.kill('SIGKILL') };
+  await firstLine(child, 'the planted agent');
+  let received = '';
+  child.stdout.on('data', (c) => (received += c));
+  return { path, received: () => received, stop: () => child.kill('SIGKILL') };
 }
 
 for (const plugin of PLUGINS) {
