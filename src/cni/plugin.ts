@@ -126,6 +126,8 @@ function askSocket(socketPath: string, req: IpamRequest, timeout: number): Promi
   });
 }
 
+const STDIN_WAIT = new Int32Array(new SharedArrayBuffer(4));
+
 /** Reads stdin up to MAX_CONFIG_BYTES (as the compiled plugin): /dev/zero must not exhaust memory. */
 function readStdin(): string {
   const chunks: Buffer[] = [];
@@ -137,7 +139,10 @@ function readStdin(): string {
       n = readSync(0, chunk, 0, chunk.length, null);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN') continue;
+      if (code === 'EAGAIN') {
+        Atomics.wait(STDIN_WAIT, 0, 0, 10); // a non-blocking stdin: wait for more, do not spin
+        continue;
+      }
       if (code === 'EOF') break;
       throw new CniError(ERR.ioFailure, `reading the network configuration from stdin: ${(err as Error).message}`);
     }

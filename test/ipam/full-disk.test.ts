@@ -2,7 +2,7 @@
  * short or failed write fails the ADD with code 5 and allocates nothing, the record never keeps a
  * torn line, /healthz and /readyz say so, a restart on a full disk repairs instead of refusing,
  * and SIGKILL at random points of many ADDs never hands one address to two handles.
- * NFKUBE_IPAM_CRASH_ADDS sets the number of ADDs of the kill test (default 250; 1000 for the
+ * NFKUBE_IPAM_CRASH_ADDS sets the number of ADDs of the kill test (default 200; 1000 for the
  * issue's full run). */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -97,7 +97,7 @@ test('a full state directory: ADD fails with code 5 and allocates nothing; healt
 });
 
 test('SIGKILL at random points of many ADDs on a nearly full tmpfs never hands one address to two handles', { skip, timeout: 900_000 }, async () => {
-  const total = Number(process.env.NFKUBE_IPAM_CRASH_ADDS ?? 250);
+  const total = Number(process.env.NFKUBE_IPAM_CRASH_ADDS ?? 200);
   server.create(pool('crash', ['198.18.104.0/21'], { ipv4: 26 }));
   server.create(node('crash-node'));
   const rand = mulberry32(23);
