@@ -6,8 +6,11 @@
  *
  * Invariants: an address is handed out only from a block whose claim was confirmed (created, or
  * read back as ours) or through a confirmed IPAddressClaim; an unknown API outcome is read back,
- * never taken as success; an allocation is on disk before ADD returns; a freed address is reused
- * only after its release is on disk; a live pod's address is never released by GC. */
+ * never taken as success; an allocation is on disk before ADD returns, and an ADD whose record
+ * is known not written holds nothing; a freed address is reused only after its release is on
+ * disk; an address the API publishes for a handle the record lacks is held as that handle's; a
+ * node short of addresses lends nothing and takes back what nobody borrowed; a live pod's address
+ * is never released by GC. */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { formatCidr, formatIp, IpFamily, ipInCidr, parseCidr, parseIp, ParsedCidr } from '../net/ip';
@@ -210,10 +213,10 @@ export class IpamAgent {
 
   // ---- requests ----
 
-  async handle(raw: IpamRequest): Promise<IpamReply> {
-    const bad = requestProblem(raw);
+  async handle(req: IpamRequest): Promise<IpamReply> {
+    // The socket's bytes are untrusted: every field is checked before any is used.
+    const bad = requestProblem(req);
     if (bad) return { ok: false, ...bad };
-    const req = raw;
     try {
       if (this.dead) throw new IpamError(CNI_ERR.tryAgainLater, 'the ipam agent is stopping');
       switch (req.command) {
@@ -661,7 +664,7 @@ export class IpamAgent {
           continue;
         }
         const current = await this.readBack(PLURALS.blocks, b.name);
-        const stillLent = current && readBlock(current).lendFrom;
+        const stillLent = current ? readBlock(current).lendFrom : undefined;
         if (!current || current.metadata?.uid !== b.uid || stillLent === undefined || stillLent > o) {
           await this.deleteConfirmed(PLURALS.claims, name, claim.uid);
           continue;
