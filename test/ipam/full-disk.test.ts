@@ -56,7 +56,8 @@ test('a full state directory: ADD fails with code 5 and allocates nothing; healt
     fs.fill(1);
     const handed = new Map<string, string>();
     const failed: string[] = [];
-    for (let i = 0; i < 40; i++) {
+    // Until the disk is full (a few pages, some 20 records each), and three ADDs beyond.
+    for (let i = 0; i < 200 && failed.length < 3; i++) {
       const r = await add(sock, 'n', `c${i}`);
       if (r.ok) handed.set(`c${i}`, r.ips![0].address);
       else {
