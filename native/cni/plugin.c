@@ -283,8 +283,25 @@ static int too_late(int fd, const char *path, char *msg, size_t cap) {
   return -1;
 }
 
-/* Connects, sends the request and reads the reply to EOF, all within the deadline. 0, or -1 with
- * msg set (always code 11: the agent is down, slow, or went away). */
+/* The agent runs as this plugin's user (root): a socket another user put in its place would get
+ * the whole request and choose the result. 0, or -1 with msg set. */
+static int peer_is_ours(int fd, const char *path, char *msg, size_t cap) {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+    snprintf(msg, cap, "nfkube ipam agent at %s: SO_PEERCRED %s; nothing was sent", path, errno_name(errno));
+    return -1;
+  }
+  if (cred.uid != geteuid()) {
+    snprintf(msg, cap, "nfkube ipam agent at %s runs as uid %u, not uid %u; nothing was sent", path, (unsigned)cred.uid, (unsigned)geteuid());
+    return -1;
+  }
+  return 0;
+}
+
+/* Connects, checks the agent's uid, sends the request and reads the reply to EOF, all within the
+ * deadline. 0; -1 with msg set (code 11: the agent is down, slow, or went away); -2 with msg set
+ * when the socket is served by another user (code 5). */
 static int exchange(const char *path, const struct buf *req, struct buf *reply, char *msg, size_t cap) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
@@ -308,6 +325,10 @@ static int exchange(const char *path, const struct buf *req, struct buf *reply, 
     if (e == ENOENT || e == ECONNREFUSED) snprintf(msg, cap, "nfkube ipam agent is not running (%s: %s); nothing was allocated", path, errno_name(e));
     else snprintf(msg, cap, "nfkube ipam agent at %s: connect %s %s", path, errno_name(e), path);
     return -1;
+  }
+  if (peer_is_ours(fd, path, msg, cap) < 0) {
+    close(fd);
+    return -2;
   }
   size_t sent = 0;
   int write_failed = 0;
@@ -431,6 +452,7 @@ int main(void) {
   if (build_request(&req, &conf) < 0) return cni_error(version, ERR_IO, "out of memory");
   free(conf.p);
   struct buf reply = {0};
-  if (exchange(path, &req, &reply, msg, sizeof msg) < 0) return cni_error(version, ERR_TRY_AGAIN, msg);
+  int exchanged = exchange(path, &req, &reply, msg, sizeof msg);
+  if (exchanged < 0) return cni_error(version, exchanged == -2 ? ERR_IO : ERR_TRY_AGAIN, msg);
   return answer(path, version, &reply);
 }

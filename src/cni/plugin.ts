@@ -5,7 +5,7 @@
  * the agent down it fails at once (code 11, try again later) having allocated nothing.
  * cniCall is also what the agent runs for the compiled plugin (native/cni/), which forwards the
  * runtime's environment and configuration unread (EXEC): both plugins answer with one code. */
-import { readFileSync } from 'node:fs';
+import { lstatSync, readSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { IpamReply, IpamRequest } from '../ipam/protocol';
 
@@ -14,6 +14,8 @@ const DEFAULT_SOCKET = '/run/nfkube/ipam.sock';
 /** How long an ADD may wait for the agent (a block claim under API trouble) before giving up;
  * NFKUBE_CNI_IPAM_TIMEOUT_MS (a positive integer) overrides it, as in the compiled plugin. */
 const TIMEOUT_MS = 60_000;
+/** The largest network configuration read from stdin (the compiled plugin's bound too). */
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 // The CNI error codes this file uses (kept here so the plugin needs no other module at run time).
 const ERR = { incompatibleVersion: 1, invalidEnv: 4, ioFailure: 5, decodeFailure: 6, invalidConfig: 7, tryAgainLater: 11 } as const;
 
@@ -42,6 +44,23 @@ function versionAtLeast(v: string, min: string): boolean {
   return true;
 }
 
+/** The CNI spec's rule for a container ID: alphanumeric first, then alphanumerics, `_`, `.`, `-`. */
+export function containerIdProblem(id: unknown): string | undefined {
+  if (typeof id !== 'string' || id === '') return 'CNI_CONTAINERID is not set';
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) return `CNI_CONTAINERID ${JSON.stringify(id)} must start with a letter or digit and hold only letters, digits, "_", "." and "-"`;
+  return undefined;
+}
+
+/** The CNI spec's rule for an interface name (a Linux name: IFNAMSIZ - 1 bytes at most). */
+export function ifnameProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string' || name === '') return 'CNI_IFNAME is not set';
+  const shown = JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}...` : name);
+  if (Buffer.byteLength(name) > 15) return `CNI_IFNAME ${shown} is longer than 15 bytes`;
+  if (name === '.' || name === '..') return `CNI_IFNAME ${shown} is not an interface name`;
+  if (/[/:\s]/.test(name)) return `CNI_IFNAME ${shown} holds "/", ":" or whitespace`;
+  return undefined;
+}
+
 /** CNI_ARGS: "K1=V1;K2=V2". */
 function parseCniArgs(text: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -60,7 +79,27 @@ function timeoutMs(env: NodeJS.ProcessEnv): number {
   return t && /^[1-9]\d{0,8}$/.test(t) ? Number(t) : TIMEOUT_MS;
 }
 
+/** Why the socket may not be the agent's: Node cannot read SO_PEERCRED, so the plugin trusts the
+ * socket only when this user (root) owns it and its directory, and nobody else can write that
+ * directory (so nobody else can have put a socket there, nor swap it before the connect). */
+function untrustedSocket(socketPath: string): string | undefined {
+  const uid = typeof process.geteuid === 'function' ? process.geteuid() : 0;
+  const dir = socketPath.slice(0, Math.max(1, socketPath.lastIndexOf('/')));
+  let sock, parent;
+  try {
+    sock = lstatSync(socketPath);
+    parent = lstatSync(dir);
+  } catch {
+    return undefined; // missing: the connect reports it (nothing is sent)
+  }
+  if (sock.uid !== uid) return `nfkube ipam agent at ${socketPath} is a socket of uid ${sock.uid}, not uid ${uid}; nothing was sent`;
+  if (parent.uid !== uid || parent.mode & 0o022) return `nfkube ipam agent at ${socketPath} is in ${dir}, which uid ${uid} does not own alone; nothing was sent`;
+  return undefined;
+}
+
 function askSocket(socketPath: string, req: IpamRequest, timeout: number): Promise<IpamReply> {
+  const untrusted = untrustedSocket(socketPath);
+  if (untrusted) return Promise.reject(new CniError(ERR.ioFailure, untrusted));
   return new Promise((resolve, reject) => {
     const sock = connect(socketPath);
     let buf = '';
@@ -87,13 +126,36 @@ function askSocket(socketPath: string, req: IpamRequest, timeout: number): Promi
   });
 }
 
-function readConf(): NetConf {
-  let text: string;
-  try {
-    text = readFileSync(0, 'utf8');
-  } catch (err) {
-    throw new CniError(ERR.ioFailure, `reading the network configuration from stdin: ${(err as Error).message}`);
+const STDIN_WAIT = new Int32Array(new SharedArrayBuffer(4));
+
+/** Reads stdin up to MAX_CONFIG_BYTES (as the compiled plugin): /dev/zero must not exhaust memory. */
+function readStdin(): string {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const chunk = Buffer.alloc(64 * 1024);
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, chunk, 0, chunk.length, null);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') {
+        Atomics.wait(STDIN_WAIT, 0, 0, 10); // a non-blocking stdin: wait for more, do not spin
+        continue;
+      }
+      if (code === 'EOF') break;
+      throw new CniError(ERR.ioFailure, `reading the network configuration from stdin: ${(err as Error).message}`);
+    }
+    if (n === 0) break;
+    total += n;
+    if (total > MAX_CONFIG_BYTES) throw new CniError(ERR.decodeFailure, `network configuration on stdin is larger than ${MAX_CONFIG_BYTES} bytes`);
+    chunks.push(Buffer.from(chunk.subarray(0, n)));
   }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function readConf(): NetConf {
+  const text = readStdin();
   try {
     const conf = JSON.parse(text) as NetConf;
     if (!conf || typeof conf !== 'object') throw new Error('not an object');
@@ -101,6 +163,15 @@ function readConf(): NetConf {
   } catch (err) {
     throw new CniError(ERR.decodeFailure, `network configuration on stdin is not JSON: ${(err as Error).message}`);
   }
+}
+
+/** CHECK: the addresses of prevResult, which must be a list of {address: string}. */
+function expectedAddresses(prev: NetConf['prevResult']): string[] {
+  const ips = prev?.ips ?? [];
+  if (!Array.isArray(ips) || !ips.every((ip) => ip && typeof ip === 'object' && typeof ip.address === 'string')) {
+    throw new CniError(ERR.invalidConfig, 'prevResult.ips must be a list of objects with a string address');
+  }
+  return ips.map((ip) => ip.address as string);
 }
 
 /** The cniVersion errors are reported in: the configuration's, once it has been read. */
@@ -129,18 +200,24 @@ async function run(env: NodeJS.ProcessEnv, readConfig: () => NetConf, ask: Ask, 
       if (command === 'CHECK' && !versionAtLeast(version, '0.4.0')) throw new CniError(ERR.incompatibleVersion, `CHECK needs cniVersion 0.4.0 or later, not ${version}`);
       const containerID = env.CNI_CONTAINERID;
       const ifname = env.CNI_IFNAME;
-      if (!containerID) throw new CniError(ERR.invalidEnv, 'CNI_CONTAINERID is not set');
-      if (!ifname) throw new CniError(ERR.invalidEnv, 'CNI_IFNAME is not set');
+      const badEnv = containerIdProblem(containerID) ?? ifnameProblem(ifname);
+      if (badEnv) throw new CniError(ERR.invalidEnv, badEnv);
       if (command === 'ADD' && !env.CNI_NETNS) throw new CniError(ERR.invalidEnv, 'CNI_NETNS is not set');
-      req = { command, ...base, containerID, ifname, args: parseCniArgs(env.CNI_ARGS) };
-      if (command === 'CHECK') req.expected = (conf.prevResult?.ips ?? []).map((ip) => String(ip.address));
+      req = { command, ...base, containerID: containerID!, ifname: ifname!, args: parseCniArgs(env.CNI_ARGS) };
+      if (command === 'CHECK') req.expected = expectedAddresses(conf.prevResult);
       break;
     }
     case 'GC': {
       if (!versionAtLeast(version, '1.1.0')) throw new CniError(ERR.incompatibleVersion, `GC needs cniVersion 1.1.0, not ${version}`);
       const list = conf['cni.dev/valid-attachments'];
       if (!Array.isArray(list)) throw new CniError(ERR.invalidConfig, 'cni.dev/valid-attachments is required for GC');
-      req = { command, ...base, validAttachments: list.map((a) => ({ containerID: String(a.containerID), ifname: String(a.ifname) })) };
+      const validAttachments = list.map((a, i) => {
+        if (!a || typeof a !== 'object' || typeof a.containerID !== 'string' || typeof a.ifname !== 'string') {
+          throw new CniError(ERR.invalidConfig, `cni.dev/valid-attachments[${i}] must be an object with string containerID and ifname`);
+        }
+        return { containerID: a.containerID, ifname: a.ifname };
+      });
+      req = { command, ...base, validAttachments };
       break;
     }
     case 'STATUS':

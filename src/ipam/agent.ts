@@ -6,8 +6,11 @@
  *
  * Invariants: an address is handed out only from a block whose claim was confirmed (created, or
  * read back as ours) or through a confirmed IPAddressClaim; an unknown API outcome is read back,
- * never taken as success; an allocation is on disk before ADD returns; a freed address is reused
- * only after its release is on disk; a live pod's address is never released by GC. */
+ * never taken as success; an allocation is on disk before ADD returns, and an ADD whose record
+ * is known not written holds nothing; a freed address is reused only after its release is on
+ * disk; an address the API publishes for a handle the record lacks is held as that handle's; a
+ * node short of addresses lends nothing and takes back what nobody borrowed; a live pod's address
+ * is never released by GC. */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { formatCidr, formatIp, IpFamily, ipInCidr, parseCidr, parseIp, ParsedCidr } from '../net/ip';
@@ -29,8 +32,10 @@ import {
   startIndex,
 } from './pool';
 import { CNI_ERR, IpamIp, IpamReply, IpamRequest } from './protocol';
+import { PublishedBlock, reconcilePublished } from './reconcile';
+import { requestProblem } from './request';
 import { AllocatedIp, Allocation, BlockState, handleKey, NodeState } from './state';
-import { Wal } from './wal';
+import { Wal, WalError } from './wal';
 
 export interface IpamAgentOptions {
   api: IpamApi;
@@ -127,7 +132,7 @@ export class IpamAgent {
 
   /** Replays the record, loads pools and this node's blocks, and starts periodic GC. */
   async start(): Promise<void> {
-    const { wal, live } = await Wal.open(this.walPath, () => this.state.allocations.size);
+    const { wal, live } = await Wal.open(this.walPath, () => this.state.allocations.size, (reason) => this.log.warn({ path: this.walPath }, reason));
     this.wal = wal;
     try {
       await this.load(live);
@@ -150,11 +155,14 @@ export class IpamAgent {
     await this.retry('load pools', () => this.refreshPools());
     const blocks = await this.retry('list blocks', () => this.api.list(PLURALS.blocks));
     const claims = await this.retry('list claims', () => this.api.list(PLURALS.claims));
+    const published: PublishedBlock[] = [];
     for (const obj of blocks) {
       const b = readBlock(obj);
       this.taken.add(b.name);
-      if (b.node === this.nodeName) this.adoptBlock(obj);
+      const block = b.node === this.nodeName ? this.adoptBlock(obj) : undefined;
+      if (block) published.push({ block, allocations: obj.status?.allocations });
     }
+    await this.holdPublished(published, claims.map(readClaim));
     for (const a of this.state.allocations.values()) this.state.markAllocation(a);
     this.markForeignClaims(claims.map(readClaim));
     for (const a of this.state.allocations.values()) {
@@ -167,6 +175,22 @@ export class IpamAgent {
     }
     for (const b of this.state.blocks.values()) this.dirtyBlocks.add(b.name);
     this.schedulePublish();
+  }
+
+  /** Why this agent cannot serve now (its record cannot be written), or undefined. */
+  get problem(): string | undefined {
+    return this.wal ? this.wal.problem : 'the allocation record is not open';
+  }
+
+  /** Addresses the API publishes for handles the record lacks (a lost or old record) are held,
+   * recorded first, until GC proves their pods gone. */
+  private async holdPublished(published: PublishedBlock[], claims: ReturnType<typeof readClaim>[]): Promise<void> {
+    const { adopted, problems } = reconcilePublished(published, claims, this.pools, this.state.allocations, this.nodeName);
+    for (const problem of problems) this.log.error({ problem }, 'a published allocation cannot be accounted for');
+    if (adopted.size === 0) return;
+    this.log.warn({ handles: [...adopted.keys()] }, 'the API publishes allocations the local record lacks; holding them until GC finds their pods gone');
+    await this.wal!.append([...adopted].map(([key, alloc]) => ({ op: 'add' as const, key, alloc })));
+    for (const [key, alloc] of adopted) this.state.allocations.set(key, alloc);
   }
 
   /** Clean stop: pending publishes are written, the record is closed. */
@@ -190,6 +214,9 @@ export class IpamAgent {
   // ---- requests ----
 
   async handle(req: IpamRequest): Promise<IpamReply> {
+    // The socket's bytes are untrusted: every field is checked before any is used.
+    const bad = requestProblem(req);
+    if (bad) return { ok: false, ...bad };
     try {
       if (this.dead) throw new IpamError(CNI_ERR.tryAgainLater, 'the ipam agent is stopping');
       switch (req.command) {
@@ -267,11 +294,11 @@ export class IpamAgent {
       try {
         await this.wal!.append([{ op: 'add', key, alloc }]);
       } catch (err) {
-        // The line may be on disk without its sync having succeeded: the addresses stay marked
+        // When the line may be on disk (it could not be cut back off), the addresses stay marked
         // (a restart replays the record and decides), never handed to another pod meanwhile.
         this.state.allocations.delete(key);
-        maybeRecorded = true;
-        throw err;
+        maybeRecorded = !(err instanceof WalError) || err.maybeWritten;
+        throw recordingFailed(err);
       }
       this.alive();
       for (const ip of ips) if (!ip.claim) this.dirtyBlocks.add(ip.block);
@@ -315,6 +342,7 @@ export class IpamAgent {
       const claimed = await this.claimBlock(pool, family);
       this.alive();
       if (claimed) continue;
+      if (await this.takeBackLent(pool, family)) continue;
       if (attempt > 2) break;
       const borrowed = await this.borrow(pool, family, key, pod);
       if (borrowed) return borrowed;
@@ -327,9 +355,7 @@ export class IpamAgent {
   private afterAllocation(pool: Pool, families: IpFamily[]): void {
     for (const family of families) {
       const blocks = this.state.blocksOf(pool.name, family);
-      const size = blocks[0]?.size ?? 64;
-      const watermark = this.opts.watermark ?? Math.max(1, Math.floor(size / 4));
-      if (this.state.freeIn(pool.name, family) < watermark) {
+      if (this.state.freeIn(pool.name, family) < this.watermarkOf(blocks[0]?.size ?? 64)) {
         void this.claimBlock(pool, family).catch((err) => this.log.warn({ err, pool: pool.name, family }, 'claiming a block ahead of need failed'));
       }
     }
@@ -349,7 +375,7 @@ export class IpamAgent {
       await this.wal!.append([{ op: 'del', key }]);
     } catch (err) {
       this.state.allocations.set(key, alloc);
-      throw err;
+      throw recordingFailed(err);
     }
     this.alive();
     this.state.releaseAllocation(alloc);
@@ -513,7 +539,7 @@ export class IpamAgent {
         for (const o of objs) this.taken.add(o.metadata?.name);
       }
     }
-    void this.lendIfExhausted(pool).catch((err) => this.log.warn({ err }, 'lending failed'));
+    // No lending here: this node is short of addresses itself.
     return false;
   }
 
@@ -613,7 +639,8 @@ export class IpamAgent {
   // ---- borrowing ----
 
   /** Takes one address from another node's lent range by creating its IPAddressClaim, then
-   * checks the block is still the one it lent from (else the claim is dropped). */
+   * checks the block is still the one it lent from and still lends that address (else the claim
+   * is dropped: the owner may have taken its tail back). */
   private async borrow(pool: Pool, family: IpFamily, key: string, pod: PodRef | undefined): Promise<AllocatedIp | undefined> {
     const blocks = (await this.retry('list blocks', () => this.api.list(PLURALS.blocks))).map(readBlock);
     const claims = new Set((await this.retry('list claims', () => this.api.list(PLURALS.claims))).map((c) => c.metadata?.name as string));
@@ -637,7 +664,8 @@ export class IpamAgent {
           continue;
         }
         const current = await this.readBack(PLURALS.blocks, b.name);
-        if (!current || current.metadata?.uid !== b.uid) {
+        const stillLent = current ? readBlock(current).lendFrom : undefined;
+        if (!current || current.metadata?.uid !== b.uid || stillLent === undefined || stillLent > o) {
           await this.deleteConfirmed(PLURALS.claims, name, claim.uid);
           continue;
         }
@@ -670,13 +698,14 @@ export class IpamAgent {
   }
 
   /** When the pool has no unclaimed block left, this node lends the upper half of the unused
-   * tail of each block it holds: it stops using those ordinals first, then says so in the block
-   * (a conditional update), and never uses them again. */
+   * tail of each block it holds, keeping at least its watermark of free addresses below the lent
+   * part: it stops using those ordinals first, then says so in the block (a conditional update).
+   * It takes back what nobody borrowed when it runs short itself (takeBackLent). */
   private async lendIfExhausted(pool: Pool): Promise<void> {
     for (const b of this.state.blocks.values()) {
       if (b.pool !== pool.name) continue;
       const high = b.highWater;
-      const target = high + Math.ceil((b.limit - high) / 2);
+      const target = Math.max(high + Math.ceil((b.limit - high) / 2), high + this.watermarkOf(b.size));
       if (target >= b.limit) continue;
       b.lendFrom = target;
       await this.updateBlock(b.name, (obj) => {
@@ -685,6 +714,36 @@ export class IpamAgent {
       });
       this.log.info({ block: b.name, lendFrom: target }, 'pool exhausted: lending the unused tail of a block');
     }
+  }
+
+  /** This node is out of addresses: the lent tails of its blocks of the pool and family are taken
+   * back down to just above the highest address borrowed from each. The block says so first (a
+   * conditional update); a borrower whose claim lands later finds the block no longer lends that
+   * address and drops the claim; claims already made are re-read and stay theirs. True when
+   * addresses came back. */
+  private async takeBackLent(pool: Pool, family: IpFamily): Promise<boolean> {
+    const lending = this.state.blocksOf(pool.name, family).filter((b) => b.lendFrom !== undefined);
+    if (lending.length === 0) return false;
+    const borrowed = (await this.retry('list claims', () => this.api.list(PLURALS.claims))).map(readClaim);
+    let gained = false;
+    for (const b of lending) {
+      const ordinals = borrowed.filter((c) => c.block === b.name && c.blockUID === b.uid).map((c) => b.ordinalOf(c.address ?? '') ?? -1);
+      const lendFrom = ordinals.length > 0 ? Math.max(...ordinals) + 1 : undefined;
+      if (lendFrom !== undefined && lendFrom <= b.lendFrom!) continue;
+      await this.updateBlock(b.name, (obj) => {
+        if (lendFrom === undefined) delete obj.spec.lendFrom;
+        else obj.spec.lendFrom = lendFrom;
+      });
+      this.markForeignClaims((await this.retry('list claims', () => this.api.list(PLURALS.claims))).map(readClaim));
+      b.lendFrom = lendFrom;
+      gained = true;
+      this.log.info({ block: b.name, lendFrom }, 'out of addresses: took back the unborrowed tail of a lent block');
+    }
+    return gained;
+  }
+
+  private watermarkOf(blockSize: number): number {
+    return this.opts.watermark ?? Math.max(1, Math.floor(blockSize / 4));
   }
 
   /** Read-modify-write of one of this node's blocks, conditioned on resourceVersion. */
@@ -880,6 +939,11 @@ export class IpamAgent {
     }
     return [...rows.values()];
   }
+}
+
+/** A record that could not be written fails the request with an I/O error (CNI code 5). */
+function recordingFailed(err: unknown): Error {
+  return err instanceof WalError ? new IpamError(CNI_ERR.ioFailure, err.message) : (err as Error);
 }
 
 function toReplyIp(ip: AllocatedIp): IpamIp {

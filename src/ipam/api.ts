@@ -34,6 +34,8 @@ export interface PodInfo {
   name: string;
   uid: string;
   nodeName?: string;
+  /** status.podIPs (absent for host-network pods, whose address is the node's). */
+  ips?: string[];
 }
 
 export interface IpamApi {
@@ -177,7 +179,8 @@ export class ClientNodeApi implements IpamApi {
     do {
       const page = await this.run('list', 'pods', 'list pods', () => this.core.listPodForAllNamespaces({ fieldSelector, limit: 500, _continue: cont }));
       for (const p of page.items ?? []) {
-        const pod = { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', uid: p.metadata?.uid ?? '', nodeName: p.spec?.nodeName };
+        const ips = p.spec?.hostNetwork ? [] : (p.status?.podIPs ?? []).map((x) => x.ip).filter((ip): ip is string => typeof ip === 'string');
+        const pod = { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', uid: p.metadata?.uid ?? '', nodeName: p.spec?.nodeName, ips };
         // The field selector is applied again here: a server that ignores it must not widen the set.
         if (!nodeName || pod.nodeName === nodeName) out.push(pod);
       }

@@ -1,10 +1,11 @@
 /** Cluster-wide IPAM audit from the API alone: pools, blocks (with the allocations their owners
  * publish), address claims, pods and nodes. Pure: the caller fetches, this judges.
  * - duplicate: one address held twice (two allocations, an allocation and a claim, overlapping
- *   blocks or pools);
+ *   blocks or pools, two live pods whose status.podIPs share a pool address, a pod using an
+ *   address published for another pod);
  * - leak: an address held for a pod that no longer exists (or exists with another uid);
  * - orphan: a block or claim of a Node that no longer exists, or a block outside every pool. */
-import { formatIp, parseCidr, parseIp } from '../net/ip';
+import { formatIp, ipInCidr, parseCidr, parseIp } from '../net/ip';
 import { NodeInfo, PodInfo } from './api';
 import { BlockObject, ClaimObject, KObject, PodRef, readBlock, readClaim } from './objects';
 import { overlappingPools, overlaps, parsePool, Pool, rangeOf } from './pool';
@@ -44,6 +45,34 @@ export function heldAddresses(blocks: BlockObject[], claims: ClaimObject[]): Hel
   return out;
 }
 
+/** What the published allocations cannot show once an owner has overwritten them (a lost local
+ * record): two live pods using one pool address, or a pod using an address published for
+ * another live pod. Addresses outside every pool (other networks) are not judged. */
+function podAddressDuplicates(pods: PodInfo[], pools: Pool[], byAddress: Map<string, HeldAddress[]>): Finding[] {
+  const findings: Finding[] = [];
+  const users = new Map<string, { text: string; pods: string[] }>();
+  const live = new Set(pods.map((p) => `${p.namespace}/${p.name}`));
+  for (const p of pods) {
+    for (const text of p.ips ?? []) {
+      const ip = parseIp(text);
+      if (!ip || !pools.some((pool) => pool.ranges.some((r) => ipInCidr(ip, r.cidr)))) continue;
+      const key = `${ip.family}/${ip.value}`;
+      const u = users.get(key) ?? { text, pods: [] };
+      u.pods.push(`${p.namespace}/${p.name}`);
+      users.set(key, u);
+    }
+  }
+  for (const [key, u] of users) {
+    if (u.pods.length > 1) findings.push({ kind: 'duplicate', message: `${u.text} is the address of ${u.pods.length} pods: ${u.pods.join(', ')}` });
+    for (const h of byAddress.get(key) ?? []) {
+      // A pod that is gone is a leak (reported below), not a second user.
+      const other = h.pod && live.has(`${h.pod.namespace}/${h.pod.name}`) && !u.pods.includes(`${h.pod.namespace}/${h.pod.name}`);
+      if (other) findings.push({ kind: 'duplicate', message: `${u.text} is held for pod ${h.pod!.namespace}/${h.pod!.name} (${h.via}, ${h.holder}) but pod ${u.pods.join(', ')} uses it` });
+    }
+  }
+  return findings;
+}
+
 export function auditCluster(view: ClusterView): Finding[] {
   const findings: Finding[] = [];
   const pools: Pool[] = [];
@@ -80,6 +109,7 @@ export function auditCluster(view: ClusterView): Finding[] {
   for (const holders of byAddress.values()) {
     if (holders.length > 1) findings.push({ kind: 'duplicate', message: `${holders[0].address} is held ${holders.length} times: ${holders.map((h) => `${h.holder} (${h.via})`).join('; ')}` });
   }
+  findings.push(...podAddressDuplicates(view.pods, pools, byAddress));
   const pods = new Map(view.pods.map((p) => [`${p.namespace}/${p.name}`, p.uid]));
   for (const holders of byAddress.values()) {
     for (const h of holders) {

@@ -1,11 +1,13 @@
 /** The agent's unix socket for the CNI plugin: one JSON request line in, one JSON reply line out,
- * per connection. The socket is created mode 0600 in a 0700 directory: only root's plugin may ask
- * for addresses. A malformed request gets a CNI decode error, never a crash. An EXEC (the compiled
+ * per connection. The socket is created mode 0600 in a 0700 directory that must be this user's and
+ * not writable by others: only root's plugin may ask for addresses, and only root can put the
+ * socket there (the plugins check that too). A malformed request gets a CNI decode error, never a crash. An EXEC (the compiled
  * plugin) is answered by the Node plugin's own CNI code with `handle` as its agent. */
-import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, unlinkSync } from 'node:fs';
 import { connect, createServer, Server, Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { cniExec } from '../cni/plugin';
+import { unsafeDirReason } from '../startup/compile-cache';
 import { CniExecReply, CniExecRequest, CNI_ERR, IpamReply, IpamRequest } from './protocol';
 
 export const DEFAULT_IPAM_SOCKET = '/run/nfkube/ipam.sock';
@@ -29,7 +31,9 @@ function answers(path: string): Promise<boolean> {
 }
 
 export async function serveIpamSocket(path: string, handle: (req: IpamRequest) => Promise<IpamReply>): Promise<IpamSocketServer> {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  // A directory another user can write lets them replace the socket and answer root's plugin.
+  const unsafe = unsafeDirReason(dirname(path));
+  if (unsafe) throw new Error(`--ipam-socket: ${unsafe}; refusing to serve there`);
   // A socket file left by a previous run would make listen fail; anything else is not ours.
   // A live one means another agent serves this node: two would hand out the same addresses.
   if (existsSync(path)) {

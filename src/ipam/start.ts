@@ -25,6 +25,8 @@ export interface IpamHandle {
   agent: IpamAgent;
   metrics: IpamMetrics;
   socketPath: string;
+  /** Where /metrics, /healthz and /readyz are served (the real port when 0 was asked for). */
+  observeAddress?: { host: string; port: number };
   stop(): Promise<void>;
 }
 
@@ -51,9 +53,11 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
     ? await startObserveServer({
         address: parseListenAddress(o.metricsAddr, '--ipam-metrics-addr'),
         metrics: () => metrics.expose(),
+        // IPAM has no sync loop: it is healthy and ready while it can record allocations.
         lastSuccessfulSync: () => Date.now(),
         resyncPeriodMs: 60_000,
-        ready: () => true,
+        notAlive: () => agent.problem,
+        ready: () => agent.problem === undefined,
       })
     : undefined;
   o.logger.info({ socket: socketPath, metrics: o.metricsAddr }, 'ipam serving the CNI plugin');
@@ -61,6 +65,7 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
     agent,
     metrics,
     socketPath,
+    observeAddress: observe?.address,
     async stop() {
       await server.close();
       await observe?.close();

@@ -26,6 +26,29 @@ export interface Allocation {
   at: number;
 }
 
+/** Why a recorded allocation is malformed ("alloc.ips[0].address is not a string"), or undefined:
+ * a state record is read back as untrusted bytes, checked field by field before it is used. */
+export function allocationProblem(a: unknown): string | undefined {
+  if (!isObject(a)) return 'alloc is not an object';
+  for (const f of ['network', 'containerID', 'ifname', 'pool'] as const) if (typeof a[f] !== 'string') return `alloc.${f} is not a string`;
+  if (typeof a.at !== 'number') return 'alloc.at is not a number';
+  if (a.pod !== undefined && (!isObject(a.pod) || typeof a.pod.namespace !== 'string' || typeof a.pod.name !== 'string')) return 'alloc.pod is not a pod reference';
+  if (!Array.isArray(a.ips)) return 'alloc.ips is not a list';
+  for (const [i, ip] of a.ips.entries()) {
+    const at = `alloc.ips[${i}]`;
+    if (!isObject(ip)) return `${at} is not an object`;
+    if (ip.family !== 'v4' && ip.family !== 'v6') return `${at}.family is not v4 or v6`;
+    for (const f of ['address', 'block'] as const) if (typeof ip[f] !== 'string') return `${at}.${f} is not a string`;
+    if (!Number.isInteger(ip.prefix)) return `${at}.prefix is not an integer`;
+    if (ip.claim !== undefined && (!isObject(ip.claim) || typeof ip.claim.name !== 'string' || typeof ip.claim.uid !== 'string')) return `${at}.claim is not a claim reference`;
+  }
+  return undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /** CNI attachments are identified by network name, container ID and interface name. */
 export function handleKey(network: string, containerID: string, ifname: string): string {
   return `${network}/${containerID}/${ifname}`;

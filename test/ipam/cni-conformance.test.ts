@@ -165,6 +165,38 @@ const CASES: Array<{ name: string; run(c: Ctx): Promise<string | undefined> }> =
     },
   },
   {
+    name: 'container IDs and interface names outside the CNI spec are refused (4) and allocate nothing; stdin is bounded',
+    async run(c) {
+      const before = agent.state.allocations.size;
+      const outs: string[] = [];
+      const refuse = async (containerID: string, ifname: string, msg: RegExp) => {
+        const r = await c.exec('ADD', containerID, c.conf(), { CNI_IFNAME: ifname });
+        const e = cniError(r);
+        assert.equal(e.code, 4, r.out);
+        assert.match(e.msg, msg);
+        outs.push(r.out);
+      };
+      await refuse('ok1', '../../../etc/shadow', /CNI_IFNAME "\.\.\/\.\.\/\.\.\/etc\/shadow" is longer than 15 bytes/);
+      await refuse('ok1', '../x', /holds "\/", ":" or whitespace/);
+      await refuse('ok1', 'x'.repeat(300), /is longer than 15 bytes/);
+      await refuse('ok1', 'eth:0', /holds "\/", ":" or whitespace/);
+      await refuse('ok1', 'eth 0', /holds "\/", ":" or whitespace/);
+      await refuse('ok1', '..', /is not an interface name/);
+      await refuse('ok1', '.', /is not an interface name/);
+      await refuse('ab\ncd', 'eth0', /CNI_CONTAINERID "ab\\ncd" must start with a letter or digit/);
+      await refuse('-ab', 'eth0', /must start with a letter or digit/);
+      await refuse('ab/cd', 'eth0', /must start with a letter or digit/);
+      assert.equal(agent.state.allocations.size, before, 'nothing was allocated');
+      const edge = ok(await c.exec('ADD', 'a_b.c-D9', c.conf(), { CNI_IFNAME: 'abcdefghijklmno' }));
+      assert.equal(addresses(edge).length, 2, 'the longest name and every allowed character pass');
+      ok(await c.exec('DEL', 'a_b.c-D9', c.conf(), { CNI_IFNAME: 'abcdefghijklmno' }));
+      const huge = cniError(await c.exec('ADD', 'big', ' '.repeat(5 * 1024 * 1024)));
+      assert.equal(huge.code, 6);
+      assert.equal(huge.msg, 'network configuration on stdin is larger than 4194304 bytes');
+      return outs.join('');
+    },
+  },
+  {
     name: 'agent down: ADD fails at once with code 11 and allocates nothing',
     async run(c) {
       const before = agent.state.allocations.size;

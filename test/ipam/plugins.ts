@@ -2,6 +2,7 @@
  * compiled one (native/cni/, built by npm install or shipped in prebuilds/), for tests and the
  * benchmark to run from one table. */
 import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { findCompiledPlugin } from '../../src/cni/install';
@@ -79,4 +80,23 @@ export async function startPluginAgent(nodeName: string, pools: KObject[]): Prom
       await server.close();
     },
   };
+}
+
+/** Sends one raw request line to an agent's socket; resolves with its parsed reply. */
+export function askAgent(socketPath: string, line: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const s = connect(socketPath);
+    let buf = '';
+    s.setEncoding('utf8');
+    s.on('connect', () => s.write(line + '\n'));
+    s.on('data', (c: string) => (buf += c));
+    s.on('error', reject);
+    s.on('end', () => {
+      try {
+        resolve(JSON.parse(buf));
+      } catch {
+        reject(new Error(`no answer from ${socketPath}`));
+      }
+    });
+  });
 }

@@ -63,6 +63,6 @@ test('write-ahead record: replay, compaction, torn last line dropped, damage els
   const reopened = await Wal.open(path);
   assert.deepEqual([...reopened.live.keys()], ['bb']);
   await reopened.wal.close();
-  writeFileSync(path, '{"op":"add","key":"x","alloc":{}}\ngarbage\n{"op":"del","key":"x"}\n');
+  writeFileSync(path, `${JSON.stringify({ op: 'add', key: 'x', alloc: alloc('x') })}\ngarbage\n{"op":"del","key":"x"}\n`);
   assert.throws(() => replay(path), (e: unknown) => e instanceof WalError && /n\.wal:2: damaged/.test((e as Error).message));
 });
