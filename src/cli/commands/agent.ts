@@ -9,6 +9,7 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { listTables } from '../../nft/readback';
 import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
+import { UsageError } from '../usage-error';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
 import { describeSource, openSource, prepareSource, SOURCE_OPTIONS } from '../source';
 import type { Component } from '../../pipeline/component';
@@ -52,7 +53,7 @@ const command: Command = {
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
     const metricsAddr = parseMetricsAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
-    if (v.timeout !== undefined && !v.once) throw new Error(`--timeout applies to --once only\n${usage}`);
+    if (v.timeout !== undefined && !v.once) throw new UsageError('--timeout applies to --once only');
     const deadlineMs = v.once ? parseDuration((v.timeout as string | undefined) ?? '60s', '--timeout') : undefined;
     const ipam = ipamArgs(v);
     if (ipam.noPolicy && !choice.proxy) {

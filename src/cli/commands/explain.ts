@@ -10,6 +10,7 @@ import { policyModes } from '../deny-options';
 import { PolicyModes } from '../../deny/modes';
 import { nodeName, OptionTable, parseWithPositionals, tableName, usageText } from '../options';
 import { readSnapshot, SOURCE_OPTIONS } from '../source';
+import { UsageError } from '../usage-error';
 
 const options = {
   ...SOURCE_OPTIONS,
@@ -25,7 +26,7 @@ const command: Command = {
   async run(args, ctx) {
     const parsed = parseWithPositionals(args, options, usage);
     const v = parsed.values;
-    if (parsed.positionals.length !== 2) throw new Error(`explain needs SRC and DST\n${usage}`);
+    if (parsed.positionals.length !== 2) throw new UsageError('needs SRC and DST (see nfkube explain --help)');
     const protocol = ((v.protocol as string | undefined) ?? 'tcp').toLowerCase();
     if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'sctp') throw new Error(`--protocol: "${v.protocol}" is not tcp, udp or sctp`);
     const portText = v.port as string | undefined;

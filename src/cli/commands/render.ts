@@ -8,6 +8,7 @@ import { markedTable } from '../../nft/ownership';
 import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
+import { UsageError } from '../usage-error';
 import { COMMON_OPTIONS, denyAction, nodeName, parse, tableName, usageText } from '../options';
 import { DENY_OPTIONS, dropLogOptions, policyModes } from '../deny-options';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
@@ -23,7 +24,7 @@ const command: Command = {
   options,
   async run(args, ctx) {
     const v = parse(args, options, usage);
-    if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
+    if (!v.manifests) throw new UsageError('--manifests is required (see nfkube render --help)');
     const choice = proxyChoice(v);
     let errors = 0;
     // `object field` of problems already reported by the source, so the compiler's copy of a
