@@ -23,8 +23,10 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     // A table of that name nfkube did not create, or one a running agent holds, is refused.
-    await deleteOwnTable(socket, table.family, table.name);
-    await deleteOwnTable(socket, proxy.family, proxy.name);
+    for (const t of [table, proxy]) {
+      const done = await deleteOwnTable(socket, t.family, t.name);
+      process.stdout.write(done === 'deleted' ? `deleted table ${t.family} ${t.name}\n` : `table ${t.family} ${t.name} does not exist: nothing to delete\n`);
+    }
     return 0;
   },
 };

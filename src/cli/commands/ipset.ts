@@ -6,7 +6,7 @@ import { OptionTable, usageText } from '../options';
 import { NetlinkSocket } from '../../netlink/socket';
 import { IpsetClient } from '../../ipset/client';
 import { formatSave, parseSave, RestoreSyntaxError } from '../../ipset/save-format';
-import { SyncInputError, syncSets, SyncMode, tempNamePattern } from '../../ipset/sync';
+import { SyncInputError, SyncResult, syncSets, SyncMode, tempNamePattern } from '../../ipset/sync';
 import { IpsetSet } from '../../ipset/types';
 
 const options = {
@@ -68,6 +68,7 @@ async function restore(args: string[]): Promise<number> {
     const result = await syncSets(client, sets, { prefix: prefix ?? '', mode, prune: prefix !== undefined });
     for (const name of result.retained) process.stderr.write(`nfkube ipset restore: set ${name} is still referenced; kept\n`);
     for (const f of result.failures) process.stderr.write(`nfkube ipset restore: ${f.message}\n`);
+    process.stderr.write(`nfkube ipset restore: ${restoreSummary(result)}\n`);
     return result.failures.length > 0 ? 1 : 0;
   } catch (err) {
     if (err instanceof SyncInputError) {
@@ -78,6 +79,14 @@ async function restore(args: string[]): Promise<number> {
   } finally {
     await socket.close();
   }
+}
+
+/** What a restore did, in one line: sets by outcome, then members. */
+export function restoreSummary(r: SyncResult): string {
+  const sets = ([['created', r.created.length], ['updated', r.updated.length], ['replaced', r.replaced.length], ['destroyed', r.destroyed.length], ['kept (still referenced)', r.retained.length], ['unchanged', r.unchanged]] as const)
+    .filter(([, n]) => n > 0)
+    .map(([what, n]) => `${n} ${what}`);
+  return `sets: ${sets.length ? sets.join(', ') : 'none'}; members: ${r.added} added, ${r.deleted} deleted${r.failures.length ? `; ${r.failures.length} failed` : ''}`;
 }
 
 async function save(args: string[]): Promise<number> {
