@@ -10,6 +10,7 @@ import { listTables } from '../../nft/readback';
 import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
 import { UsageError } from '../usage-error';
+import { policyRecord, proxyRecord } from '../table-record';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
 import { describeSource, openSource, prepareSource, SOURCE_OPTIONS, warnNoPods } from '../source';
 import type { Component } from '../../pipeline/component';
@@ -102,6 +103,7 @@ const command: Command = {
       logger,
       components,
       holdTable: !v['no-hold-table'],
+      recordedOptions: { policy: policyRecord({ denyAction: denyAction(v['deny-action']), log, policyMode: v['policy-mode'] as string | undefined }), ...(choice.proxy ? { proxy: proxyRecord(choice.proxy) } : {}) },
       observer: observer && proxyModules && proxyMetrics ? proxyModules.withProxyMetrics(observer, proxyMetrics) : observer,
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });

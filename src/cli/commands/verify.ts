@@ -16,6 +16,7 @@ import { denyAction, nodeName, OptionTable, parse, tableName, usageText } from '
 import { readSnapshot, SOURCE_OPTIONS } from '../source';
 import { dropLogOptions, policyModes } from '../deny-options';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
+import { withTableRecords } from '../table-record';
 import { formatPolicyCounters, policyCounters, readCounterRows } from '../../explain/counters';
 
 const options = {
@@ -31,14 +32,14 @@ const command: Command = {
   usage,
   options,
   async run(args, ctx) {
-    const v = parse(args, options, usage);
+    const socket = NetlinkSocket.open();
+    ctx.defer(() => socket.close());
+    const v = await withTableRecords(socket, 'verify', parse(args, options, usage));
     const choice = proxyChoice(v);
     const node = nodeName(v['node-name']);
     // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
     createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
     const snap = await readSnapshot(v, ctx, choice.kinds);
-    const socket = NetlinkSocket.open();
-    ctx.defer(() => socket.close());
     let differ = 0;
     if (choice.policy) {
       const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
