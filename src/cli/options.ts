@@ -14,6 +14,8 @@ export interface OptionInfo {
   value?: string;
   /** The default in words, as `--help` prints it; absent for options that are off by default. */
   default?: string;
+  /** A one-letter alias (`-o` for --output). */
+  short?: string;
 }
 
 export type OptionTable = Record<string, OptionInfo>;
@@ -27,7 +29,7 @@ export function parse(args: string[], table: OptionTable, usage: string): Option
 export function parseWithPositionals(args: string[], table: OptionTable, usage: string, allowPositionals = true, env: NodeJS.ProcessEnv = process.env): { values: OptionValues; positionals: string[] } {
   const full: OptionTable = { ...table, ...GLOBAL_OPTIONS };
   // Only the type: a described default is words for --help, not a value.
-  const options = Object.fromEntries(Object.entries(full).map(([name, o]) => [name, { type: o.type }]));
+  const options = Object.fromEntries(Object.entries(full).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
   let r;
   try {
     r = parseArgs({ args, options, allowPositionals, strict: true });
@@ -54,7 +56,7 @@ function usageProblem(message: string, table: OptionTable, usage: string): Usage
  * and default, aligned. */
 export function usageText(synopsis: string, table: OptionTable, about?: string): string {
   table = { ...table, ...GLOBAL_OPTIONS };
-  const heads = Object.entries(table).map(([name, o]) => `  --${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`);
+  const heads = Object.entries(table).map(([name, o]) => `  ${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`);
   const width = Math.max(0, ...heads.map((h) => h.length)) + 2;
   const lines = Object.values(table).map((o, i) => `${heads[i].padEnd(width)}${o.description}${o.default !== undefined ? ` (default: ${o.default})` : ''}`);
   return [`usage: ${synopsis}`, ...(about ? ['', about] : []), ...(lines.length ? ['', 'options:', ...lines] : [])].join('\n');
@@ -90,6 +92,15 @@ export const GLOBAL_OPTIONS: OptionTable = {
   'log-format': { type: 'string', value: 'json|text', description: 'how logs and errors are written on stderr: JSON lines, or one readable line each', default: 'text on a terminal, else json for agent, render, verify, cleanup and ipam' },
   config: CONFIG_OPTION,
 };
+
+/** -o text|json of the operator commands (status, drops). */
+export const OUTPUT_OPTION: OptionInfo = { type: 'string', short: 'o', value: 'text|json', description: 'print for people, or JSON (drops: one object a line)', default: 'text' };
+
+export function outputFormat(v: string | boolean | undefined): 'text' | 'json' {
+  const o = (v as string | undefined) ?? 'text';
+  if (o !== 'text' && o !== 'json') throw new UsageError(`--output: "${o}" is not text or json`);
+  return o;
+}
 
 /** Options several commands share, described once. */
 export const COMMON_OPTIONS = {

@@ -7,6 +7,8 @@ export const COMMANDS: Record<string, () => Command> = {
   agent: () => require('./commands/agent').default,
   render: () => require('./commands/render').default,
   verify: () => require('./commands/verify').default,
+  status: () => require('./commands/status').default,
+  drops: () => require('./commands/drops').default,
   explain: () => require('./commands/explain').default,
   cleanup: () => require('./commands/cleanup').default,
   ipset: () => require('./commands/ipset').default,

@@ -157,6 +157,7 @@ const command: Command = {
           resyncPeriodMs: resyncMs,
           ready: () => ready,
           notAlive: () => agent.unhealthy(failingLimitMs),
+          drops: drops?.ring,
         })
       : undefined;
     if (server) {
