@@ -15,6 +15,7 @@ export const COMMANDS: Record<string, () => Command> = {
   install: () => require('./commands/install').default,
   demo: () => require('./commands/demo').default,
   ipam: () => require('./commands/ipam').default,
+  completion: () => require('./commands/completion').default,
   version: () => require('./commands/version').default,
 };
 

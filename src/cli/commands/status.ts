@@ -26,7 +26,7 @@ const options = {
   'node-name': node,
   output: OUTPUT_OPTION,
 } as const satisfies OptionTable;
-const usage = usageText('nfkube status [-o json] [options]', options, "This node's nfkube: tables, the local agent's health and last sync, drift, IPAM blocks.\nExit 1 when the agent is not healthy or a table drifted.");
+const usage = usageText('nfkube status [-o json] [options]', options, "This node's nfkube: tables, the local agent's health and last sync, drift, IPAM blocks.\nExit 1 when the agent is not healthy or not ready, or a table drifted.");
 
 export interface TableStatus {
   table: string;
@@ -174,7 +174,7 @@ const command: Command = {
     }
     process.stdout.write(format === 'json' ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
     const drifted = status.drift.tables?.some((d) => d.drift) ?? false;
-    return status.agent.healthy && !drifted ? 0 : 1;
+    return status.agent.healthy && status.agent.ready && !drifted ? 0 : 1;
   },
 };
 
