@@ -185,3 +185,19 @@ test('kubeconfig as kubectl finds it: $KUBECONFIG and ~/.kube/config for every c
     assert.equal(existsSync(join(dir, 'sock')), false);
   });
 });
+
+test('the proxy table records the proxy options: verify --proxy agrees without repeating them', async () => {
+  const { node1, web, webSlice } = await import('../k8s/service-objects');
+  const dir = mkdtempSync(join(tmpdir(), 'nfkube-proxy-record-'));
+  writeFileSync(join(dir, 'svc.yaml'), [web, webSlice, node1].map((o) => JSON.stringify(o)).join('\n---\n'));
+  await withSandbox(async (sb) => {
+    const base = ['--manifests', dir, ...node, '--proxy', '--no-policy', '--log-level', 'warn'];
+    const once = nfkube(['agent', '--once', ...base, '--cluster-cidr', '198.18.0.0/16,2001:db8::/32', '--masquerade-all'], { netns: sb.netns.path });
+    assert.equal(once.status, 0, once.stderr);
+    const verify = nfkube(['verify', ...base], { netns: sb.netns.path });
+    assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+    assert.match(verify.stdout, /table inet nfkube-proxy matches the desired state/);
+    const status = nfkube(['status', '-o', 'json', '--metrics-addr', '127.0.0.1:1'], { netns: sb.netns.path });
+    assert.equal(JSON.parse(status.stdout).tables[1].recordedOptions, '--cluster-cidr=198.18.0.0/16,2001:db8::/32 --masquerade-all');
+  });
+});
