@@ -103,9 +103,20 @@ async function agentStatus(address: string, now: number): Promise<NodeStatus['ag
   }
 }
 
-async function ipamStatus(address: string): Promise<NodeStatus['ipam']> {
+/** IPAM's blocks from the first address whose metrics have them: its own --ipam-metrics-addr, or
+ * the agent's when IPAM runs alone (--ipam --no-policy serves them on --metrics-addr). */
+async function ipamStatus(addresses: string[]): Promise<NodeStatus['ipam']> {
+  for (const address of addresses) {
+    const found = await ipamBlocks(address);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+async function ipamBlocks(address: string): Promise<NodeStatus['ipam']> {
   try {
     const samples = metricSamples((await get(`http://${address}/metrics`)).body);
+    if (!samples.some((s) => s.name.startsWith('nfkube_ipam_'))) return undefined;
     const inUse = (pool: string, family: string) => samples.find((s) => s.name === 'nfkube_ipam_addresses_in_use' && s.labels.pool === pool && s.labels.family === family)?.value ?? 0;
     return { address, blocks: samples.filter((s) => s.name === 'nfkube_ipam_blocks_owned').map((s) => ({ pool: s.labels.pool, family: s.labels.family, blocks: s.value, inUse: inUse(s.labels.pool, s.labels.family) })) };
   } catch {
@@ -149,12 +160,12 @@ const command: Command = {
     ctx.defer(() => socket.close());
     const names = [tableName(given.table), tableName((given['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE)];
     const tables = [await tableStatus(socket, names[0]), await tableStatus(socket, names[1])];
-    const now = Date.now();
+    const agentAddress = hostPort(parseListenAddress((given['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR));
     const status: NodeStatus = {
       tables,
-      agent: await agentStatus(hostPort(parseListenAddress((given['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR)), now),
+      agent: await agentStatus(agentAddress, Date.now()),
       drift: { checked: false },
-      ipam: await ipamStatus(hostPort(parseListenAddress((given['ipam-metrics-addr'] as string | undefined) ?? DEFAULT_IPAM_METRICS_ADDR, '--ipam-metrics-addr'))),
+      ipam: await ipamStatus([hostPort(parseListenAddress((given['ipam-metrics-addr'] as string | undefined) ?? DEFAULT_IPAM_METRICS_ADDR, '--ipam-metrics-addr')), agentAddress]),
     };
     let source: string | undefined;
     try {
