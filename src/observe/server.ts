@@ -32,6 +32,13 @@ export function parseMetricsAddress(text: string, flag = '--metrics-addr'): List
   return any ? { ...parseListenAddress(`0.0.0.0:${any[1]}`, flag), host: '' } : parseListenAddress(text, flag);
 }
 
+/** Where a client on this host reaches a server listening on `a`: every address is reached on
+ * loopback. `host:port`, `[v6]:port`. */
+export function localClientAddress(a: ListenAddress): string {
+  const host = a.host === '' || a.host === '0.0.0.0' ? '127.0.0.1' : a.host === '::' ? '::1' : a.host;
+  return host.includes(':') ? `[${host}]:${a.port}` : `${host}:${a.port}`;
+}
+
 export interface HealthInputs {
   now: number;
   /** When the server started; before the first sync the age is measured from here. */

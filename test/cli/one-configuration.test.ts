@@ -201,3 +201,23 @@ test('the proxy table records the proxy options: verify --proxy agrees without r
     assert.equal(JSON.parse(status.stdout).tables[1].recordedOptions, '--cluster-cidr=198.18.0.0/16,2001:db8::/32 --masquerade-all');
   });
 });
+
+test('every EPERM says CAP_NET_ADMIN is needed, in the one error style', async () => {
+  await withSandbox(async (sb) => {
+    const drop = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all'];
+    const cases: [string, string[]][] = [
+      ['status', ['status', '--log-format', 'text']],
+      ['explain', ['explain', '--manifests', examples, ...node, 'shop/web', 'shop/db', '--log-format', 'text']],
+      ['ipset', ['ipset', 'save', '--log-format', 'text']],
+      ['verify', ['verify', '--manifests', examples, ...node, '--log-format', 'text']],
+    ];
+    for (const [name, args] of cases) {
+      const r = spawnSync('nsenter', [`--net=${sb.netns.path}`, ...drop, process.execPath, bin, ...args], { encoding: 'utf8', timeout: 60_000, env: cleanEnv({ HOME: '/nonexistent' }) });
+      assert.equal(r.status, 1, `${name}: ${r.stderr}`);
+      const lines = r.stderr.trim().split('\n');
+      const last = lines[lines.length - 1];
+      assert.match(last, new RegExp(`^nfkube ${name}( save)?: .*EPERM.*nfkube needs CAP_NET_ADMIN in this network namespace`), `${name}: ${r.stderr}`);
+      assert.doesNotMatch(r.stderr, /\n\s+at /, `${name}: no stack`);
+    }
+  });
+});

@@ -2,7 +2,7 @@
  * endpoint: a small local `hubble observe --verdict DROPPED`. */
 import { describe as describeDrop } from '../../nflog/drop-log';
 import type { TimedDrop } from '../../nflog/drop-ring';
-import { DEFAULT_METRICS_ADDR, parseListenAddress } from '../../observe/server';
+import { DEFAULT_METRICS_ADDR, localClientAddress, parseListenAddress } from '../../observe/server';
 import { Command } from '../command';
 import { OptionTable, OUTPUT_OPTION, outputFormat, parse, parseDuration, usageText } from '../options';
 import { UsageError } from '../usage-error';
@@ -32,9 +32,9 @@ const command: Command = {
     if (pod !== undefined && !/^[^/\s]+\/[^/\s]+$/.test(pod)) throw new UsageError(`--pod: "${pod}" is not NAMESPACE/NAME`);
     const since = v.since === undefined ? 0 : Date.now() - parseDuration(v.since as string, '--since');
     const address = parseListenAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
-    const host = address.host === '' || address.host === '0.0.0.0' ? '127.0.0.1' : address.host.includes(':') ? `[${address.host === '::' ? '::1' : address.host}]` : address.host;
+    const agent = localClientAddress(address);
     const query = new URLSearchParams({ since: String(since), ...(pod ? { pod } : {}), ...(v.follow ? { follow: '1' } : {}) });
-    const url = `http://${host}:${address.port}/drops?${query}`;
+    const url = `http://${agent}/drops?${query}`;
     const abort = new AbortController();
     ctx.defer(() => abort.abort());
     const stop = () => abort.abort();
@@ -45,9 +45,9 @@ const command: Command = {
     try {
       res = await fetch(url, { signal: abort.signal });
     } catch (err) {
-      throw new Error(`cannot reach the agent at ${host}:${address.port} (${(err as { cause?: Error }).cause?.message ?? (err as Error).message}): is it running, with this --metrics-addr?`);
+      throw new Error(`cannot reach the agent at ${agent} (${(err as { cause?: Error }).cause?.message ?? (err as Error).message}): is it running, with this --metrics-addr?`);
     }
-    if (!res.ok || !res.body) throw new Error(`the agent at ${host}:${address.port} answered ${res.status}: ${(await res.text()).trim()}`);
+    if (!res.ok || !res.body) throw new Error(`the agent at ${agent} answered ${res.status}: ${(await res.text()).trim()}`);
     let rest = '';
     try {
       for await (const chunk of res.body as AsyncIterable<Uint8Array>) {

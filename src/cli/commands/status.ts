@@ -7,18 +7,19 @@ import * as C from '../../nft/constants';
 import { isNfkubeTable } from '../../nft/ownership';
 import { listTable, listTables } from '../../nft/readback';
 import { DEFAULT_IPAM_METRICS_ADDR } from '../../ipam/start';
-import { DEFAULT_METRICS_ADDR, parseListenAddress, ListenAddress } from '../../observe/server';
+import { DEFAULT_METRICS_ADDR, localClientAddress, parseListenAddress } from '../../observe/server';
 import { DEFAULT_PROXY_TABLE } from '../../proxy/render';
 import { Command } from '../command';
 import { COMMON_OPTIONS, OptionTable, OUTPUT_OPTION, outputFormat, parse, tableName, usageText } from '../options';
 import { withTableRecords } from '../table-record';
+import { PROXY_CLI_OPTIONS } from '../proxy-options';
 import { findHolder, TableHolder } from '../table-holder';
 import { compareTable, desiredTables } from './verify';
 
 const { manifests, kubeconfig, 'node-name': node, table } = COMMON_OPTIONS;
 const options = {
   table,
-  'proxy-table': { type: 'string', value: 'NAME', description: "name of the service proxy's table (family inet)", default: DEFAULT_PROXY_TABLE },
+  'proxy-table': PROXY_CLI_OPTIONS['proxy-table'],
   'metrics-addr': { type: 'string', value: 'ADDR', description: "the local agent's --metrics-addr (health, readiness, last sync)", default: DEFAULT_METRICS_ADDR },
   'ipam-metrics-addr': { type: 'string', value: 'ADDR', description: "the local agent's --ipam-metrics-addr (IPAM's blocks; skipped when nothing answers)", default: DEFAULT_IPAM_METRICS_ADDR },
   manifests: { ...manifests, description: 'read the cluster state from this directory to check for drift' },
@@ -70,11 +71,6 @@ export function metricSamples(text: string): { name: string; labels: Record<stri
     out.push({ name: m[1], labels, value: Number(m[3]) });
   }
   return out;
-}
-
-function hostPort(a: ListenAddress): string {
-  const host = a.host === '' || a.host === '0.0.0.0' ? '127.0.0.1' : a.host === '::' ? '::1' : a.host;
-  return host.includes(':') ? `[${host}]:${a.port}` : `${host}:${a.port}`;
 }
 
 async function get(url: string): Promise<{ status: number; body: string }> {
@@ -160,12 +156,12 @@ const command: Command = {
     ctx.defer(() => socket.close());
     const names = [tableName(given.table), tableName((given['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE)];
     const tables = [await tableStatus(socket, names[0]), await tableStatus(socket, names[1])];
-    const agentAddress = hostPort(parseListenAddress((given['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR));
+    const agentAddress = localClientAddress(parseListenAddress((given['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR));
     const status: NodeStatus = {
       tables,
       agent: await agentStatus(agentAddress, Date.now()),
       drift: { checked: false },
-      ipam: await ipamStatus([hostPort(parseListenAddress((given['ipam-metrics-addr'] as string | undefined) ?? DEFAULT_IPAM_METRICS_ADDR, '--ipam-metrics-addr')), agentAddress]),
+      ipam: await ipamStatus([localClientAddress(parseListenAddress((given['ipam-metrics-addr'] as string | undefined) ?? DEFAULT_IPAM_METRICS_ADDR, '--ipam-metrics-addr')), agentAddress]),
     };
     let source: string | undefined;
     try {
