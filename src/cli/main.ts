@@ -2,26 +2,15 @@
  * command: what it opened is closed, and a fatal error is reported once and exits non-zero
  * within a second, whatever is still pending. */
 import { NetlinkError } from '../netlink/errors';
+import { chooseLogFormat, LogFormat, setLogFormat } from '../log-format';
 import { Command, RunContext } from './command';
+import { COMMANDS as commands } from './registry';
+import { didYouMean, UsageError } from './usage-error';
 
-// Loaded lazily so a command never pays for another's dependencies.
-const commands: Record<string, () => Command> = {
-  agent: () => require('./commands/agent').default,
-  render: () => require('./commands/render').default,
-  verify: () => require('./commands/verify').default,
-  cleanup: () => require('./commands/cleanup').default,
-  ipset: () => require('./commands/ipset').default,
-  install: () => require('./commands/install').default,
-  demo: () => require('./commands/demo').default,
-  version: () => require('./commands/version').default,
-  ipam: () => require('./commands/ipam').default,
-  explain: () => require('./commands/explain').default,
-};
-
-/** Commands a person runs at a terminal, or that stand in for a text tool (`ipset restore`),
- * report a fatal error as one plain `nfkube: ...` line; the others as one pino error line, like
- * the rest of their logs. */
-const TEXT_ERRORS = new Set(['ipset', 'install', 'demo', 'explain']);
+/** Commands whose stderr usually goes to a log pipeline (a unit, a pod, a Job) write JSON lines
+ * when stderr is not a terminal; the others write text. --log-format decides for every command,
+ * and a fatal error is written in the same format as the command's logs. */
+const JSON_WHEN_PIPED = new Set(['agent', 'render', 'verify', 'cleanup', 'ipam', 'version']);
 
 /** How long closing what a command opened may take after it ended. */
 const CLOSE_LIMIT_MS = 500;
@@ -41,9 +30,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(help());
     return name ? 0 : 2;
   }
-  const load = commands[name];
+  const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!load) {
-    process.stderr.write(`nfkube: unknown command "${name}"\n${help()}`);
+    process.stderr.write(`nfkube: unknown command "${name}"${didYouMean(name, Object.keys(commands))} (see nfkube help)\n`);
     return 2;
   }
   const command = load();
@@ -52,10 +41,13 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const resources = new Resources();
+  let format: LogFormat = 'text';
   try {
+    format = chooseLogFormat(givenLogFormat(rest), JSON_WHEN_PIPED.has(name) ? 'json' : 'text');
+    setLogFormat(format);
     return await command.run(rest, resources);
   } catch (err) {
-    reportFatal(name, err, TEXT_ERRORS.has(name));
+    reportFatal(name, err, format);
     return 1;
   } finally {
     await resources.closeAll(CLOSE_LIMIT_MS);
@@ -65,6 +57,11 @@ export async function main(argv: string[]): Promise<number> {
 /** Runs `nfkube ARGV` as the process: sets the exit code, and after a failure makes sure the
  * process ends promptly. */
 export function cli(argv: string[]): void {
+  // A reader that stopped reading (`nfkube explain ... | head`) ends the command quietly.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   main(argv).then(
     (code) => {
       process.exitCode = code;
@@ -86,15 +83,27 @@ export function fatalMessage(err: unknown): string {
   return text;
 }
 
-function reportFatal(command: string, err: unknown, asText: boolean): void {
+/** --log-format's value among a command's arguments, before they are parsed. */
+function givenLogFormat(args: string[]): string | undefined {
+  const at = args.findIndex((a) => a === '--log-format' || a.startsWith('--log-format='));
+  if (at < 0) return undefined;
+  return args[at].includes('=') ? args[at].slice('--log-format='.length) : args[at + 1];
+}
+
+/** Programming errors keep their stack; every other failure is its message alone. */
+const BUGS = [TypeError, RangeError, ReferenceError, SyntaxError];
+
+function reportFatal(command: string, err: unknown, format: LogFormat): void {
   const message = fatalMessage(err);
-  if (asText) {
-    process.stderr.write(`nfkube: ${message}\n`);
+  const bug = BUGS.some((t) => err instanceof t);
+  if (format === 'text') {
+    process.stderr.write(`nfkube ${command}: ${message}\n${bug ? `${(err as Error).stack}\n` : ''}`);
     return;
   }
+  const code = (err as { code?: unknown } | undefined)?.code;
   // Whatever --log-level says: a fatal error is always reported.
   // pino is loaded only here and by the commands that log: `--version` and `--help` stay fast.
-  (require('../log') as typeof import('../log')).createLogger('error').error({ command, err }, message);
+  (require('../log') as typeof import('../log')).createLogger('error').error({ command, ...(typeof code === 'string' ? { code } : {}), ...(bug ? { err } : {}), ...(err instanceof UsageError ? { usage: true } : {}) }, message);
 }
 
 class Resources implements RunContext {

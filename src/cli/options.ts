@@ -2,6 +2,8 @@
  * command declares its options once, as an OptionTable; parsing and `--help` both come from it. */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { CONFIG_ENV, CONFIG_OPTION, layered, OptionValues, readConfigFile } from './config';
+import { didYouMean, UsageError } from './usage-error';
 
 /** One command-line option: how it parses and how `--help` describes it. */
 export interface OptionInfo {
@@ -12,31 +14,49 @@ export interface OptionInfo {
   value?: string;
   /** The default in words, as `--help` prints it; absent for options that are off by default. */
   default?: string;
+  /** A one-letter alias (`-o` for --output). */
+  short?: string;
 }
 
 export type OptionTable = Record<string, OptionInfo>;
 
-export function parse(args: string[], table: OptionTable, usage: string): Record<string, string | boolean | undefined> {
+export function parse(args: string[], table: OptionTable, usage: string): OptionValues {
   return parseWithPositionals(args, table, usage, false).values;
 }
 
-/** parse, for commands that also take operands (`explain SRC DST`). */
-export function parseWithPositionals(args: string[], table: OptionTable, usage: string, allowPositionals = true): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+/** parse, for commands that also take operands (`explain SRC DST`). Options the flags leave out
+ * come from NFKUBE_* environment variables, then from the --config file (config.ts). */
+export function parseWithPositionals(args: string[], table: OptionTable, usage: string, allowPositionals = true, env: NodeJS.ProcessEnv = process.env): { values: OptionValues; positionals: string[] } {
+  const full: OptionTable = { ...table, ...GLOBAL_OPTIONS };
   // Only the type: a described default is words for --help, not a value.
-  const options = Object.fromEntries(Object.entries(table).map(([name, o]) => [name, { type: o.type }]));
+  const options = Object.fromEntries(Object.entries(full).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+  let r;
   try {
-    const r = parseArgs({ args, options, allowPositionals, strict: true });
-    return { values: r.values as Record<string, string | boolean | undefined>, positionals: r.positionals };
+    r = parseArgs({ args, options, allowPositionals, strict: true });
   } catch (err) {
-    const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
-    throw new Error(`${unknown ? `unknown option "${unknown[1]}"` : (err as Error).message}\n${usage}`);
+    throw usageProblem((err as Error).message, full, usage);
   }
+  const flags = r.values as OptionValues;
+  const configPath = (flags.config as string | undefined) ?? (env[CONFIG_ENV] || undefined);
+  const file = configPath ? readConfigFile(configPath, { ...(require('./registry') as typeof import('./registry')).allOptions(), ...table }) : {};
+  return { values: layered(flags, table, env, file), positionals: r.positionals };
+}
+
+/** parseArgs' complaint as one line naming the command, with the option meant when it is a typo. */
+function usageProblem(message: string, table: OptionTable, usage: string): UsageError {
+  const command = /^usage: (nfkube \S+)/.exec(usage)?.[1] ?? 'nfkube';
+  const unknown = /^Unknown option '([^']+)'/.exec(message);
+  const text = unknown
+    ? `unknown option "${unknown[1]}"${didYouMean(unknown[1].replace(/^-+/, '').split('=')[0], Object.keys(table), (k) => `--${k}`)}`
+    : message.split('\n')[0].replace(/\. To specify a positional argument.*$/, '');
+  return new UsageError(`${text} (see ${command} --help)`);
 }
 
 /** `--help` text: the synopsis, an optional paragraph, then every option with its description
  * and default, aligned. */
 export function usageText(synopsis: string, table: OptionTable, about?: string): string {
-  const heads = Object.entries(table).map(([name, o]) => `  --${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`);
+  table = { ...table, ...GLOBAL_OPTIONS };
+  const heads = Object.entries(table).map(([name, o]) => `  ${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`);
   const width = Math.max(0, ...heads.map((h) => h.length)) + 2;
   const lines = Object.values(table).map((o, i) => `${heads[i].padEnd(width)}${o.description}${o.default !== undefined ? ` (default: ${o.default})` : ''}`);
   return [`usage: ${synopsis}`, ...(about ? ['', about] : []), ...(lines.length ? ['', 'options:', ...lines] : [])].join('\n');
@@ -75,6 +95,21 @@ export function tableName(v: string | boolean | undefined): string {
   const t = (v as string | undefined) ?? 'nfkube';
   if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(t)) throw new Error(`--table: "${t}" is not a valid table name`);
   return t;
+}
+
+/** Options every command takes (main.ts reads --log-format before the command runs). */
+export const GLOBAL_OPTIONS: OptionTable = {
+  'log-format': { type: 'string', value: 'json|text', description: 'how logs and errors are written on stderr: JSON lines, or one readable line each', default: 'text on a terminal, else json for agent, render, verify, cleanup and ipam' },
+  config: CONFIG_OPTION,
+};
+
+/** -o text|json of the operator commands (status, drops). */
+export const OUTPUT_OPTION: OptionInfo = { type: 'string', short: 'o', value: 'text|json', description: 'print for people, or JSON (drops: one object a line)', default: 'text' };
+
+export function outputFormat(v: string | boolean | undefined): 'text' | 'json' {
+  const o = (v as string | undefined) ?? 'text';
+  if (o !== 'text' && o !== 'json') throw new UsageError(`--output: "${o}" is not text or json`);
+  return o;
 }
 
 /** Options several commands share, described once. */

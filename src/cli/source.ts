@@ -4,6 +4,7 @@ import { accessSync, constants } from 'node:fs';
 import { ClusterSnapshot, ClusterSource, ObjectKind, SourceHandlers } from '../k8s/source';
 import type { RunContext } from './command';
 import { COMMON_OPTIONS, parseByteSize } from './options';
+import { describeKubeconfig, findKubeconfig } from '../k8s/kubeconfig-path';
 import { DENY_OPTIONS } from './deny-options';
 
 /** `kinds`: what to read (default: what NetworkPolicy enforcement reads). */
@@ -24,9 +25,7 @@ export function openSource(values: Record<string, string | boolean | undefined>,
     } catch (err) {
       throw new Error(`--kubeconfig ${kubeconfig}: ${(err as Error).message}`);
     }
-  } else if (!(process.env.KUBERNETES_SERVICE_HOST && process.env.KUBERNETES_SERVICE_PORT)) {
-    throw new Error('no cluster to read: pass --kubeconfig PATH or --manifests DIR, or run in a pod (in-cluster configuration needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, which are not set)');
-  }
+  } else findKubeconfig(undefined);
   const { InformerSource, loadKubeConfig } = require('../k8s/informer-source') as typeof import('../k8s/informer-source');
   return new InformerSource({ kubeConfig: loadKubeConfig(kubeconfig), kinds, ...handlers });
 }
@@ -56,11 +55,15 @@ export async function prepareSource(values: Record<string, string | boolean | un
   await loadInformerClient();
 }
 
+/** Says when no pod of the snapshot runs on `node`: a wrong --node-name renders an empty table. */
+export function warnNoPods(snapshot: ClusterSnapshot, node: string, warn: (text: string) => void): void {
+  if (![...snapshot.pods.values()].some((p) => p.nodeName === node)) warn(`no pods are scheduled on node ${node}: nothing to enforce yet (is --node-name right?)`);
+}
+
 /** Where cluster state comes from, in words, for the agent's first log line. */
 export function describeSource(values: Record<string, string | boolean | undefined>): string {
   if (values.manifests) return `manifests ${values.manifests as string}`;
-  if (values.kubeconfig) return `kubeconfig ${values.kubeconfig as string}`;
-  return 'in-cluster';
+  return describeKubeconfig(findKubeconfig(values.kubeconfig as string | undefined));
 }
 
 export const SOURCE_OPTIONS = { ...COMMON_OPTIONS, ...DENY_OPTIONS };

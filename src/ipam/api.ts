@@ -4,6 +4,7 @@
  * (timeout, reset connection, 5xx), which callers resolve by reading back: a write that was not
  * answered may have been committed. */
 import type { KubeConfig } from '@kubernetes/client-node';
+import { findKubeconfig, loadChosenKubeconfig } from '../k8s/kubeconfig-path';
 import { GROUP, KObject, PLURALS, VERSION } from './objects';
 
 export type Plural = (typeof PLURALS)[keyof typeof PLURALS];
@@ -61,10 +62,7 @@ export function clientNode(): typeof import('@kubernetes/client-node') {
 }
 
 export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new (clientNode().KubeConfig)();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
-  return kc;
+  return loadChosenKubeconfig(new (clientNode().KubeConfig)(), findKubeconfig(path));
 }
 
 function classify(err: unknown, what: string): ApiError {

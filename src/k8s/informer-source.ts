@@ -9,6 +9,7 @@
  * (410 Gone) is replaced by a re-list that is diffed against the cache, so enforcement never
  * drops state and only real differences are delivered. Connection failures are retried with backoff. */
 import type { KubeConfig } from '@kubernetes/client-node';
+import { findKubeconfig, loadChosenKubeconfig } from './kubeconfig-path';
 import { createLogger } from '../log';
 import { stamp } from '../observe/latency-trace';
 import { clientNode } from './client-node';
@@ -19,12 +20,9 @@ import { RawWatch } from './raw-watch';
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 
-/** A kubeconfig file, or the pod's service account when no path is given. */
+/** A kubeconfig file, or as kubectl finds one when no path is given (kubeconfig-path.ts). */
 export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new (clientNode().KubeConfig)();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
-  return kc;
+  return loadChosenKubeconfig(new (clientNode().KubeConfig)(), findKubeconfig(path));
 }
 
 /** A program the kubeconfig makes client-node execute to get credentials: an `exec:` plugin, or

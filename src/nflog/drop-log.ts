@@ -10,6 +10,7 @@ import { NflogPacket } from './codec';
 import { ClusterView } from './cluster-view';
 import { decodeHeaders, PacketHeaders } from './headers';
 import { DropLogMetrics } from './metrics';
+import type { DropRing } from './drop-ring';
 
 export interface DropLogOptions {
   view: ClusterView;
@@ -17,6 +18,8 @@ export interface DropLogOptions {
   denyAction: 'drop' | 'reject';
   logger: Logger;
   metrics?: DropLogMetrics;
+  /** Keeps the recent records for /drops. */
+  ring?: DropRing;
 }
 
 /** The fields of one drop line (also what tests and the demo read). */
@@ -91,6 +94,7 @@ export class DropLog {
     }
     const slash = r.pod.indexOf('/');
     this.opts.metrics?.countLogged(r.pod.slice(0, slash), r.pod.slice(slash + 1), r.direction, r.verdict);
+    this.opts.ring?.push(r);
     this.opts.logger.info({ drop: r }, r.verdict === 'audit' ? `audit: ${describe(r)} would be denied; allowed` : `denied: ${describe(r)}`);
   }
 }

@@ -8,12 +8,14 @@ import { PolicyModes } from '../deny/modes';
 import { DropLogOptions } from '../deny/tail';
 import { ClusterView } from './cluster-view';
 import { DropLog } from './drop-log';
+import { DropRing } from './drop-ring';
 import { DropLogMetrics } from './metrics';
 import { NflogSubscription } from './subscription';
 
 export { ClusterView } from './cluster-view';
 export { DropLog, DropRecord, describe as describeDrop } from './drop-log';
 export { NflogSubscription } from './subscription';
+export { DropRing, TimedDrop, concernsPod } from './drop-ring';
 
 export interface DropLoggingOptions {
   log: DropLogOptions;
@@ -31,6 +33,8 @@ export interface DropLogging {
   load(snapshot: ClusterSnapshot): void;
   apply(change: ClusterChange): void;
   close(): Promise<void>;
+  /** The recent drops, for the agent's /drops. */
+  ring: DropRing;
 }
 
 /** Binds the group first: a group another listener holds fails here, loudly, before anything
@@ -38,7 +42,8 @@ export interface DropLogging {
 export async function startDropLogging(opts: DropLoggingOptions): Promise<DropLogging> {
   const view = new ClusterView(opts.nodeName);
   const metrics = opts.registry ? new DropLogMetrics(opts.registry) : undefined;
-  const drops = new DropLog({ view, modes: opts.modes, denyAction: opts.denyAction, logger: opts.logger, metrics });
+  const ring = new DropRing();
+  const drops = new DropLog({ view, modes: opts.modes, denyAction: opts.denyAction, logger: opts.logger, metrics, ring });
   let reported = 0;
   const sub = await NflogSubscription.open({
     group: opts.log.group,
@@ -65,5 +70,6 @@ export async function startDropLogging(opts: DropLoggingOptions): Promise<DropLo
       if (change.kind === 'Pod' && change.type === 'delete') metrics?.forgetPod(change.object.namespace, change.object.name);
     },
     close: () => sub.close(),
+    ring,
   };
 }

@@ -103,6 +103,8 @@ export const NFTA_TABLE_USE = 3;
 export const NFTA_TABLE_HANDLE = 4;
 export const NFTA_TABLE_PAD = 5;
 export const NFTA_TABLE_USERDATA = 6;
+/** nf_tables.h: the most user data a table, chain, set or rule may carry. */
+export const NFT_USERDATA_MAXLEN = 256;
 export const NFTA_TABLE_OWNER = 7;
 
 // enum nft_chain_attributes

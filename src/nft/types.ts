@@ -16,6 +16,10 @@ export interface Table {
   use?: number;
   /** The comment in its user data (NFTA_TABLE_USERDATA), as nft shows it: nfkube's mark. */
   comment?: string;
+  /** The options that shaped the table, as flags (`--deny-action=reject --log-drops`), in
+   * nfkube's own user data TLVs beside the comment (nft ignores types it does not know): the
+   * read commands take them from here to agree with the agent that made the table. */
+  options?: string;
   /** NFTA_TABLE_OWNER: the netlink port that owns it (NFT_TABLE_F_OWNER; read-back only). */
   owner?: number;
 }

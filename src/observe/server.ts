@@ -1,7 +1,8 @@
-/** The agent's HTTP endpoints: /metrics, /healthz and /readyz. The agent supplies callbacks, so
+/** The agent's HTTP endpoints: /metrics, /healthz and /readyz, and /drops with --log-drops. The agent supplies callbacks, so
  * this module knows nothing about syncing; it only turns the agent's answers into status codes. */
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
+import { concernsPod, type DropRing, type TimedDrop } from '../nflog/drop-ring';
 
 export const DEFAULT_METRICS_ADDR = '127.0.0.1:9476';
 
@@ -29,6 +30,13 @@ export function parseMetricsAddress(text: string, flag = '--metrics-addr'): List
   if (text.trim() === '') return undefined;
   const any = /^:(\d+)$/.exec(text);
   return any ? { ...parseListenAddress(`0.0.0.0:${any[1]}`, flag), host: '' } : parseListenAddress(text, flag);
+}
+
+/** Where a client on this host reaches a server listening on `a`: every address is reached on
+ * loopback. `host:port`, `[v6]:port`. */
+export function localClientAddress(a: ListenAddress): string {
+  const host = a.host === '' || a.host === '0.0.0.0' ? '127.0.0.1' : a.host === '::' ? '::1' : a.host;
+  return host.includes(':') ? `[${host}]:${a.port}` : `${host}:${a.port}`;
 }
 
 export interface HealthInputs {
@@ -66,6 +74,8 @@ export interface ObserveServerOptions {
   notAlive?: () => string | undefined;
   /** Clock, milliseconds since the epoch. */
   now?: () => number;
+  /** The recent drop records (--log-drops), served on /drops to loopback clients only. */
+  drops?: DropRing;
 }
 
 export interface ObserveServer {
@@ -77,6 +87,30 @@ export interface ObserveServer {
 function reply(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
   res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
   res.end(body.endsWith('\n') ? body : `${body}\n`);
+}
+
+/** A client on this host: /drops names pods and addresses, so only local users read it. */
+function isLoopback(address: string | undefined): boolean {
+  return address !== undefined && (/^(::ffff:)?127\./.test(address) || address === '::1');
+}
+
+/** /drops?since=MS&pod=NS/NAME&follow=1: the recent drops as JSON lines ({time, drop}), oldest
+ * first; with follow, then each new one as it is logged, until the client goes. */
+function serveDrops(req: IncomingMessage, res: ServerResponse, ring: DropRing | undefined): void {
+  if (!isLoopback(req.socket.remoteAddress)) return reply(res, 403, 'forbidden: /drops answers loopback clients only');
+  if (!ring) return reply(res, 404, 'not found: the agent does not log drops (start it with --log-drops)');
+  const query = new URL(req.url ?? '/', 'http://x').searchParams;
+  const since = Number(query.get('since') ?? 0);
+  if (!Number.isFinite(since)) return reply(res, 400, `since: "${query.get('since')}" is not milliseconds since the epoch`);
+  const pod = query.get('pod') ?? undefined;
+  const wanted = (d: TimedDrop) => pod === undefined || concernsPod(d.drop, pod);
+  const line = (d: TimedDrop) => `${JSON.stringify(d)}\n`;
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  const recent = ring.since(since).filter(wanted).map(line).join('');
+  if (query.get('follow') !== '1') return void res.end(recent);
+  res.write(recent);
+  const stop = ring.follow((d) => wanted(d) && res.write(line(d)));
+  res.on('close', stop);
 }
 
 export async function startObserveServer(options: ObserveServerOptions): Promise<ObserveServer> {
@@ -101,10 +135,12 @@ export async function startObserveServer(options: ObserveServerOptions): Promise
         });
         return reply(res, h.ok ? 200 : 503, h.reason);
       }
+      case '/drops':
+        return serveDrops(req, res, options.drops);
       case '/readyz':
         return options.ready() ? reply(res, 200, 'ok: first full sync committed') : reply(res, 503, 'not ready: first full sync not committed yet');
       default:
-        return reply(res, 404, 'not found: try /metrics, /healthz or /readyz');
+        return reply(res, 404, 'not found: try /metrics, /healthz, /readyz or /drops');
     }
   }
 

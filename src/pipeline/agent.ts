@@ -31,6 +31,8 @@ export interface AgentOptions {
   /** Every this often each table is checked (one small dump) to be present and awake, and
    * resynced at once when not; none when absent. */
   tableCheckMs?: number;
+  /** By component name: the options that shape its table, recorded in it (TableSyncOptions). */
+  recordedOptions?: Record<string, string>;
   /** Hold each table with NFT_TABLE_F_OWNER|PERSIST while running (src/nft/ownership.ts). */
   holdTable?: boolean;
 }
@@ -63,6 +65,7 @@ export class Agent {
           totals: this.totals,
           observer: opts.observer,
           onQueue: () => opts.observer?.queueDepth?.(this.queueDepth()),
+          recordedOptions: opts.recordedOptions?.[component.name],
         }),
     );
   }

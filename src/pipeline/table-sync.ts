@@ -21,6 +21,7 @@ import { ClusterChange } from '../k8s/source';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
 import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
 import { Component, SyncKind } from './component';
+import type { Table } from '../nft/types';
 import { discard, stamp } from '../observe/latency-trace';
 import { plan } from './plan';
 import { ChangeScope } from './scope';
@@ -126,6 +127,16 @@ export interface TableSyncOptions {
   observer?: AgentObserver;
   /** Told whenever the number of events waiting for this table changes. */
   onQueue?(): void;
+  /** The options that shape the table, recorded in its user data (Table.options). A table that
+   * records others was made by an agent started differently: it is replaced whole, since the
+   * kernel sets a table's user data only when it is created. */
+  recordedOptions?: string;
+}
+
+/** Why the table read back must be replaced for its recorded options; undefined when they match. */
+export function recordProblem(t: Table, recorded: string | undefined): string | undefined {
+  if ((t.options ?? '') === (recorded ?? '')) return undefined;
+  return `table ${t.family} ${t.name} records the options ${JSON.stringify(t.options ?? '')}, this agent runs with ${JSON.stringify(recorded ?? '')}`;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -370,7 +381,7 @@ export class TableSync {
   private replaceTable(kind: SyncKind, genId?: number, target = cloneModel(this.component.desired), fromEmpty?: RuleSetDiff, before = { t0: performance.now(), read: 0, plan: 0 }): Promise<SyncReport> {
     const t0 = performance.now();
     // Changes arriving while the commit is in flight stay pending against this exact state.
-    const table = markedTable(target.table, this.opts.holdTable);
+    const table = { ...markedTable(target.table, this.opts.holdTable), ...(this.opts.recordedOptions ? { options: this.opts.recordedOptions } : {}) };
     const tx = new Transaction().addTable(table).deleteTable(table).addTable(table);
     const empty = emptyModel(target.table);
     const d = fromEmpty ?? diffRulesets(empty, target);
@@ -420,7 +431,7 @@ export class TableSync {
         const read = await readOwnTable(this.opts.socket, this.table.family, this.table.name, this.opts.holdTable);
         genId = read.genId;
         kernel = read.value ? modelFromKernel(read.value) : undefined;
-        flags = read.value ? tableFlagsProblem(read.value.table) : undefined;
+        flags = read.value ? (tableFlagsProblem(read.value.table) ?? recordProblem(read.value.table, this.opts.recordedOptions)) : undefined;
         readMs = performance.now() - t0;
       } catch (err) {
         if (!(err instanceof DecodeError)) {
@@ -437,7 +448,7 @@ export class TableSync {
         const p = plan(kernel, flags, target, atStart);
         const planMs = performance.now() - t0 - readMs;
         if (p.action === 'replace') {
-          if (p.problem) this.logger.warn({ table: this.table.name, drift: p.problem }, 'own table missing or switched off; replacing it');
+          if (p.problem) this.logger.warn({ table: this.table.name, drift: p.problem }, 'own table missing, switched off or made with other options; replacing it');
           const r = await this.replaceTable(kind, genId, target, kernel ? undefined : p.diff, { t0, read: readMs, plan: planMs });
           if (p.drift !== undefined) {
             r.drift = p.drift;

@@ -49,7 +49,7 @@ test('every command: --help lists every flag with a description, and its default
     assert.equal(r.stdout, `${command.usage}\n`);
     assert.ok(command.options, `${name} declares its options (an OptionTable) and builds --help from them with usageText`);
     for (const [flag, o] of Object.entries(command.options)) {
-      const line = r.stdout.split('\n').find((l) => l.startsWith(`  --${flag} `) || l === `  --${flag}`);
+      const line = r.stdout.split("\n").find((l) => /^  (-\w, )?--/.test(l) && (l.replace(/^  (-\w, )?/, "").startsWith(`--${flag} `) || l.replace(/^  (-\w, )?/, "") === `--${flag}`));
       assert.ok(line, `${name} --help lists --${flag}`);
       assert.ok(line.includes(o.description), `${name} --${flag} has its description`);
       assert.ok(o.description.length > 10, `${name} --${flag}: a real description`);

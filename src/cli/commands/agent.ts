@@ -9,8 +9,10 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { listTables } from '../../nft/readback';
 import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { Command } from '../command';
+import { UsageError } from '../usage-error';
+import { policyRecord, proxyRecord } from '../table-record';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
-import { describeSource, openSource, prepareSource, SOURCE_OPTIONS } from '../source';
+import { describeSource, openSource, prepareSource, SOURCE_OPTIONS, warnNoPods } from '../source';
 import type { Component } from '../../pipeline/component';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
 import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
@@ -52,9 +54,11 @@ const command: Command = {
     const logger = createLogger((v['log-level'] as string | undefined) ?? 'info');
     const resyncMs = parseDuration((v['resync-period'] as string | undefined) ?? '5m', '--resync-period');
     const metricsAddr = parseMetricsAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
-    if (v.timeout !== undefined && !v.once) throw new Error(`--timeout applies to --once only\n${usage}`);
+    if (v.timeout !== undefined && !v.once) throw new UsageError('--timeout applies to --once only');
     const deadlineMs = v.once ? parseDuration((v.timeout as string | undefined) ?? '60s', '--timeout') : undefined;
     const ipam = ipamArgs(v);
+    // Checked before IPAM writes its first file: its blocks and claims live in the API.
+    if (ipam.enabled && v.manifests) throw new UsageError('--ipam needs an API server (its IPPools, blocks and claims are custom resources): use --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster configuration, not --manifests');
     if (ipam.noPolicy && !choice.proxy) {
       return runIpamOnly(ipam, { kubeconfig: v.kubeconfig as string | undefined, nodeName: nodeName(v['node-name']), metricsAddr: (v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR }, logger);
     }
@@ -99,6 +103,7 @@ const command: Command = {
       logger,
       components,
       holdTable: !v['no-hold-table'],
+      recordedOptions: { policy: policyRecord({ denyAction: denyAction(v['deny-action']), log, policyMode: v['policy-mode'] as string | undefined }), ...(choice.proxy ? { proxy: proxyRecord(choice.proxy) } : {}) },
       observer: observer && proxyModules && proxyMetrics ? proxyModules.withProxyMetrics(observer, proxyMetrics) : observer,
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
@@ -129,7 +134,7 @@ const command: Command = {
       let stage = "the cluster's initial state was not complete";
       await withDeadline(deadlineMs, async () => {
         const snapshot = await source.start();
-        if (choice.policy) warnIfNoPods(snapshot, node, logger);
+        if (choice.policy) warnNoPods(snapshot, node, (text) => logger.warn({ node }, text));
         for (const ns of snapshot.namespaces.values()) warnMode(ns);
         drops?.load(snapshot);
         initialErrors = sourceErrors;
@@ -152,6 +157,7 @@ const command: Command = {
           resyncPeriodMs: resyncMs,
           ready: () => ready,
           notAlive: () => agent.unhealthy(failingLimitMs),
+          drops: drops?.ring,
         })
       : undefined;
     if (server) {
@@ -163,7 +169,7 @@ const command: Command = {
       logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');
     }
     const snapshot = await source.start();
-    if (choice.policy) warnIfNoPods(snapshot, node, logger);
+    if (choice.policy) warnNoPods(snapshot, node, (text) => logger.warn({ node }, text));
     for (const ns of snapshot.namespaces.values()) warnMode(ns);
     drops?.load(snapshot);
     await agent.start(snapshot);
@@ -179,10 +185,6 @@ const command: Command = {
     return 0;
   },
 };
-
-function warnIfNoPods(snapshot: ClusterSnapshot, node: string, logger: Logger): void {
-  if (![...snapshot.pods.values()].some((p) => p.nodeName === node)) logger.warn({ node }, `no pods are scheduled on node ${node}: nothing to enforce yet (is --node-name right?)`);
-}
 
 /** Runs `work`, or fails with `message()` when it is not done `ms` after the process started. */
 async function withDeadline(ms: number, work: () => Promise<void>, message: () => string): Promise<void> {

@@ -4,11 +4,12 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { deleteOwnTable } from '../../nft/ownership';
 import { DEFAULT_PROXY_TABLE } from '../../proxy/render';
 import { Command } from '../command';
+import { PROXY_CLI_OPTIONS } from '../proxy-options';
 import { COMMON_OPTIONS, parse, tableName, usageText } from '../options';
 
 const options = {
   table: COMMON_OPTIONS.table,
-  'proxy-table': { type: 'string', value: 'NAME', description: "name of the service proxy's table (family inet)", default: DEFAULT_PROXY_TABLE },
+  'proxy-table': PROXY_CLI_OPTIONS['proxy-table'],
 } as const;
 const usage = usageText('nfkube cleanup [--table NAME] [--proxy-table NAME]', options, "Deletes nfkube's own tables (policy and proxy, family inet), whether or not they exist; nothing else.");
 
@@ -23,8 +24,10 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     // A table of that name nfkube did not create, or one a running agent holds, is refused.
-    await deleteOwnTable(socket, table.family, table.name);
-    await deleteOwnTable(socket, proxy.family, proxy.name);
+    for (const t of [table, proxy]) {
+      const done = await deleteOwnTable(socket, t.family, t.name);
+      process.stdout.write(done === 'deleted' ? `deleted table ${t.family} ${t.name}\n` : `table ${t.family} ${t.name} does not exist: nothing to delete\n`);
+    }
     return 0;
   },
 };

@@ -32,7 +32,7 @@ const command: Command = {
   async run(args) {
     const v = parse(args, options, usage);
     const manifests = (v.manifests as string | undefined) ?? EXAMPLES;
-    if (!existsSync(manifests)) throw new Error(`--manifests ${manifests}: no such directory\n${usage}`);
+    if (!existsSync(manifests)) throw new Error(`--manifests ${manifests}: no such directory`);
     const timeout = Number((v['probe-timeout'] as string | undefined) ?? '1000');
     if (!Number.isInteger(timeout) || timeout < 50 || timeout > 60_000) throw new Error(`--probe-timeout: "${v['probe-timeout']}" is not a whole number of milliseconds in 50..60000`);
     const color = !v['no-color'] && !process.env.NO_COLOR && process.stdout.isTTY === true;

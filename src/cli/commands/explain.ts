@@ -10,6 +10,8 @@ import { policyModes } from '../deny-options';
 import { PolicyModes } from '../../deny/modes';
 import { nodeName, OptionTable, parseWithPositionals, tableName, usageText } from '../options';
 import { readSnapshot, SOURCE_OPTIONS } from '../source';
+import { UsageError } from '../usage-error';
+import { withTableRecords } from '../table-record';
 
 const options = {
   ...SOURCE_OPTIONS,
@@ -24,8 +26,10 @@ const command: Command = {
   options,
   async run(args, ctx) {
     const parsed = parseWithPositionals(args, options, usage);
-    const v = parsed.values;
-    if (parsed.positionals.length !== 2) throw new Error(`explain needs SRC and DST\n${usage}`);
+    if (parsed.positionals.length !== 2) throw new UsageError('needs SRC and DST (see nfkube explain --help)');
+    const socket = NetlinkSocket.open();
+    ctx.defer(() => socket.close());
+    const v = await withTableRecords(socket, 'explain', parsed.values);
     const protocol = ((v.protocol as string | undefined) ?? 'tcp').toLowerCase();
     if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'sctp') throw new Error(`--protocol: "${v.protocol}" is not tcp, udp or sctp`);
     const portText = v.port as string | undefined;
@@ -38,24 +42,19 @@ const command: Command = {
     const modes = policyModes(v, snap.namespaces.values()) ?? new PolicyModes();
     const [src, dst] = parsed.positionals.map((t) => resolveEndpoint(t, snap.pods));
 
-    const socket = NetlinkSocket.open();
-    try {
-      const back = await listTable(socket, 'inet', table);
-      if (!back) process.stdout.write(`table inet ${table} does not exist: the kernel enforces nothing of nfkube's\n`);
-      let agree = true;
-      let unknown = false;
-      for (const packet of flowPackets(src, dst, protocol as FlowProtocol, port)) {
-        const e = explainFlow(ir, modes, back, packet);
-        process.stdout.write(formatExplanation(e, `${src.text} -> ${dst.text}`));
-        agree &&= e.agree;
-        unknown ||= !e.kernel;
-      }
-      if (unknown) process.stderr.write('nfkube: the kernel verdict is unknown: the table holds a rule explain cannot evaluate for this flow (named above)\n');
-      else if (!agree) process.stderr.write('nfkube: the model and the kernel disagree: the table does not enforce what the cluster says (run nfkube verify)\n');
-      return agree ? 0 : 1;
-    } finally {
-      await socket.close();
+    const back = await listTable(socket, 'inet', table);
+    if (!back) process.stdout.write(`table inet ${table} does not exist: the kernel enforces nothing of nfkube's\n`);
+    let agree = true;
+    let unknown = false;
+    for (const packet of flowPackets(src, dst, protocol as FlowProtocol, port)) {
+      const e = explainFlow(ir, modes, back, packet);
+      process.stdout.write(formatExplanation(e, `${src.text} -> ${dst.text}`));
+      agree &&= e.agree;
+      unknown ||= !e.kernel;
     }
+    if (unknown) process.stderr.write('nfkube: the kernel verdict is unknown: the table holds a rule explain cannot evaluate for this flow (named above)\n');
+    else if (!agree) process.stderr.write('nfkube: the model and the kernel disagree: the table does not enforce what the cluster says (run nfkube verify)\n');
+    return agree ? 0 : 1;
   },
 };
 

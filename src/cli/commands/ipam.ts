@@ -4,6 +4,7 @@ import { ClientNodeApi, loadKubeConfig, NodeInfo } from '../../ipam/api';
 import { auditCluster, HeldAddress, heldAddresses } from '../../ipam/check';
 import { PLURALS, readBlock, readClaim } from '../../ipam/objects';
 import { Command } from '../command';
+import { didYouMean, UsageError } from '../usage-error';
 import { OptionTable, parse, usageText } from '../options';
 
 const options = {
@@ -27,10 +28,7 @@ const command: Command = {
   options,
   async run(args) {
     const [sub, ...rest] = args;
-    if (sub !== 'show' && sub !== 'check') {
-      process.stderr.write(`nfkube ipam: expected show or check, got ${sub === undefined ? 'nothing' : JSON.stringify(sub)}\n${usage}\n`);
-      return 2;
-    }
+    if (sub !== 'show' && sub !== 'check') throw new UsageError(`expected show or check, got ${sub === undefined ? 'nothing' : JSON.stringify(sub)}${sub === undefined ? '' : didYouMean(sub, ['show', 'check'])} (see nfkube ipam --help)`);
     const v = parse(rest, options, usage);
     const api = new ClientNodeApi({ kubeConfig: loadKubeConfig(v.kubeconfig as string | undefined) });
     const [pools, blocks, claims] = await Promise.all([api.list(PLURALS.pools), api.list(PLURALS.blocks), api.list(PLURALS.claims)]);

@@ -2,11 +2,13 @@
  * restore parses all input first, then brings each set to the input's content without a flush
  * window (syncSets); save prints what `ipset save` prints. */
 import { Command } from '../command';
-import { OptionTable, usageText } from '../options';
+import { OptionTable, parse, usageText } from '../options';
+import { didYouMean, UsageError } from '../usage-error';
+import { fatalMessage } from '../main';
 import { NetlinkSocket } from '../../netlink/socket';
 import { IpsetClient } from '../../ipset/client';
 import { formatSave, parseSave, RestoreSyntaxError } from '../../ipset/save-format';
-import { SyncInputError, syncSets, SyncMode, tempNamePattern } from '../../ipset/sync';
+import { SyncInputError, SyncResult, syncSets, SyncMode, tempNamePattern } from '../../ipset/sync';
 import { IpsetSet } from '../../ipset/types';
 
 const options = {
@@ -19,20 +21,6 @@ const usage = usageText('nfkube ipset restore [--mode incremental|replace] [--pr
          FILE are touched; with --prefix every set named P* that FILE does not create is removed.
 save     prints sets (those named P* with --prefix) as \`ipset save\` does.`);
 
-function parseFlags(args: string[], allowed: string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const eq = a.indexOf('=');
-    const name = eq > 0 ? a.slice(0, eq) : a;
-    if (!allowed.includes(name)) throw new Error(`unknown option "${a}"`);
-    const value = eq > 0 ? a.slice(eq + 1) : args[++i];
-    if (value === undefined) throw new Error(`option ${name} needs a value`);
-    out.set(name, value);
-  }
-  return out;
-}
-
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
@@ -40,10 +28,10 @@ async function readStdin(): Promise<string> {
 }
 
 async function restore(args: string[]): Promise<number> {
-  const flags = parseFlags(args, ['--mode', '--prefix']);
-  const mode = (flags.get('--mode') ?? 'incremental') as SyncMode;
+  const flags = parse(args, options, usage);
+  const mode = ((flags.mode as string | undefined) ?? 'incremental') as SyncMode;
   if (mode !== 'incremental' && mode !== 'replace') throw new Error(`--mode must be incremental or replace, got "${mode}"`);
-  const prefix = flags.get('--prefix');
+  const prefix = flags.prefix as string | undefined;
   let sets;
   try {
     sets = parseSave(await readStdin());
@@ -68,6 +56,7 @@ async function restore(args: string[]): Promise<number> {
     const result = await syncSets(client, sets, { prefix: prefix ?? '', mode, prune: prefix !== undefined });
     for (const name of result.retained) process.stderr.write(`nfkube ipset restore: set ${name} is still referenced; kept\n`);
     for (const f of result.failures) process.stderr.write(`nfkube ipset restore: ${f.message}\n`);
+    process.stderr.write(`nfkube ipset restore: ${restoreSummary(result)}\n`);
     return result.failures.length > 0 ? 1 : 0;
   } catch (err) {
     if (err instanceof SyncInputError) {
@@ -80,8 +69,18 @@ async function restore(args: string[]): Promise<number> {
   }
 }
 
+/** What a restore did, in one line: sets by outcome, then members. */
+export function restoreSummary(r: SyncResult): string {
+  const sets = ([['created', r.created.length], ['updated', r.updated.length], ['replaced', r.replaced.length], ['destroyed', r.destroyed.length], ['kept (still referenced)', r.retained.length], ['unchanged', r.unchanged]] as const)
+    .filter(([, n]) => n > 0)
+    .map(([what, n]) => `${n} ${what}`);
+  return `sets: ${sets.length ? sets.join(', ') : 'none'}; members: ${r.added} added, ${r.deleted} deleted${r.failures.length ? `; ${r.failures.length} failed` : ''}`;
+}
+
 async function save(args: string[]): Promise<number> {
-  const prefix = parseFlags(args, ['--prefix']).get('--prefix') ?? '';
+  const flags = parse(args, options, usage);
+  if (flags.mode !== undefined) throw new UsageError('--mode applies to restore only');
+  const prefix = (flags.prefix as string | undefined) ?? '';
   const socket = NetlinkSocket.open();
   try {
     const client = new IpsetClient(socket);
@@ -105,11 +104,11 @@ const command: Command = {
       if (sub === 'restore') return await restore(rest);
       if (sub === 'save') return await save(rest);
     } catch (err) {
-      process.stderr.write(`nfkube ipset ${sub}: ${(err as Error).message}\n`);
+      if (err instanceof UsageError) throw err;
+      process.stderr.write(`nfkube ipset ${sub}: ${fatalMessage(err)}\n`);
       return 1;
     }
-    process.stderr.write(`${usage}\n`);
-    return 2;
+    throw new UsageError(`expected restore or save${sub === undefined ? '' : `, got ${JSON.stringify(sub)}${didYouMean(sub, ['restore', 'save'])}`} (see nfkube ipset --help)`);
   },
 };
 

@@ -9,6 +9,8 @@ import { markedTable } from '../../nft/ownership';
 import { compileFull } from '../../policy/compile';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
+import { UsageError } from '../usage-error';
+import { warnNoPods } from '../source';
 import { COMMON_OPTIONS, denyAction, nodeName, parse, tableName, usageText } from '../options';
 import { DENY_OPTIONS, dropLogOptions, policyModes } from '../deny-options';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
@@ -24,7 +26,7 @@ const command: Command = {
   options,
   async run(args, ctx) {
     const v = parse(args, options, usage);
-    if (!v.manifests) throw new Error(`--manifests is required\n${usage}`);
+    if (!v.manifests) throw new UsageError('--manifests is required (see nfkube render --help)');
     const choice = proxyChoice(v);
     let errors = 0;
     // `object field` of problems already reported by the source, so the compiler's copy of a
@@ -45,6 +47,7 @@ const command: Command = {
     ctx.defer(() => source.stop());
     const snap = await source.start();
     await source.stop();
+    if (choice.policy) warnNoPods(snap, nodeName(v['node-name']), (text) => process.stderr.write(`nfkube render: warning: ${text}\n`));
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
     for (const p of ir.policies.values()) {
       for (const e of p.errors) {

@@ -6,16 +6,19 @@ import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listMarkedTable } from '../../nft/ownership';
 import { tableText } from '../../pipeline/component';
-import { plan } from '../../pipeline/plan';
+import { plan, Plan } from '../../pipeline/plan';
+import type { TableContents } from '../../nft/types';
+import type { OptionValues } from '../config';
 import { compileFull } from '../../policy/compile';
 import type { PolicyIR } from '../../policy/ir';
 import { formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, modelFromKernel, RulesetModel, tableFlagsProblem } from '../../ruleset/model';
-import { Command } from '../command';
+import { Command, RunContext } from '../command';
 import { denyAction, nodeName, OptionTable, parse, tableName, usageText } from '../options';
 import { readSnapshot, SOURCE_OPTIONS } from '../source';
 import { dropLogOptions, policyModes } from '../deny-options';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
+import { withTableRecords } from '../table-record';
 import { formatPolicyCounters, policyCounters, readCounterRows } from '../../explain/counters';
 
 const options = {
@@ -31,37 +34,52 @@ const command: Command = {
   usage,
   options,
   async run(args, ctx) {
-    const v = parse(args, options, usage);
-    const choice = proxyChoice(v);
-    const node = nodeName(v['node-name']);
-    // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
-    createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
-    const snap = await readSnapshot(v, ctx, choice.kinds);
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
+    const v = await withTableRecords(socket, 'verify', parse(args, options, usage));
+    const { models, ir } = await desiredTables(v, ctx);
     let differ = 0;
-    if (choice.policy) {
-      const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
-      const desired = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir);
-      differ += await verifyTable(socket, desired, v.counters ? ir : undefined);
-    }
-    if (choice.proxy) {
-      const proxy = proxyComponent(choice.proxy, node);
-      proxy.start(snap);
-      differ += await verifyTable(socket, proxy.desired);
-    }
+    for (const desired of models) differ += await verifyTable(socket, desired, v.counters && desired.table.name === tableName(v.table) ? ir : undefined);
     return differ > 0 ? 1 : 0;
   },
 };
+
+/** The tables the options ask for (policy, and the proxy's with --proxy), as the cluster state
+ * says they must be; `ir`, the policy's compiled model, when policy is on. */
+export async function desiredTables(v: OptionValues, ctx: RunContext): Promise<{ models: RulesetModel[]; ir?: PolicyIR }> {
+  const choice = proxyChoice(v);
+  const node = nodeName(v['node-name']);
+  // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
+  createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
+  const snap = await readSnapshot(v, ctx, choice.kinds);
+  const models: RulesetModel[] = [];
+  let ir: PolicyIR | undefined;
+  if (choice.policy) {
+    ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
+    models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir));
+  }
+  if (choice.proxy) {
+    const proxy = proxyComponent(choice.proxy, node);
+    proxy.start(snap);
+    models.push(proxy.desired);
+  }
+  return { models, ir };
+}
+
+/** The kernel's copy of `desired`'s table, and what it would take to reach `desired`. */
+export async function compareTable(socket: NetlinkSocket, desired: RulesetModel): Promise<{ back: TableContents | undefined; kernel: RulesetModel | undefined; flags: string | undefined; plan: Plan }> {
+  const table = desired.table;
+  const back = await listMarkedTable(socket, table.family, table.name);
+  const kernel = back ? modelFromKernel(back) : undefined;
+  const flags = back ? tableFlagsProblem(back.table) : undefined;
+  return { back, kernel, flags, plan: plan(kernel, flags, desired, false) };
+}
 
 /** Prints how the kernel's copy of one table differs from `desired` (and, given the policy IR,
  * its per-policy counters); 1 when it differs. */
 async function verifyTable(socket: NetlinkSocket, desired: RulesetModel, countersFor?: PolicyIR): Promise<number> {
   const table = desired.table;
-  const back = await listMarkedTable(socket, table.family, table.name);
-  const kernel = back ? modelFromKernel(back) : undefined;
-  const flags = back ? tableFlagsProblem(back.table) : undefined;
-  const p = plan(kernel, flags, desired, false);
+  const { back, kernel, flags, plan: p } = await compareTable(socket, desired);
   if (countersFor && back) process.stdout.write(formatPolicyCounters(policyCounters(await readCounterRows(socket, table.name, countersFor), countersFor)));
   if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
   if (flags) process.stdout.write(`${flags}\n`);

@@ -91,6 +91,34 @@ export function familyFromNumber(n: number): Family {
 // type u8, len u8, value.
 export const UDATA_RULE_COMMENT = 0;
 export const UDATA_TABLE_COMMENT = 0;
+/** nfkube's own table TLV, far above libnftnl's (NFTNL_UDATA_TABLE_MAX is 1): the options that
+ * shaped the table, split over as many TLVs as its length needs, in order. */
+export const UDATA_TABLE_NFKUBE_OPTIONS = 0xa0;
+/** A TLV's value is at most 255 bytes. */
+const UDATA_VALUE_MAX = 255;
+
+/** `text` as consecutive TLVs of `type`. */
+export function textUdata(type: number, text: string): Buffer {
+  const bytes = Buffer.from(text);
+  const parts: Buffer[] = [];
+  for (let at = 0; at < bytes.length; at += UDATA_VALUE_MAX) {
+    const chunk = bytes.subarray(at, at + UDATA_VALUE_MAX);
+    parts.push(Buffer.from([type, chunk.length]), chunk);
+  }
+  return Buffer.concat(parts);
+}
+
+/** The values of every TLV of `type`, joined; undefined when there is none or the TLVs are cut. */
+export function decodeTextUdata(udata: Buffer, type: number): string | undefined {
+  const parts: Buffer[] = [];
+  for (let pos = 0; pos + 2 <= udata.length; ) {
+    const len = udata[pos + 1];
+    if (pos + 2 + len > udata.length) return undefined;
+    if (udata[pos] === type) parts.push(udata.subarray(pos + 2, pos + 2 + len));
+    pos += 2 + len;
+  }
+  return parts.length ? Buffer.concat(parts).toString('utf8') : undefined;
+}
 
 /** One comment TLV: the text and its NUL, at most 255 bytes. */
 export function commentUdata(type: number, comment: string, what: string): Buffer {

@@ -2,7 +2,7 @@
 import { AttrMap, AttrWriter } from '../../netlink/attr';
 import * as C from '../constants';
 import { Table } from '../types';
-import { commentUdata, decodeComment, familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference, UDATA_TABLE_COMMENT } from './codec';
+import { commentUdata, decodeComment, decodeTextUdata, textUdata, UDATA_TABLE_NFKUBE_OPTIONS, familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference, UDATA_TABLE_COMMENT } from './codec';
 
 // Encoders write a message's attributes into the caller's writer (one buffer per batch).
 
@@ -10,7 +10,10 @@ export function encodeTable(w: AttrWriter, t: Table): void {
   w.str(C.NFTA_TABLE_NAME, t.name);
   if (t.flags !== undefined) w.be32(C.NFTA_TABLE_FLAGS, t.flags);
   // The kernel keeps a table's user data from its creation: an update does not change it.
-  if (t.comment !== undefined) w.bytes(C.NFTA_TABLE_USERDATA, commentUdata(UDATA_TABLE_COMMENT, t.comment, 'table comment'));
+  const udata = [...(t.comment !== undefined ? [commentUdata(UDATA_TABLE_COMMENT, t.comment, 'table comment')] : []), ...(t.options ? [textUdata(UDATA_TABLE_NFKUBE_OPTIONS, t.options)] : [])];
+  const bytes = Buffer.concat(udata);
+  if (bytes.length > C.NFT_USERDATA_MAXLEN) throw new Error(`table ${t.name}: user data of ${bytes.length} bytes (comment and recorded options) exceeds the kernel's ${C.NFT_USERDATA_MAXLEN}`);
+  if (bytes.length) w.bytes(C.NFTA_TABLE_USERDATA, bytes);
 }
 
 export function encodeTableRef(w: AttrWriter, t: { name: string }): void {
@@ -29,6 +32,8 @@ export function decodeTable(family: number, payload: Buffer): Table {
   const udata = a.bytes(C.NFTA_TABLE_USERDATA);
   const comment = udata && decodeComment(udata, UDATA_TABLE_COMMENT);
   if (comment !== undefined) table.comment = comment;
+  const options = udata && decodeTextUdata(udata, UDATA_TABLE_NFKUBE_OPTIONS);
+  if (options !== undefined) table.options = options;
   const owner = a.be32(C.NFTA_TABLE_OWNER);
   if (owner !== undefined) table.owner = owner;
   return table;
