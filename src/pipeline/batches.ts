@@ -31,7 +31,7 @@ export interface BatchLimits {
 
 /** Measured on this project's bench machine (bench/RESULTS.md, "Bounded transactions"): a batch
  * of this size keeps the kernel under ~50 ms, and the whole sync within 1.2x of one batch. */
-export const DEFAULT_BATCH_LIMITS: BatchLimits = { objects: 1000, elements: 4096 };
+export const DEFAULT_BATCH_LIMITS: BatchLimits = { objects: 250, elements: 2048 };
 
 /** Operations that go in one batch, never split. */
 type Unit = Operation[];
@@ -139,12 +139,6 @@ function pack(units: Unit[], limits: BatchLimits): Transaction[] {
   }
   if (tx.size > 0) batches.push(tx);
   return batches;
-}
-
-/** The ruleset generation after one more commit: the kernel counts commits in an unsigned
- * 32-bit number that skips 0. */
-export function nextGeneration(genId: number): number {
-  return (genId + 1) >>> 0 || 1;
 }
 
 /** The crash test's hooks, from the environment: `NFKUBE_TEST_BATCH_LIMITS=OBJECTS,ELEMENTS`

@@ -23,7 +23,7 @@ import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, s
 import { Operation } from '../nft/types';
 import { Component, SyncKind } from './component';
 import { discard, stamp } from '../observe/latency-trace';
-import { BatchLimits, boundedBatches, DEFAULT_BATCH_LIMITS, nextGeneration } from './batches';
+import { BatchLimits, boundedBatches, DEFAULT_BATCH_LIMITS } from './batches';
 import { plan } from './plan';
 import { ChangeScope } from './scope';
 
@@ -139,6 +139,9 @@ export interface TableSyncOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+
+/** A bounded first sync's first batch creates the table, which the kernel refuses when it exists. */
+const tableCreatedMeanwhile = (err: unknown): boolean => err instanceof NetlinkError && err.code === 'EEXIST' && err.op === 'NFT_MSG_NEWTABLE';
 /** How many changed objects an info line names; a debug line names them all. */
 const OBJECTS_AT_INFO = 5;
 
@@ -386,44 +389,44 @@ export class TableSync {
     const t0 = performance.now();
     // Changes arriving while the commit is in flight stay pending against this exact state.
     const table = markedTable(target.table, this.opts.holdTable);
-    const prefix: Operation[] = [
-      { kind: 'table', verb: 'add', table },
-      { kind: 'table', verb: 'delete', table },
-      { kind: 'table', verb: 'add', table },
-    ];
     const empty = emptyModel(target.table);
     const d = fromEmpty ?? diffRulesets(empty, target);
-    // A table read back missing is built in bounded batches; one that exists (unreadable,
-    // dormant, or refusing an update) is replaced in one transaction: its rules stay in force
-    // until the new ones are.
-    const batches = fromEmpty && genId !== undefined ? boundedBatches(empty, target, d, this.batchLimits, prefix) : undefined;
-    const tx = batches ? undefined : diffTransaction(empty, target, d, new Transaction().add(prefix[0]).add(prefix[1]).add(prefix[2]));
+    // A table read back missing is built in bounded batches, the first creating it (refused when
+    // it exists: someone made it since the read, which is then read again; no generation guard,
+    // which any commit on the node would trip while the sync is planned). One that exists
+    // (unreadable, dormant, or refusing an update) is replaced in one transaction: its rules stay
+    // in force until the new ones are.
+    const batches = fromEmpty && genId !== undefined ? this.bounded(empty, target, d, [{ kind: 'table', verb: 'create', table }]) : undefined;
+    const tx = batches ? undefined : diffTransaction(empty, target, d, new Transaction().addTable(table).deleteTable(table).addTable(table));
     const stages = { read: before.read, plan: before.plan + performance.now() - t0 };
     return this.handOff(async () => {
-      const { res, batchKernelMs } = await this.commitPlanned(tx, batches, genId);
+      const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches ? undefined : genId);
       this.committed = target;
       this.succeeded();
       return this.recordCommit(kind, res, before.t0, d, { stages, batchKernelMs });
     });
   }
 
-  private get batchLimits(): BatchLimits {
-    return this.opts.batchLimits ?? DEFAULT_BATCH_LIMITS;
+  /** The diff as bounded batches when it needs more than one; undefined for one transaction
+   * (diffTransaction's, as ever). */
+  private bounded(from: RulesetModel, to: RulesetModel, d: RuleSetDiff, prefix?: Operation[]): Transaction[] | undefined {
+    const batches = boundedBatches(from, to, d, this.opts.batchLimits ?? DEFAULT_BATCH_LIMITS, prefix);
+    return batches && batches.length > 1 ? batches : undefined;
   }
 
-  /** Commits one transaction, or bounded batches in order, each guarded by the generation the
-   * one before it leaves (the first by `genId`, the read's): a commit by anyone else in between
-   * makes the next batch fail with ERESTART, and the reconcile reads back and plans again from
-   * what is committed. */
+  /** Commits one transaction, or bounded batches in order. Only the first is guarded by `genId`,
+   * the read's: the generation counts every table's commits, so a guard on the later ones would
+   * refuse them whenever any other writer on the node committed in between (a container runtime,
+   * kubelet), while what they were planned from is the read and the batches before them. A batch
+   * the kernel refuses ends the sync, and the next reconcile reads back and plans again from what
+   * is committed. */
   private async commitPlanned(tx: Transaction | undefined, batches: Transaction[] | undefined, genId: number | undefined): Promise<{ res: CommitResult; batchKernelMs?: number[] }> {
-    if (!batches || batches.length === 1) return { res: await commit(this.opts.socket, tx ?? batches![0], { echo: false, genId }) };
+    if (!batches) return { res: await commit(this.opts.socket, tx!, { echo: false, genId }) };
     const batchKernelMs: number[] = [];
     const total: CommitResult = { messages: 0, bytes: 0, ruleHandles: new Map(), byType: new Map(), timings: { checkMs: 0, encodeMs: 0, kernelMs: 0 } };
-    let gen = genId;
     for (let i = 0; i < batches.length; i++) {
-      const res = await commit(this.opts.socket, batches[i], { echo: false, genId: gen });
+      const res = await commit(this.opts.socket, batches[i], { echo: false, genId: i === 0 ? genId : undefined });
       this.batchesCommitted++;
-      if (gen !== undefined) gen = nextGeneration(gen);
       batchKernelMs.push(res.timings.kernelMs);
       total.messages += res.messages;
       total.bytes += res.bytes;
@@ -513,7 +516,7 @@ export class TableSync {
         }
         if (atStart) this.logger.info({ changes: p.changes }, "updating the previous run's table");
         else this.logger.warn({ drift: p.drift }, 'kernel state differs from the desired state; repairing');
-        const batches = boundedBatches(kernel!, target, p.diff, this.batchLimits);
+        const batches = this.bounded(kernel!, target, p.diff);
         const tx = batches ? undefined : diffTransaction(kernel!, target, p.diff);
         const stages = { read: readMs, plan: performance.now() - t0 - readMs };
         return await this.handOff(async () => {
@@ -526,7 +529,7 @@ export class TableSync {
         // Someone committed meanwhile: read again. Batches committed before that count as
         // progress, not as an attempt: the next plan starts from them.
         if (this.batchesCommitted > batchesBefore) attempt = 0;
-        if (isGenerationMismatch(err) && attempt < 5) continue;
+        if ((isGenerationMismatch(err) || tableCreatedMeanwhile(err)) && attempt < 5) continue;
         if (atStart && err instanceof NetlinkError) {
           // The previous run's objects cannot be brought over (a definition the kernel will not
           // change in place): start from a clean replacement instead.

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Renderer } from '../../src/agent/render';
-import { boundedBatches, batchTestHooks, BatchLimits, nextGeneration } from '../../src/pipeline/batches';
+import { boundedBatches, batchTestHooks, BatchLimits } from '../../src/pipeline/batches';
 import { compileFull } from '../../src/policy/compile';
 import { diffRulesets, diffTransaction } from '../../src/ruleset/diff';
 import { elementKey, emptyModel, RulesetModel, sameElementValue, sameRules } from '../../src/ruleset/model';
@@ -231,11 +231,6 @@ test('a replaced set is left to one transaction', () => {
   const d = diffRulesets(before, after);
   assert.deepEqual(d.replaceSets, [name]);
   assert.equal(boundedBatches(before, after, d, TINY), undefined);
-});
-
-test('generations wrap as the kernel counts them, skipping 0', () => {
-  assert.equal(nextGeneration(41), 42);
-  assert.equal(nextGeneration(0xffffffff), 1);
 });
 
 test('the crash test hooks come from the environment and bad values are refused by name', () => {
