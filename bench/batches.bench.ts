@@ -5,7 +5,9 @@
  * while the sync holds the kernel's commit mutex. Sizes: 5k Services x 50 endpoints, 44,125
  * Services x 2 endpoints, 20k pods / 2k policies (BATCH_BENCH_SIZES=proxy:5000x50,policy:20000x2000
  * picks). */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
@@ -19,7 +21,7 @@ import { openSandbox } from '../test/helpers/netns';
 import { node, service, snapshotOf } from '../test/proxy/fixtures';
 import { buildCluster, NODE as POLICY_NODE } from './cluster';
 import { ms, ratio, table } from './harness';
-import { cluster, NODE as PROXY_NODE } from './proxy-cluster';
+import { cluster, NODE as PROXY_NODE, proxyObjects } from './proxy-cluster';
 
 const ONE_TRANSACTION: BatchLimits = { objects: Infinity, elements: Infinity };
 /** BATCH_BENCH_LIMITS=OBJECTS,ELEMENTS tries other limits than the default. */
@@ -114,6 +116,49 @@ function row(label: string, method: string, r: Run, oneTx: Run): string[] {
   ];
 }
 
+/** `nfkube agent --once --proxy --no-policy` over a manifests directory, a new process in a fresh
+ * namespace: wall, CPU and peak RSS (bench/probe.js), with the given NFKUBE_TEST_BATCH_LIMITS. */
+function agentOnce(dir: string, limits: string): { wallMs: number; cpuMs: number; hwmMB: number } {
+  const probe = join(dir, 'probe.json');
+  const sb = openSandbox();
+  try {
+    const t0 = performance.now();
+    const r = spawnSync('nsenter', [`--net=${sb.netns.path}`, process.execPath, '-r', join(__dirname, 'probe.js'), join(__dirname, '..', '..', 'bin', 'nfkube'), 'agent', '--once', '--manifests', dir, '--proxy', '--no-policy', '--node-name', PROXY_NODE], {
+      env: { ...process.env, NFKUBE_BENCH_PROBE: probe, NFKUBE_TEST_BATCH_LIMITS: limits },
+      encoding: 'utf8',
+    });
+    const wallMs = performance.now() - t0;
+    if (r.status !== 0) throw new Error(`agent --once exited ${r.status}: ${r.stderr.slice(-2000)}`);
+    const p = JSON.parse(readFileSync(probe, 'utf8').trim().split('\n').pop()!) as { userMs: number; systemMs: number; hwmKB: number };
+    rmSync(probe);
+    return { wallMs, cpuMs: p.userMs + p.systemMs, hwmMB: p.hwmKB / 1024 };
+  } finally {
+    void sb.close();
+  }
+}
+
+/** Peak RSS of `agent --once --proxy` (issue 28 target 4), one transaction against bounded ones. */
+function onceRows(n: number, perService: number): string[][] {
+  const { services, slices } = cluster(n, perService);
+  const dir = mkdtempSync(join(tmpdir(), 'nfkube-batch-bench-'));
+  try {
+    writeFileSync(join(dir, 'cluster.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: proxyObjects(services, slices) }));
+    const methods: [string, string][] = [
+      ['one transaction (before)', '1000000000,1000000000'],
+      [`bounded batches (${LIMITS.objects} objects / ${LIMITS.elements} elements)`, `${LIMITS.objects},${LIMITS.elements}`],
+    ];
+    const runs = methods.map(() => [] as { wallMs: number; cpuMs: number; hwmMB: number }[]);
+    for (let round = 0; round < 2; round++) methods.forEach(([, limits], i) => runs[i].push(agentOnce(dir, limits)));
+    return methods.map(([method], i) => {
+      const best = runs[i].reduce((a, b) => (b.wallMs < a.wallMs ? b : a));
+      const peak = Math.min(...runs[i].map((r) => r.hwmMB));
+      return [`${n} Services x ${perService} endpoints`, method, ms(best.wallMs), ms(best.cpuMs), `${peak.toFixed(0)} MiB`];
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const sizes: Size[] = [];
   const only = process.env.BATCH_BENCH_SIZES?.split(',');
@@ -138,11 +183,17 @@ async function main(): Promise<void> {
     process.stderr.write(done.map((r) => `${r.join(' | ')}\n`).join(''));
     rows.push(...done);
   }
+  const onceProxy = process.env.BATCH_BENCH_ONCE === '0' ? [] : onceRows(5000, 50);
   process.stdout.write('## Bounded kernel transactions (issue 28 target 1): first full sync, and a second writer beside it\n\n');
   process.stdout.write(
     table(['cluster', 'method', 'full sync (render, plan, commit)', 'vs one transaction', 'transactions', 'kernel per transaction, send -> ack: p50 / max', 'second process, one-element commit on its own table during the sync: p50 / p99 / max (commits)'], rows) +
       '\n\nIn-process (the Agent over ready objects: the component renders, the pipeline plans and commits), a fresh namespace per run; the two methods interleaved, two rounds unless stated, the better total of each shown. The second process commits one element to a set of its own table ~1 ms apart for the whole run; its commits that overlap the sync are counted. Targets: no transaction over 50 ms in the kernel, the second writer\'s p99 under 60 ms, the full sync within 1.2x of one transaction.\n',
   );
+  if (onceProxy.length) {
+    process.stdout.write(
+      `\n${table(['cluster', 'method', 'wall', 'CPU', 'peak RSS (VmHWM, the lower of two runs)'], onceProxy)}\n\n\`nfkube agent --once --manifests DIR --proxy --no-policy\` as a new process in a fresh namespace (bench/probe.js), one JSON List manifest; the one-transaction rows set NFKUBE_TEST_BATCH_LIMITS high enough for one. Issue 28 target 4: peak RSS <= 256 MiB (DaemonSet limit 384Mi).\n`,
+    );
+  }
 }
 
 void main();
