@@ -65,6 +65,21 @@ interface Run {
   probe: number[];
 }
 
+/** One first sync in a fresh namespace with no other writer: its total alone. */
+async function alone(size: Size, snapshot: ClusterSnapshot, limits: BatchLimits): Promise<number> {
+  const sb = openSandbox();
+  try {
+    const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [size.component()], batchLimits: limits });
+    const t0 = performance.now();
+    await agent.start(snapshot);
+    const totalMs = performance.now() - t0;
+    agent.stop();
+    return totalMs;
+  } finally {
+    await sb.close();
+  }
+}
+
 /** One first sync in a fresh namespace, with the probe writing beside it. */
 async function once(size: Size, snapshot: ClusterSnapshot, limits: BatchLimits): Promise<Run> {
   const sb = openSandbox();
@@ -103,11 +118,12 @@ const quantile = (xs: number[], q: number): number => {
   return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN;
 };
 
-function row(label: string, method: string, r: Run, oneTx: Run): string[] {
+function row(label: string, method: string, r: Run, oneTx: Run, aloneMs: number, oneTxAloneMs: number): string[] {
   const batches = r.report.batchKernelMs ?? [r.report.stages?.kernel ?? 0];
   return [
     label,
     method,
+    `${ms(aloneMs)} (${ratio(aloneMs, oneTxAloneMs)})`,
     ms(r.totalMs),
     ratio(r.totalMs, oneTx.totalMs),
     String(batches.length),
@@ -172,21 +188,24 @@ async function main(): Promise<void> {
     const snapshot = size.snapshot();
     // Interleaved, two rounds (BATCH_BENCH_ROUNDS); the better total of each method.
     const runs: { one: Run[]; bounded: Run[] } = { one: [], bounded: [] };
+    const aloneMs = { one: Infinity, bounded: Infinity };
     for (let round = 0; round < Number(process.env.BATCH_BENCH_ROUNDS ?? 2); round++) {
+      aloneMs.one = Math.min(aloneMs.one, await alone(size, snapshot, ONE_TRANSACTION));
+      aloneMs.bounded = Math.min(aloneMs.bounded, await alone(size, snapshot, LIMITS));
       runs.one.push(await once(size, snapshot, ONE_TRANSACTION));
       runs.bounded.push(await once(size, snapshot, LIMITS));
     }
     const best = (rs: Run[]) => rs.reduce((a, b) => (b.totalMs < a.totalMs ? b : a));
     const one = best(runs.one);
     const bounded = best(runs.bounded);
-    const done = [row(size.label, 'one transaction (before)', one, one), row(size.label, `bounded batches (${LIMITS.objects} objects / ${LIMITS.elements} elements)`, bounded, one)];
+    const done = [row(size.label, 'one transaction (before)', one, one, aloneMs.one, aloneMs.one), row(size.label, `bounded batches (${LIMITS.objects} objects / ${LIMITS.elements} elements)`, bounded, one, aloneMs.bounded, aloneMs.one)];
     process.stderr.write(done.map((r) => `${r.join(' | ')}\n`).join(''));
     rows.push(...done);
   }
   const onceProxy = process.env.BATCH_BENCH_ONCE === '0' ? [] : onceRows(5000, 50);
   process.stdout.write('## Bounded kernel transactions (issue 28 target 1): first full sync, and a second writer beside it\n\n');
   process.stdout.write(
-    table(['cluster', 'method', 'full sync (render, plan, commit)', 'vs one transaction', 'transactions', 'kernel per transaction, send -> ack: p50 / max', 'second process, one-element commit on its own table during the sync: p50 / p99 / max (commits)'], rows) +
+    table(['cluster', 'method', 'full sync, no other writer (vs one transaction)', 'full sync beside the second writer (render, plan, commit)', 'vs one transaction', 'transactions', 'kernel per transaction, send -> ack: p50 / max', 'second process, one-element commit on its own table during the sync: p50 / p99 / max (commits)'], rows) +
       '\n\nIn-process (the Agent over ready objects: the component renders, the pipeline plans and commits), a fresh namespace per run; the two methods interleaved, two rounds unless stated, the better total of each shown. The second process commits one element to a set of its own table ~1 ms apart for the whole run; its commits that overlap the sync are counted. Targets: no transaction over 50 ms in the kernel, the second writer\'s p99 under 60 ms, the full sync within 1.2x of one transaction.\n',
   );
   if (onceProxy.length) {

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import { listChainRules, listTables } from '../nft/readback';
-import { markedTable, readOwnTable } from '../nft/ownership';
+import { heldBy, markedTable, readOwnTable } from '../nft/ownership';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange } from '../k8s/source';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
@@ -471,12 +471,14 @@ export class TableSync {
       let kernel: RulesetModel | undefined;
       let genId: number;
       let flags: string | undefined;
+      let held = false;
       let readMs: number;
       try {
         const read = await readOwnTable(this.opts.socket, this.table.family, this.table.name, this.opts.holdTable);
         genId = read.genId;
         kernel = read.value ? modelFromKernel(read.value) : undefined;
         flags = read.value ? tableFlagsProblem(read.value.table) : undefined;
+        held = !!read.value && heldBy(read.value.table, this.opts.socket);
         readMs = performance.now() - t0;
       } catch (err) {
         if (!(err instanceof DecodeError)) {
@@ -520,7 +522,9 @@ export class TableSync {
         const tx = batches ? undefined : diffTransaction(kernel!, target, p.diff);
         const stages = { read: readMs, plan: performance.now() - t0 - readMs };
         return await this.handOff(async () => {
-          const { res, batchKernelMs } = await this.commitPlanned(tx, batches, genId);
+          // A table this socket holds cannot change under the plan: bounded batches then need no
+          // generation guard, which any commit on the node trips while a large plan is made.
+          const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches && held ? undefined : genId);
           this.committed = target;
           this.succeeded();
           return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired, stages, batchKernelMs });
