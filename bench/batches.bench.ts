@@ -4,7 +4,10 @@
  * its own every ~1 ms and timing each commit: what any other netlink writer on the node waits
  * while the sync holds the kernel's commit mutex. Sizes: 5k Services x 50 endpoints, 44,125
  * Services x 2 endpoints, 20k pods / 2k policies (BATCH_BENCH_SIZES=proxy:5000x50,policy:20000x2000
- * picks). */
+ * picks; BATCH_BENCH_ROUNDS, BATCH_BENCH_LIMITS=OBJECTS,ELEMENTS, BATCH_BENCH_VERBOSE=1 prints each
+ * transaction's kernel time). Each method also runs once with no second writer, for the total
+ * alone. Then `agent --once --proxy` at 5k x 50 as a new process, both ways, for its peak RSS
+ * (BATCH_BENCH_ONCE=0 skips it). */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
