@@ -62,6 +62,12 @@ export function checkOwnTable(t: Table, socket: NetlinkSocket): void {
   if ((t.flags ?? 0) & C.NFT_TABLE_F_OWNER && t.owner !== socket.portId) throw new ForeignTableError(`${t.family} ${t.name}`, 'held');
 }
 
+/** Whether `socket` holds the table: no other socket can change it, so a plan made from reading
+ * it stays valid whatever else on the node commits meanwhile. */
+export function heldBy(t: Table, socket: NetlinkSocket): boolean {
+  return ((t.flags ?? 0) & C.NFT_TABLE_F_OWNER) !== 0 && t.owner === socket.portId;
+}
+
 /** The table as nfkube creates it: marked, and held by the creating socket when `hold`. */
 export function markedTable(t: Pick<Table, 'family' | 'name'>, hold = false): Table {
   const out: Table = { family: t.family, name: t.name, comment: TABLE_MARK };

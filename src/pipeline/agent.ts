@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { NetlinkSocket } from '../netlink/socket';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { RulesetModel } from '../ruleset/model';
+import { BatchLimits } from './batches';
 import { Component, tableText } from './component';
 import { AgentObserver, Lane, SyncReport, SyncTotals, TableSync } from './table-sync';
 
@@ -35,6 +36,10 @@ export interface AgentOptions {
   recordedOptions?: Record<string, string>;
   /** Hold each table with NFT_TABLE_F_OWNER|PERSIST while running (src/nft/ownership.ts). */
   holdTable?: boolean;
+  /** How much kernel work one transaction of a full sync or resync may hold (batches.ts). */
+  batchLimits?: BatchLimits;
+  /** Called after each batch of a bounded sync is committed: the crash test's hook. */
+  afterBatch?(index: number, count: number): void;
 }
 
 export class Agent {
@@ -62,6 +67,8 @@ export class Agent {
           component,
           lane: this.lane,
           holdTable: opts.holdTable,
+          batchLimits: opts.batchLimits,
+          afterBatch: opts.afterBatch,
           totals: this.totals,
           observer: opts.observer,
           onQueue: () => opts.observer?.queueDepth?.(this.queueDepth()),

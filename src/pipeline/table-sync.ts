@@ -15,14 +15,16 @@ import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import { listChainRules, listTables } from '../nft/readback';
-import { markedTable, readOwnTable } from '../nft/ownership';
+import { heldBy, markedTable, readOwnTable } from '../nft/ownership';
 import { commit, CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange } from '../k8s/source';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
 import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
+import { Operation } from '../nft/types';
 import { Component, SyncKind } from './component';
 import type { Table } from '../nft/types';
 import { discard, stamp } from '../observe/latency-trace';
+import { BatchLimits, boundedBatches, DEFAULT_BATCH_LIMITS } from './batches';
 import { plan } from './plan';
 import { ChangeScope } from './scope';
 
@@ -39,6 +41,9 @@ export interface SyncReport {
   repaired?: Record<string, number>;
   /** Full syncs and resyncs: where the time went, in ms, in order (see SyncStages). */
   stages?: SyncStages;
+  /** A sync committed in bounded batches (batches.ts): each batch's kernel time (send to final
+   * ack), in ms, in commit order; absent for a sync of one transaction. */
+  batchKernelMs?: number[];
 }
 
 /** A full sync's or resync's stages, in ms of wall time. The first full sync also carries the
@@ -131,6 +136,11 @@ export interface TableSyncOptions {
    * records others was made by an agent started differently: it is replaced whole, since the
    * kernel sets a table's user data only when it is created. */
   recordedOptions?: string;
+  /** How much kernel work one transaction of a full sync or resync may hold (batches.ts). */
+  batchLimits?: BatchLimits;
+  /** Called after each batch of a sync in bounded batches is committed (`index` from 1), before
+   * the next is sent: the crash test's hook. */
+  afterBatch?(index: number, count: number): void;
 }
 
 /** Why the table read back must be replaced for its recorded options; undefined when they match. */
@@ -140,6 +150,9 @@ export function recordProblem(t: Table, recorded: string | undefined): string | 
 }
 
 const MAX_BACKOFF_MS = 30_000;
+
+/** A bounded first sync's first batch creates the table, which the kernel refuses when it exists. */
+const tableCreatedMeanwhile = (err: unknown): boolean => err instanceof NetlinkError && err.code === 'EEXIST' && err.op === 'NFT_MSG_NEWTABLE';
 /** How many changed objects an info line names; a debug line names them all. */
 const OBJECTS_AT_INFO = 5;
 
@@ -166,6 +179,9 @@ export class TableSync {
   private retryTimer?: NodeJS.Timeout;
   private started = false;
   private stopped = false;
+  /** Batches of bounded syncs committed since start: a reconcile interrupted after some made
+   * progress (commitPlanned). */
+  private batchesCommitted = 0;
   private lastSizes?: SyncSizes;
   private sizesAt = 0;
   /** The component's load at start, in ms by stage, for the first full sync's report. */
@@ -317,17 +333,19 @@ export class TableSync {
     this.retryTimer.unref();
   }
 
-  private recordCommit(kind: SyncKind, res: CommitResult, t0: number, d: RuleSetDiff, extra: { objects?: string[]; drift?: string; repaired?: Record<string, number>; stages?: Omit<SyncStages, 'check' | 'encode' | 'kernel'> } = {}): SyncReport {
+  private recordCommit(kind: SyncKind, res: CommitResult, t0: number, d: RuleSetDiff, extra: { objects?: string[]; drift?: string; repaired?: Record<string, number>; stages?: Omit<SyncStages, 'check' | 'encode' | 'kernel'>; batchKernelMs?: number[] } = {}): SyncReport {
     const totals = this.opts.totals;
     totals.commits++;
     totals.messages += res.messages;
     for (const [k, v] of res.byType) totals.byType.set(k, (totals.byType.get(k) ?? 0) + v);
     const report: SyncReport = { kind, component: this.component.name, messages: res.messages, byType: res.byType, durationMs: performance.now() - t0, drift: extra.drift, repaired: extra.repaired };
     if (extra.stages) report.stages = this.stages(extra.stages, res);
+    if (extra.batchKernelMs) report.batchKernelMs = extra.batchKernelMs;
     this.opts.observer?.synced?.(report);
     this.opts.observer?.sizes?.(this.sizes(kind), this.component.name);
     const stages = report.stages && Object.fromEntries(Object.entries(report.stages).map(([k, v]) => [k, Math.round(v * 100) / 100]));
-    this.logger.info({ kind, ...changedObjects(extra.objects, this.logger), messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, stages, ...this.lastSizes }, 'sync committed');
+    const batches = extra.batchKernelMs && { batches: extra.batchKernelMs.length, slowestBatchMs: Math.round(Math.max(...extra.batchKernelMs) * 100) / 100 };
+    this.logger.info({ kind, ...changedObjects(extra.objects, this.logger), messages: res.messages, bytes: res.bytes, durationMs: Math.round(report.durationMs * 100) / 100, stages, ...batches, ...this.lastSizes }, 'sync committed');
     this.afterCommit(d, kind);
     return report;
   }
@@ -382,17 +400,54 @@ export class TableSync {
     const t0 = performance.now();
     // Changes arriving while the commit is in flight stay pending against this exact state.
     const table = { ...markedTable(target.table, this.opts.holdTable), ...(this.opts.recordedOptions ? { options: this.opts.recordedOptions } : {}) };
-    const tx = new Transaction().addTable(table).deleteTable(table).addTable(table);
     const empty = emptyModel(target.table);
     const d = fromEmpty ?? diffRulesets(empty, target);
-    diffTransaction(empty, target, d, tx);
+    // A table read back missing is built in bounded batches, the first creating it (refused when
+    // it exists: someone made it since the read, which is then read again; no generation guard,
+    // which any commit on the node would trip while the sync is planned). One that exists
+    // (unreadable, dormant, or refusing an update) is replaced in one transaction: its rules stay
+    // in force until the new ones are.
+    const batches = fromEmpty && genId !== undefined ? this.bounded(empty, target, d, [{ kind: 'table', verb: 'create', table }]) : undefined;
+    const tx = batches ? undefined : diffTransaction(empty, target, d, new Transaction().addTable(table).deleteTable(table).addTable(table));
     const stages = { read: before.read, plan: before.plan + performance.now() - t0 };
     return this.handOff(async () => {
-      const res = await commit(this.opts.socket, tx, { echo: false, genId });
+      const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches ? undefined : genId);
       this.committed = target;
       this.succeeded();
-      return this.recordCommit(kind, res, before.t0, d, { stages });
+      return this.recordCommit(kind, res, before.t0, d, { stages, batchKernelMs });
     });
+  }
+
+  /** The diff as bounded batches when it needs more than one; undefined for one transaction
+   * (diffTransaction's, as ever). */
+  private bounded(from: RulesetModel, to: RulesetModel, d: RuleSetDiff, prefix?: Operation[]): Transaction[] | undefined {
+    const batches = boundedBatches(from, to, d, this.opts.batchLimits ?? DEFAULT_BATCH_LIMITS, prefix);
+    return batches && batches.length > 1 ? batches : undefined;
+  }
+
+  /** Commits one transaction, or bounded batches in order. Only the first is guarded by `genId`,
+   * the read's: the generation counts every table's commits, so a guard on the later ones would
+   * refuse them whenever any other writer on the node committed in between (a container runtime,
+   * kubelet), while what they were planned from is the read and the batches before them. A batch
+   * the kernel refuses ends the sync, and the next reconcile reads back and plans again from what
+   * is committed. */
+  private async commitPlanned(tx: Transaction | undefined, batches: Transaction[] | undefined, genId: number | undefined): Promise<{ res: CommitResult; batchKernelMs?: number[] }> {
+    if (!batches) return { res: await commit(this.opts.socket, tx!, { echo: false, genId }) };
+    const batchKernelMs: number[] = [];
+    const total: CommitResult = { messages: 0, bytes: 0, ruleHandles: new Map(), byType: new Map(), timings: { checkMs: 0, encodeMs: 0, kernelMs: 0 } };
+    for (let i = 0; i < batches.length; i++) {
+      const res = await commit(this.opts.socket, batches[i], { echo: false, genId: i === 0 ? genId : undefined });
+      this.batchesCommitted++;
+      batchKernelMs.push(res.timings.kernelMs);
+      total.messages += res.messages;
+      total.bytes += res.bytes;
+      for (const [k, v] of res.byType) total.byType.set(k, (total.byType.get(k) ?? 0) + v);
+      total.timings.checkMs += res.timings.checkMs;
+      total.timings.encodeMs += res.timings.encodeMs;
+      total.timings.kernelMs += res.timings.kernelMs;
+      this.opts.afterBatch?.(i + 1, batches.length);
+    }
+    return { res: total, batchKernelMs };
   }
 
   /** A cheap look at the table alone: present and not dormant. A foreign `flush ruleset` (an
@@ -423,15 +478,18 @@ export class TableSync {
     const atStart = kind === 'full';
     for (let attempt = 0; ; attempt++) {
       const t0 = performance.now();
+      const batchesBefore = this.batchesCommitted;
       let kernel: RulesetModel | undefined;
       let genId: number;
       let flags: string | undefined;
+      let held = false;
       let readMs: number;
       try {
         const read = await readOwnTable(this.opts.socket, this.table.family, this.table.name, this.opts.holdTable);
         genId = read.genId;
         kernel = read.value ? modelFromKernel(read.value) : undefined;
         flags = read.value ? (tableFlagsProblem(read.value.table) ?? recordProblem(read.value.table, this.opts.recordedOptions)) : undefined;
+        held = !!read.value && heldBy(read.value.table, this.opts.socket);
         readMs = performance.now() - t0;
       } catch (err) {
         if (!(err instanceof DecodeError)) {
@@ -471,16 +529,22 @@ export class TableSync {
         }
         if (atStart) this.logger.info({ changes: p.changes }, "updating the previous run's table");
         else this.logger.warn({ drift: p.drift }, 'kernel state differs from the desired state; repairing');
-        const tx = diffTransaction(kernel!, target, p.diff);
+        const batches = this.bounded(kernel!, target, p.diff);
+        const tx = batches ? undefined : diffTransaction(kernel!, target, p.diff);
         const stages = { read: readMs, plan: performance.now() - t0 - readMs };
         return await this.handOff(async () => {
-          const res = await commit(this.opts.socket, tx, { echo: false, genId });
+          // A table this socket holds cannot change under the plan: bounded batches then need no
+          // generation guard, which any commit on the node trips while a large plan is made.
+          const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches && held ? undefined : genId);
           this.committed = target;
           this.succeeded();
-          return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired, stages });
+          return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired, stages, batchKernelMs });
         });
       } catch (err) {
-        if (isGenerationMismatch(err) && attempt < 5) continue; // someone committed meanwhile: read again
+        // Someone committed meanwhile: read again. Batches committed before that count as
+        // progress, not as an attempt: the next plan starts from them.
+        if (this.batchesCommitted > batchesBefore) attempt = 0;
+        if ((isGenerationMismatch(err) || tableCreatedMeanwhile(err)) && attempt < 5) continue;
         if (atStart && err instanceof NetlinkError) {
           // The previous run's objects cannot be brought over (a definition the kernel will not
           // change in place): start from a clean replacement instead.

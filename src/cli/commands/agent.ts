@@ -8,6 +8,7 @@ import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTables } from '../../nft/readback';
 import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
+import { batchTestHooks } from '../../pipeline/batches';
 import { Command } from '../command';
 import { UsageError } from '../usage-error';
 import { policyRecord, proxyRecord } from '../table-record';
@@ -98,12 +99,16 @@ const command: Command = {
     const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics?.observeProgramming(kind, sinceChange, sinceArrival));
     const bridge = metrics ? (require('../../agent/metrics-bridge') as typeof import('../../agent/metrics-bridge')) : undefined;
     const observer = metrics && bridge ? bridge.metricsObserver(metrics, latency) : undefined;
+    const batchHooks = batchTestHooks(process.env);
+    const killAfter = batchHooks.killAfterBatch;
     const agent = new Agent({
       socket,
       logger,
       components,
       holdTable: !v['no-hold-table'],
       recordedOptions: { policy: policyRecord({ denyAction: denyAction(v['deny-action']), log, policyMode: v['policy-mode'] as string | undefined }), ...(choice.proxy ? { proxy: proxyRecord(choice.proxy) } : {}) },
+      batchLimits: batchHooks.batchLimits,
+      ...(killAfter === undefined ? {} : { afterBatch: (index: number) => void (index === killAfter && process.kill(process.pid, 'SIGKILL')) }),
       observer: observer && proxyModules && proxyMetrics ? proxyModules.withProxyMetrics(observer, proxyMetrics) : observer,
       ...(v.once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
     });
