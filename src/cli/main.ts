@@ -12,6 +12,7 @@ const commands: Record<string, () => Command> = {
   cleanup: () => require('./commands/cleanup').default,
   ipset: () => require('./commands/ipset').default,
   install: () => require('./commands/install').default,
+  uninstall: () => require('./commands/uninstall').default,
   demo: () => require('./commands/demo').default,
   version: () => require('./commands/version').default,
   ipam: () => require('./commands/ipam').default,
@@ -21,7 +22,7 @@ const commands: Record<string, () => Command> = {
 /** Commands a person runs at a terminal, or that stand in for a text tool (`ipset restore`),
  * report a fatal error as one plain `nfkube: ...` line; the others as one pino error line, like
  * the rest of their logs. */
-const TEXT_ERRORS = new Set(['ipset', 'install', 'demo', 'explain']);
+const TEXT_ERRORS = new Set(['ipset', 'install', 'uninstall', 'demo', 'explain']);
 
 /** How long closing what a command opened may take after it ended. */
 const CLOSE_LIMIT_MS = 500;
