@@ -4,7 +4,7 @@
  * directories, and the example environment file if it was never edited. It never runs systemctl
  * or any other program, so it stops nothing: a running agent holds its table, and the kernel's
  * refusal to delete it is reported with the command that stops the service. */
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { PLUGIN_NAME } from '../../cni/install';
 import { NetlinkSocket } from '../../netlink/socket';
@@ -36,6 +36,20 @@ function isOwnPrefix(dir: string): boolean {
   }
   const entries = readdirSync(dir);
   return entries.length === 1 && entries[0] === 'bin' && readdirSync(join(dir, 'bin')).every((f) => f === 'node');
+}
+
+/** Removes path and what is under it; returns what it did, a line each. A directory that cannot
+ * go itself (a mount point, or read-only above one: a host directory seen through a volume in
+ * the cleanup DaemonSet) is emptied instead. */
+function removeTree(path: string): string[] {
+  try {
+    rmSync(path, { recursive: true, force: true });
+    return [`remove ${path}`];
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if ((code !== 'EBUSY' && code !== 'EROFS') || !statSync(path).isDirectory()) throw err;
+    return [...readdirSync(path).flatMap((entry) => removeTree(join(path, entry))), `keep ${path}, emptied (a mount point, or read-only here)`];
+  }
 }
 
 const command: Command = {
@@ -70,8 +84,8 @@ const command: Command = {
     }
     for (const path of [...files, ...dirs]) {
       if (!existsSync(path)) continue;
-      say(`remove ${path}`);
-      if (!o.dryRun) rmSync(path, { recursive: true, force: true });
+      if (o.dryRun) say(`remove ${path}`);
+      else for (const line of removeTree(path)) say(line);
     }
     if (kept) process.stdout.write(`kept ${kept}: it was edited (remove it yourself, or pass --purge)\n`);
     if (!o.dryRun) process.stdout.write(`then: systemctl daemon-reload (the "nfkube" system user stays; userdel nfkube removes it)\n`);
