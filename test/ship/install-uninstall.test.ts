@@ -1,6 +1,7 @@
 /** `nfkube install --root` writes only under the root, and `nfkube uninstall` takes all of it
- * away again, with nfkube's kernel tables (in a test namespace); a value that would add a line
- * to the unit is refused; the unit gives the agent the directories it writes. */
+ * away again, with nfkube's kernel tables (in a test namespace); so does the cluster's cleanup
+ * DaemonSet, run as its manifest says over a scratch node; a value that would add a line to the
+ * unit is refused; the unit gives the agent the directories it writes. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -8,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENV_EXAMPLE } from '../../src/cli/commands/install';
+import { renderChart } from '../helpers/chart-render';
 import { withSandbox } from '../helpers/netns';
 
 const root = join(__dirname, '..', '..', '..');
@@ -123,4 +125,33 @@ test('the unit gives the agent its state, runtime and cache directories and poin
   assert.match(unit, /^ExecStart=.* agent --ipam-state-dir \/var\/lib\/nfkube\/ipam --ipam-socket \/run\/nfkube\/ipam\.sock \$NFKUBE_ARGS$/m);
   assert.doesNotMatch(ENV_EXAMPLE, /^NFKUBE_ARGS=.*--node-name/m);
   assert.equal(execFileSync(process.execPath, [launcher, 'uninstall', '--help'], { encoding: 'utf8' }).split('\n')[0], 'usage: nfkube uninstall [options]');
+});
+
+test("cluster removal: the cleanup DaemonSet's uninstall, over the host paths it mounts, leaves no table, CNI file or state of what the agent's pod made", async () => {
+  const chart = join(root, 'deploy', 'helm', 'nfkube');
+  const node = join(scratch, 'node');
+  const daemonSet = (values: unknown, name: string) => renderChart(chart, { namespace: 'kube-system', values }).find((o) => o.kind === 'DaemonSet' && o.metadata.name === name)!;
+  /** A container's arguments with the node's root (/host in the pod) at the scratch node. */
+  const onNode = (container: { args: string[] }) => container.args.map((a) => a.replace(/^--root=\/host$/, `--root=${node}`));
+  const agent = daemonSet({ ipam: { enabled: true }, proxy: { enabled: true } }, 'nfkube');
+  const installed = nfkube(onNode(agent.spec.template.spec.initContainers[0]));
+  assert.equal(installed.status, 0, installed.stderr);
+  assert.ok(existsSync(join(node, 'opt/cni/bin/nfkube-cni-ipam')));
+  // What the agent writes on the node: IPAM's record and socket.
+  mkdirSync(join(node, 'var/lib/nfkube/ipam'), { recursive: true });
+  writeFileSync(join(node, 'var/lib/nfkube/ipam/allocations'), 'x');
+  mkdirSync(join(node, 'run/nfkube'), { recursive: true });
+  writeFileSync(join(node, 'run/nfkube/ipam.sock'), '');
+  const cleanup = daemonSet({ cleanup: { enabled: true } }, 'nfkube-cleanup').spec.template.spec;
+  const mounted = cleanup.initContainers[0].volumeMounts.map((m: { mountPath: string }) => m.mountPath.replace(/^\/host/, ''));
+  for (const f of filesUnder(node)) assert.ok(mounted.some((m: string) => f.startsWith(`${m}/`)), `${f} is under a path the cleanup pod mounts`);
+  await withSandbox(async (sb) => {
+    const run = spawnSync('nsenter', [`--net=${sb.netns.path}`, process.execPath, launcher, ...agent.spec.template.spec.containers[0].args.filter((a: string) => a !== '--ipam' && !a.startsWith('--node-name')), '--once', '--manifests', join(root, 'examples'), '--node-name', 'node-1'], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(sb.run('nft', ['list', 'tables']), 'table inet nfkube\ntable inet nfkube-proxy\n');
+    const u = nfkube(onNode(cleanup.initContainers[0]), sb.netns.path);
+    assert.equal(u.status, 0, u.stderr);
+    assert.equal(sb.run('nft', ['list', 'tables']), '', 'no nfkube table left');
+  });
+  assert.deepEqual(filesUnder(node), [], 'no CNI file or state left');
 });
