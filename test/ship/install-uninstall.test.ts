@@ -4,7 +4,7 @@
  * unit is refused; the unit gives the agent the directories it writes. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -154,4 +154,33 @@ test("cluster removal: the cleanup DaemonSet's uninstall, over the host paths it
     assert.equal(sb.run('nft', ['list', 'tables']), '', 'no nfkube table left');
   });
   assert.deepEqual(filesUnder(node), [], 'no CNI file or state left');
+});
+
+test('uninstall refuses while an agent runs and holds its table, and then removes nothing', async () => {
+  const image = join(scratch, 'running');
+  const r = nfkube(['install', '--systemd', '--root', image]);
+  assert.equal(r.status, 0, r.stderr);
+  const before = filesUnder(image).sort();
+  await withSandbox(async (sb) => {
+    const agent = spawn('nsenter', [`--net=${sb.netns.path}`, process.execPath, launcher, 'agent', '--manifests', join(root, 'examples'), '--node-name', 'node-1', '--metrics-addr', ''], { stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      // Held once its first sync is committed, which the agent logs.
+      await new Promise<void>((resolve, reject) => {
+        let log = '';
+        agent.stderr!.on('data', (b: Buffer) => {
+          log += b;
+          if (log.includes('"msg":"sync committed"')) resolve();
+        });
+        agent.on('exit', (code) => reject(new Error(`the agent exited (${code}) before its first sync:\n${log}`)));
+      });
+      const u = nfkube(['uninstall', '--root', image], sb.netns.path);
+      assert.equal(u.status, 1, u.stdout);
+      assert.match(u.stderr, /held by another running process[\s\S]*stop the agent first \(systemctl disable --now nfkube/);
+      assert.match(sb.run('nft', ['list', 'tables']), /table inet nfkube/);
+      assert.deepEqual(filesUnder(image).sort(), before, 'nothing removed');
+    } finally {
+      agent.kill('SIGTERM');
+      await new Promise((resolve) => (agent.exitCode !== null ? resolve(undefined) : agent.once('exit', resolve)));
+    }
+  });
 });
