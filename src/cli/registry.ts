@@ -13,6 +13,7 @@ export const COMMANDS: Record<string, () => Command> = {
   cleanup: () => require('./commands/cleanup').default,
   ipset: () => require('./commands/ipset').default,
   install: () => require('./commands/install').default,
+  uninstall: () => require('./commands/uninstall').default,
   demo: () => require('./commands/demo').default,
   ipam: () => require('./commands/ipam').default,
   completion: () => require('./commands/completion').default,

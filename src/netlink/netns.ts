@@ -1,5 +1,5 @@
 /** Network namespaces as handles: create a sandbox, or open one by path, without `ip netns`. */
-import { readlinkSync } from 'node:fs';
+import { fstatSync } from 'node:fs';
 import { native } from '../native/binding';
 
 export class Netns {
@@ -22,9 +22,11 @@ export class Netns {
     return `/proc/${process.pid}/fd/${this.fd}`;
   }
 
-  /** `net:[inode]`: the namespace's identity, as `ls -l /proc/PID/ns/net` shows it. */
+  /** `net:[inode]`: the namespace's identity, as `ls -l /proc/PID/ns/net` shows it. From the
+   * descriptor's inode, not its link: a handle opened through a bind mount (/var/run/netns/NAME)
+   * links to that path. */
   get id(): string {
-    return readlinkSync(`/proc/self/fd/${this.live('id')}`);
+    return `net:[${fstatSync(this.live('id')).ino}]`;
   }
 
   /** Writes /proc/sys/<key> as seen from inside this namespace; key is under net/ (e.g.

@@ -2,7 +2,7 @@
  * Rules are printed by recognising the expression shapes nft itself uses; anything else is shown
  * in libnftnl's debug notation so nothing is hidden. */
 import * as C from './constants';
-import { registerOffset } from './canonical';
+import { mergeRanges, registerOffset } from './canonical';
 import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
@@ -22,6 +22,10 @@ interface Loaded {
 }
 
 const CT_STATES = Object.entries(CT_STATE).map(([name, bit]) => [bit, name] as const);
+const CT_KEYS: Record<number, [string, ValueKind]> = {
+  [C.NFT_CT_STATE]: ['ct state', 'ct_state'],
+  [C.NFT_CT_MARK]: ['ct mark', 'mark'],
+};
 const META_KEYS: Record<number, [string, ValueKind]> = {
   [C.NFT_META_MARK]: ['meta mark', 'mark'],
   [C.NFT_META_IIFNAME]: ['iifname', 'ifname'],
@@ -94,8 +98,10 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     case 'nfproto':
       return b[0] === NFPROTO_IPV4 ? 'ipv4' : b[0] === NFPROTO_IPV6 ? 'ipv6' : String(b[0]);
     case 'ifname': {
+      // An exact match compares the terminating NUL too; a prefix match (`"veth*"`) only the
+      // prefix's bytes.
       const nul = b.indexOf(0);
-      return `"${b.toString('utf8', 0, nul < 0 ? b.length : nul)}"`;
+      return nul < 0 ? `"${b.toString('utf8')}*"` : `"${b.toString('utf8', 0, nul)}"`;
     }
     case 'ct_state': {
       const v = b.readUInt32LE(0);
@@ -137,7 +143,9 @@ function payloadField(e: Extract<Expr, { type: 'payload' }>, l3: 'ip' | 'ip6' | 
 }
 
 /** A rule's expressions in nft syntax. */
-export function formatRuleBody(exprs: Expr[]): string {
+export function formatRuleBody(rule: Expr[]): string {
+  // nft writes a range it parsed (`tcp dport 80-90`) as cmp gte + cmp lte: printed as the range.
+  const exprs = mergeRanges(rule);
   const out: { text: string; dependencyOf?: 'l3' | 'l4' }[] = [];
   const regs = new Map<number, Loaded>();
   const pending: number[] = [];
@@ -182,10 +190,18 @@ export function formatRuleBody(exprs: Expr[]): string {
         load(e.dreg, { text, kind });
         continue;
       }
-      case 'ct':
+      case 'ct': {
+        const [text, kind] = CT_KEYS[e.key] ?? [`ct key ${e.key}`, 'hex' as ValueKind];
+        if (e.sreg !== undefined) {
+          const src = take(e.sreg);
+          if (!src || !CT_KEYS[e.key]) break;
+          out.push({ text: `${text} set ${src.text}` });
+          continue;
+        }
         if (e.dreg === undefined) break;
-        load(e.dreg, e.key === C.NFT_CT_STATE ? { text: 'ct state', kind: 'ct_state' } : { text: `ct key ${e.key}`, kind: 'hex' });
+        load(e.dreg, { text, kind });
         continue;
+      }
       case 'bitwise':
         if (regs.get(e.sreg)?.kind === 'mark' && e.mask && e.xor && e.op !== 'lshift' && e.op !== 'rshift') {
           const src = take(e.sreg)!;
@@ -261,6 +277,15 @@ export function formatRuleBody(exprs: Expr[]): string {
         if (e.dreg === C.NFT_REG_VERDICT && e.verdict) {
           out.push({ text: formatVerdict(e.verdict) });
           continue;
+        }
+        // A constant a later `meta mark set` / `ct mark set` stores: printed as its value.
+        if (e.data) {
+          const setter = exprs.slice(i + 1).find((x) => (x.type === 'meta' || x.type === 'ct') && x.sreg === e.dreg);
+          const key = setter?.type === 'meta' ? META_KEYS[setter.key] : setter?.type === 'ct' ? CT_KEYS[setter.key] : undefined;
+          if (key) {
+            load(e.dreg, { text: formatValue(e.data, key[1]), kind: key[1] });
+            continue;
+          }
         }
         // A constant for a nat statement later in the rule is printed by that statement; any
         // other use keeps the raw form, so nothing is hidden.

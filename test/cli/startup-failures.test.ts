@@ -12,6 +12,7 @@ import { NFT_TABLE_F_OWNER } from '../../src/nft/constants';
 import { commit, Transaction } from '../../src/nft/transaction';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import { openSandbox, Sandbox } from '../helpers/netns';
+import { readableCheckout } from '../helpers/readable-checkout';
 
 const ROOT = resolve(__dirname, '../../..');
 const NFKUBE = join(ROOT, 'bin', 'nfkube');
@@ -29,11 +30,13 @@ interface Run {
   exitedAt: number;
 }
 
-/** `nfkube ARGS` in the sandbox's namespace, as uid 65534 without capabilities when `unprivileged`. */
-function nfkube(sb: Sandbox, args: string[], opts: { unprivileged?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
+/** `nfkube ARGS` in the sandbox's namespace, as uid 65534 without capabilities when `unprivileged`
+ * (from a checkout that user can read: `root`). */
+function nfkube(sb: Sandbox, args: string[], opts: { unprivileged?: boolean; root?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
   const drop = opts.unprivileged ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all'] : [];
+  const root = opts.root ?? ROOT;
   const t0 = performance.now();
-  const child = spawn('nsenter', [`--net=${sb.netns.path}`, ...drop, process.execPath, NFKUBE, ...args], { env: opts.env ?? process.env, cwd: ROOT });
+  const child = spawn('nsenter', [`--net=${sb.netns.path}`, ...drop, process.execPath, join(root, 'bin', 'nfkube'), ...args], { env: opts.env ?? process.env, cwd: root });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (b) => (stdout += b));
@@ -104,16 +107,19 @@ async function withNs<T>(fn: (sb: Sandbox) => Promise<T>): Promise<T> {
 
 const node = ['--node-name', 'node-1'];
 
-test('without CAP_NET_ADMIN every kernel command fails at once and says CAP_NET_ADMIN is needed', async () => {
+test('without CAP_NET_ADMIN every kernel command fails at once and says CAP_NET_ADMIN is needed', async (t) => {
+  const checkout = readableCheckout({ log: (line) => t.diagnostic(line) });
+  t.after(() => checkout.close());
+  const examples = join(checkout.root, 'examples');
   await withNs(async (sb) => {
     const cases: [string, string[]][] = [
-      ['agent --once', ['agent', '--once', '--manifests', EXAMPLES, ...node]],
-      ['agent', ['agent', '--manifests', EXAMPLES, ...node, '--metrics-addr', '127.0.0.1:0']],
-      ['verify', ['verify', '--manifests', EXAMPLES, ...node]],
+      ['agent --once', ['agent', '--once', '--manifests', examples, ...node]],
+      ['agent', ['agent', '--manifests', examples, ...node, '--metrics-addr', '127.0.0.1:0']],
+      ['verify', ['verify', '--manifests', examples, ...node]],
       ['cleanup', ['cleanup']],
     ];
     for (const [what, args] of cases) {
-      const r = await nfkube(sb, args, { unprivileged: true });
+      const r = await nfkube(sb, args, { unprivileged: true, root: checkout.root });
       const line = assertFatal(what, r, /EPERM.*CAP_NET_ADMIN/);
       assert.equal(line.command, what.split(' ')[0]);
     }

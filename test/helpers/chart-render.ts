@@ -1,8 +1,9 @@
-/** `helm template` for the subset of Go templates nfkube's chart uses, because Helm is not
- * installable here from Debian: `{{ .Values.x }}`, `.Release.Namespace`, `.Chart.*`, `$var`,
- * pipelines with toYaml, nindent, indent, quote and default, `if`/`else`, `with` and `range`
- * (maps in sorted key order, as Go does), and `{{-`/`-}}` trimming. Anything else is refused,
- * so a template that would need real Helm fails the test rather than rendering wrongly. */
+/** `helm template` for the subset of Go templates nfkube's chart uses, the fallback where the
+ * real helm (scripts/build-helm.sh) is not built: `{{ .Values.x }}`, `.Release.*`, `.Chart.*`,
+ * `$var`, pipelines with toYaml, nindent, indent, quote, default, printf (%s, %v, %d), kindIs,
+ * not, and, or, `include` of a `define` (from _*.tpl), `if`/`else`, `with` and `range` (maps in
+ * sorted key order, as Go does), and `{{-`/`-}}` trimming. Anything else is refused, so a
+ * template that would need real Helm fails the test rather than rendering wrongly. */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
@@ -12,12 +13,15 @@ type Node =
   | { t: 'out'; pipe: string }
   | { t: 'if'; pipe: string; body: Node[]; otherwise: Node[] }
   | { t: 'with'; pipe: string; body: Node[]; otherwise: Node[] }
-  | { t: 'range'; vars: string[]; pipe: string; body: Node[] };
+  | { t: 'range'; vars: string[]; pipe: string; body: Node[] }
+  | { t: 'define'; name: string; body: Node[] };
 
 interface Scope {
   dot: unknown;
   root: unknown;
   vars: Record<string, unknown>;
+  /** Named templates (`define`), for `include`. */
+  defines: Map<string, Node[]>;
 }
 
 function tokenize(src: string): (string | { action: string })[] {
@@ -51,7 +55,7 @@ function parseTemplate(src: string): Node[] {
       const a = tok.action;
       if (a.startsWith('/*')) continue;
       if (a === 'end' || a === 'else') return { nodes, end: a };
-      const ctl = /^(if|with|range)\s+([\s\S]+)$/.exec(a);
+      const ctl = /^(if|with|range|define)\s+([\s\S]+)$/.exec(a);
       if (!ctl) {
         nodes.push({ t: 'out', pipe: a });
         continue;
@@ -59,7 +63,10 @@ function parseTemplate(src: string): Node[] {
       const body = block();
       const otherwise = body.end === 'else' ? block() : { nodes: [], end: 'end' as const };
       if (body.end === 'eof' || otherwise.end !== 'end') throw new Error(`template: {{ ${a} }} has no {{ end }}`);
-      if (ctl[1] === 'range') {
+      if (ctl[1] === 'define') {
+        if (otherwise.nodes.length) throw new Error('template: define ... else is not supported');
+        nodes.push({ t: 'define', name: JSON.parse(ctl[2]) as string, body: body.nodes });
+      } else if (ctl[1] === 'range') {
         const decl = /^(\$\w+)(?:\s*,\s*(\$\w+))?\s*:=\s*([\s\S]+)$/.exec(ctl[2]);
         if (otherwise.nodes.length) throw new Error('template: range ... else is not supported');
         nodes.push({ t: 'range', vars: decl ? [decl[1], decl[2]].filter(Boolean) : [], pipe: decl ? decl[3] : ctl[2], body: body.nodes });
@@ -99,6 +106,14 @@ const FUNCS: Record<string, (...args: unknown[]) => unknown> = {
   indent: (n, v) => indentLines(n as number, String(v)),
   quote: (v) => JSON.stringify(v === undefined || v === null ? '' : String(v)),
   default: (d, v) => (truthy(v) ? v : d),
+  printf: (format, ...args) => {
+    let k = 0;
+    return String(format).replace(/%[svd%]/g, (verb) => (verb === '%%' ? '%' : show(args[k++])));
+  },
+  kindIs: (kind, v) => (kind === 'bool' ? typeof v === 'boolean' : kind === 'string' ? typeof v === 'string' : kind === 'map' ? v !== null && typeof v === 'object' && !Array.isArray(v) : kind === 'slice' ? Array.isArray(v) : false),
+  not: (v) => !truthy(v),
+  and: (...vs) => vs.find((v) => !truthy(v)) ?? vs[vs.length - 1],
+  or: (...vs) => vs.find((v) => truthy(v)) ?? vs[vs.length - 1],
 };
 
 function evalPipe(pipe: string, s: Scope): unknown {
@@ -106,7 +121,12 @@ function evalPipe(pipe: string, s: Scope): unknown {
   pipe.split('|').forEach((cmd, i) => {
     const words = cmd.trim().match(/"(?:[^"\\]|\\.)*"|\S+/g) ?? [];
     const [head = '', ...rest] = words;
-    if (head in FUNCS) {
+    if (head === 'include') {
+      const [name, arg] = rest.map((w) => operand(w, s));
+      const body = s.defines.get(name as string);
+      if (!body) throw new Error(`template: include of undefined template ${JSON.stringify(name)}`);
+      value = run(body, { ...s, dot: arg, vars: { $: s.root } });
+    } else if (head in FUNCS) {
       const args = rest.map((w) => operand(w, s));
       value = FUNCS[head](...(i > 0 ? [...args, value] : args));
     } else {
@@ -132,6 +152,7 @@ function show(v: unknown): string {
 function run(nodes: Node[], s: Scope): string {
   let out = '';
   for (const n of nodes) {
+    if (n.t === 'define') continue;
     if (n.t === 'text') out += n.text;
     else if (n.t === 'out') out += show(evalPipe(n.pipe, s));
     else if (n.t === 'if') out += run(truthy(evalPipe(n.pipe, s)) ? n.body : n.otherwise, s);
@@ -179,8 +200,11 @@ export function renderChart(dir: string, options: { namespace: string; releaseNa
       if (o) objects.push(o);
     }
   }
-  for (const file of readdirSync(join(dir, 'templates')).filter((f) => f.endsWith('.yaml')).sort()) {
-    const text = run(parseTemplate(readFileSync(join(dir, 'templates', file), 'utf8')), { dot: root, root, vars: { $: root } });
+  const templates = new Map(readdirSync(join(dir, 'templates')).filter((f) => f.endsWith('.yaml') || f.endsWith('.tpl')).sort().map((f) => [f, parseTemplate(readFileSync(join(dir, 'templates', f), 'utf8'))]));
+  const defines = new Map([...templates.values()].flat().flatMap((n) => (n.t === 'define' ? [[n.name, n.body] as const] : [])));
+  // Files starting with _ hold only named templates; they render nothing, as in Helm.
+  for (const [file, nodes] of [...templates].filter(([f]) => f.endsWith('.yaml') && !f.startsWith('_'))) {
+    const text = run(nodes, { dot: root, root, vars: { $: root }, defines });
     for (const doc of parseAllDocuments(text)) {
       if (doc.errors.length) throw new Error(`${file}: ${doc.errors.join('; ')}\n${text}`);
       const o = doc.toJS();

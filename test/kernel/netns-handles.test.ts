@@ -74,3 +74,20 @@ test('a closed handle refuses the helpers instead of using a descriptor number t
   assert.throws(() => ns.writeSysctl('net/ipv4/ip_forward', '1'), /Netns\.writeSysctl: the namespace handle \d+ is closed/);
   assert.throws(() => ns.id, /Netns\.id: the namespace handle \d+ is closed/);
 });
+
+test('Netns.open of a bind-mounted namespace (ip netns add) has the namespace identity, not the path', () => {
+  const name = `nfk-${process.pid}-id`;
+  execFileSync('ip', ['netns', 'add', name], { stdio: 'pipe' });
+  try {
+    const ns = Netns.open(`/var/run/netns/${name}`);
+    try {
+      assert.match(ns.id, /^net:\[\d+\]$/);
+      const inside = execFileSync('ip', ['netns', 'exec', name, 'readlink', '/proc/self/ns/net'], { encoding: 'utf8' }).trim();
+      assert.equal(ns.id, inside);
+    } finally {
+      ns.close();
+    }
+  } finally {
+    execFileSync('ip', ['netns', 'delete', name], { stdio: 'pipe' });
+  }
+});

@@ -10,6 +10,8 @@ import { DEFAULT_ENV_FILE, DEFAULT_PREFIX, ENV_EXAMPLE, renderUnit, SYSUSERS_ENT
 
 const root = join(__dirname, '..', '..', '..');
 const launcher = join(root, 'bin', 'nfkube');
+/** The agent's words after the launcher: the IPAM paths in the unit's own directories, then the EnvironmentFile's. */
+const AGENT_ARGS = 'agent --ipam-state-dir /var/lib/nfkube/ipam --ipam-socket /run/nfkube/ipam.sock $NFKUBE_ARGS';
 let tmp: string;
 let prefix: string;
 let unitDir: string;
@@ -53,13 +55,13 @@ test('deploy/systemd holds the unit and env file install writes for the default 
   assert.equal(s.get('RestrictAddressFamilies'), 'AF_NETLINK AF_UNIX AF_INET AF_INET6');
   assert.equal(s.get('Restart'), 'on-failure');
   assert.equal(s.get('EnvironmentFile'), DEFAULT_ENV_FILE);
-  assert.match(s.get('ExecStart')!, /^\/opt\/nfkube\/bin\/node \/opt\/nfkube\/bin\/nfkube agent \$NFKUBE_ARGS$/);
+  assert.equal(s.get('ExecStart'), `/opt/nfkube/bin/node /opt/nfkube/bin/nfkube ${AGENT_ARGS}`);
 });
 
 test('the installed unit passes systemd-analyze verify', () => {
   const unit = join(unitDir, 'nfkube.service');
   const s = serviceSection(readFileSync(unit, 'utf8'));
-  assert.equal(s.get('ExecStart'), `${prefix}/bin/node ${prefix}/bin/nfkube agent $NFKUBE_ARGS`);
+  assert.equal(s.get('ExecStart'), `${prefix}/bin/node ${prefix}/bin/nfkube ${AGENT_ARGS}`);
   assert.equal(s.get('EnvironmentFile'), envFile);
   const probe = spawnSync('systemd-analyze', ['--version']);
   assert.ok(!probe.error, 'systemd-analyze is not installed: install Debian\'s "systemd" package (.ci/run does); this test does not skip');
@@ -133,7 +135,7 @@ test('install --prefix with spaces (and a % and a $) writes a quoted ExecStart t
   const unit = join(units, 'nfkube.service');
   const s = serviceSection(readFileSync(unit, 'utf8'));
   const quoted = (p: string, executable: boolean) => `"${p.replace(/%/g, '%%').replace(/\$/g, executable ? '$' : '$$$$')}"`;
-  assert.equal(s.get('ExecStart'), `${quoted(`${odd}/bin/node`, true)} ${quoted(`${odd}/bin/nfkube`, false)} agent $NFKUBE_ARGS`);
+  assert.equal(s.get('ExecStart'), `${quoted(`${odd}/bin/node`, true)} ${quoted(`${odd}/bin/nfkube`, false)} ${AGENT_ARGS}`);
   assert.equal(s.get('EnvironmentFile'), env);
   const r = spawnSync('systemd-analyze', ['verify', unit], { encoding: 'utf8' });
   const ours = `${r.stdout}${r.stderr}`.split('\n').filter((l) => l.includes('nfkube.service'));

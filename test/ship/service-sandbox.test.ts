@@ -5,15 +5,20 @@
  * unshare refused (RestrictNamespaces), applied through libseccomp by
  * test/helpers/service-sandbox.py. And why the unit has no MemoryDenyWriteExecute: under
  * PR_SET_MDWE node's JIT aborts, only `node --jitless` runs. */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Netns } from '../../src/netlink/netns';
+import { readableCheckout } from '../helpers/readable-checkout';
 
 const root = join(__dirname, '..', '..', '..');
+/** What uid 65534 runs: the checkout, or a readable copy when the checkout is under a 0700
+ * directory. */
+const checkout = readableCheckout();
+after(() => checkout.close());
 const NOBODY = '65534';
 
 /** The system calls a SystemCallFilter= group allows, its nested groups expanded. */
@@ -54,10 +59,10 @@ function withFiles<T>(fn: (dir: string, filter: string, helper: string) => T): T
 function asService(ns: Netns, filter: string, helper: string, nodeArgs: string[], opts: { mdwe: boolean }) {
   const setpriv = ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--inh-caps=-all,+net_admin', '--ambient-caps=-all,+net_admin', '--bounding-set=-all,+net_admin'];
   const sandbox = ['/usr/bin/python3', helper, ...(opts.mdwe ? [] : ['--no-mdwe']), filter, '--'];
-  return spawnSync('nsenter', [`--net=${ns.path}`, ...setpriv, ...sandbox, process.execPath, ...nodeArgs], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync('nsenter', [`--net=${ns.path}`, ...setpriv, ...sandbox, process.execPath, ...nodeArgs], { cwd: checkout.root, encoding: 'utf8', timeout: 60_000 });
 }
 
-const agentOnce = [join(root, 'bin', 'nfkube'), 'agent', '--once', '--manifests', join(root, 'examples'), '--node-name', 'node-1'];
+const agentOnce = [join(checkout.root, 'bin', 'nfkube'), 'agent', '--once', '--manifests', join(checkout.root, 'examples'), '--node-name', 'node-1'];
 
 function tables(ns: Netns): string {
   return spawnSync('nsenter', [`--net=${ns.path}`, 'nft', 'list', 'tables'], { encoding: 'utf8' }).stdout;

@@ -1,7 +1,8 @@
 /** `nfkube install --systemd`: lays out a self-contained copy of nfkube under a prefix (node
  * binary, compiled code, production dependencies, the addon, a launcher) and writes the systemd
  * unit with those paths. It never runs systemctl: it prints the commands to run. The unit text
- * is generated here; deploy/systemd/nfkube.service is its output for the default prefix. */
+ * is generated here; deploy/systemd/nfkube.service is its output for the default prefix. Every
+ * file goes under --root; the paths written inside files stay the host's. */
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
@@ -12,8 +13,16 @@ import { CNI_PLUGIN_KINDS, CniPluginKind, cniPlan, DEFAULT_CNI_BIN_DIR } from '.
 export const DEFAULT_PREFIX = '/opt/nfkube';
 export const DEFAULT_ENV_FILE = '/etc/nfkube/nfkube.env';
 export const DEFAULT_SYSUSERS_DIR = '/etc/sysusers.d';
+export const DEFAULT_UNIT_DIR = '/etc/systemd/system';
+/** Under StateDirectory=, RuntimeDirectory= and CacheDirectory= (all "nfkube"): the only places
+ * the agent writes on a host where ProtectSystem=strict makes the rest read-only. */
+export const STATE_DIR = '/var/lib/nfkube';
+export const RUNTIME_DIR = '/run/nfkube';
+export const CACHE_DIR = '/var/cache/nfkube';
 /** The dedicated system user the unit runs as. */
 export const SERVICE_USER = 'nfkube';
+export const UNIT_FILE = 'nfkube.service';
+export const SYSUSERS_FILE = 'nfkube.conf';
 
 /** systemd-sysusers(8) entry creating the service's user and group. */
 export const SYSUSERS_ENTRY = `# nfkube.service runs as this system user (no login, no home); CAP_NET_ADMIN is its only privilege.
@@ -36,25 +45,39 @@ function pathSetting(path: string): string {
   return path.replace(/%/g, '%%');
 }
 
-const options = {
-  systemd: { type: 'boolean', description: 'install as a systemd service (required: the only kind of install)' },
+/** A path that will be written into the unit, the launcher's #! line or the CNI plugin's: one
+ * line of text, so a control character (a newline adding `ExecStartPre=`) is refused, naming the
+ * option. */
+export function writablePath(option: string, value: string): string {
+  const bad = /[\x00-\x1f\x7f]/.exec(value);
+  if (bad) throw new Error(`option --${option}: ${JSON.stringify(value)} holds the control character ${JSON.stringify(bad[0])}; a path written into a unit file must be one line of printable text`);
+  return value;
+}
+
+/** Where an install puts things; `nfkube uninstall` takes the same options to find them. */
+export const PATH_OPTIONS = {
   prefix: { type: 'string', value: 'DIR', description: 'where the self-contained copy goes', default: DEFAULT_PREFIX },
-  'unit-dir': { type: 'string', value: 'DIR', description: 'where nfkube.service is written', default: '/etc/systemd/system' },
+  'unit-dir': { type: 'string', value: 'DIR', description: 'where nfkube.service is written', default: DEFAULT_UNIT_DIR },
   'environment-file': { type: 'string', value: 'PATH', description: "the unit's EnvironmentFile (NFKUBE_ARGS); an example is written if absent", default: DEFAULT_ENV_FILE },
   'sysusers-dir': { type: 'string', value: 'DIR', description: 'where the "nfkube" system user\'s sysusers.d entry is written', default: DEFAULT_SYSUSERS_DIR },
+  'cni-bin-dir': { type: 'string', value: 'DIR', description: 'where the CNI plugin goes', default: DEFAULT_CNI_BIN_DIR },
+  root: { type: 'string', value: 'DIR', description: "every path above is taken under DIR (an init container's view of the host, or a scratch image); the paths written inside files stay the host's", default: '/' },
+  'dry-run': { type: 'boolean', description: 'print the plan, change nothing' },
+} as const satisfies OptionTable;
+
+const options = {
+  systemd: { type: 'boolean', description: 'install as a systemd service (required: the only kind of install)' },
   'system-node': { type: 'boolean', description: 'do not copy node: the unit runs "node" from PATH, which must be Node >= 20' },
   cni: { type: 'boolean', description: 'install the CNI IPAM plugin as one file, nfkube-cni-ipam, into --cni-bin-dir (alone or with --systemd)' },
-  'cni-bin-dir': { type: 'string', value: 'DIR', description: 'where the CNI plugin goes', default: DEFAULT_CNI_BIN_DIR },
   'cni-plugin': { type: 'string', value: 'KIND', description: 'which CNI plugin: compiled (native/cni/, no node needed at run time), node, or auto (compiled when this package has one for this machine)', default: 'auto' },
-  root: { type: 'string', value: 'DIR', description: "write everything under DIR (an init container's view of the host) while the paths inside stay the host's", default: '/' },
-  'dry-run': { type: 'boolean', description: 'print the plan, change nothing' },
+  ...PATH_OPTIONS,
 } as const satisfies OptionTable;
 
 const usage = usageText('nfkube install --systemd | --cni [options]', options, `Copies nfkube to DIR (default /opt/nfkube): bin/node (this node binary), bin/nfkube, dist/,
 node_modules/ (production dependencies), build/Release/nfnl.node; writes nfkube.service to
 --unit-dir (default /etc/systemd/system), the "nfkube" system user's sysusers.d entry to
 --sysusers-dir (default /etc/sysusers.d) and, if absent, an example --environment-file (default
-/etc/nfkube/nfkube.env).`);
+/etc/nfkube/nfkube.env). With --root DIR every file goes under DIR. \`nfkube uninstall\` removes it all.`);
 
 /** The systemd unit for an installed copy. `node` is the interpreter's absolute path, or
  * "/usr/bin/env node". */
@@ -73,7 +96,9 @@ EnvironmentFile=${pathSetting(o.envFile)}
 # A 4 MB young generation: fewer objects promoted while the first LIST is read (peak RSS at
 # 20k pods 135 MB instead of 176 MB, the same CPU; bench/RESULTS.md).
 Environment=NODE_OPTIONS=--max-semi-space-size=4
-ExecStart=${node} ${execWord(`${o.prefix}/bin/nfkube`)} agent $NFKUBE_ARGS
+# The node name is this host's name unless NFKUBE_ARGS says --node-name.
+Environment=NODE_NAME=%H
+ExecStart=${node} ${execWord(`${o.prefix}/bin/nfkube`)} agent --ipam-state-dir ${STATE_DIR}/ipam --ipam-socket ${RUNTIME_DIR}/ipam.sock $NFKUBE_ARGS
 Restart=on-failure
 RestartSec=5s
 # A dedicated user (systemd-sysusers creates it from nfkube's sysusers.d entry) holding only
@@ -86,8 +111,15 @@ NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=yes
 PrivateTmp=yes
-# Kept across restarts (ProtectSystem=strict leaves nothing else writable): the compiled code
-# of the agent's modules, so a restart skips most of the parsing and compiling (CACHE_DIRECTORY).
+# The only writable places (ProtectSystem=strict leaves nothing else), owned by the service user:
+# IPAM's write-ahead record of its allocations (/var/lib/nfkube/ipam), kept across restarts; the
+# socket the CNI plugin asks (/run/nfkube/ipam.sock, in a 0700 directory: only root's plugin
+# reaches it); and the compiled code of the agent's modules, so a restart skips most of the
+# parsing and compiling (CACHE_DIRECTORY).
+StateDirectory=nfkube
+StateDirectoryMode=0700
+RuntimeDirectory=nfkube
+RuntimeDirectoryMode=0700
 CacheDirectory=nfkube
 PrivateDevices=yes
 ProtectKernelTunables=yes
@@ -121,8 +153,9 @@ WantedBy=multi-user.target
 }
 
 export const ENV_EXAMPLE = `# nfkube agent options (see \`nfkube agent --help\`), read by nfkube.service.
-# Kubeconfig for this node's credentials; the node name must match the Node object.
-NFKUBE_ARGS=--kubeconfig /etc/nfkube/kubeconfig --node-name node-1 --metrics-addr 127.0.0.1:9476 --log-level info
+# Kubeconfig for this node's credentials. The node name is this host's name; if the Node object
+# is named otherwise, add --node-name NAME. Add --proxy and/or --ipam to run those parts.
+NFKUBE_ARGS=--kubeconfig /etc/nfkube/kubeconfig --metrics-addr 127.0.0.1:9476 --log-level info
 `;
 
 /** The package root: where dist/, build/ and node_modules/ of the running nfkube are. */
@@ -165,8 +198,11 @@ interface Step {
   apply(): void;
 }
 
-function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean }): Step[] {
+function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean; root: string }): Step[] {
   const root = packageRoot();
+  /** Where a host path is written: under --root. */
+  const at = (path: string) => join(o.root, path);
+  const prefix = at(o.prefix);
   // The addon this nfkube loads (a prebuilt one or node-gyp's build), copied as the installed
   // copy's own build.
   const addon = addonPath();
@@ -176,18 +212,18 @@ function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir
     apply: () => cpSync(from, to, { recursive: true, dereference: true, filter }),
   });
   const steps: Step[] = [
-    { describe: `create ${o.prefix}/bin`, apply: () => mkdirSync(join(o.prefix, 'bin'), { recursive: true }) },
+    { describe: `create ${prefix}/bin`, apply: () => mkdirSync(join(prefix, 'bin'), { recursive: true }) },
   ];
   if (!o.systemNode) {
     steps.push({
-      describe: `copy node ${process.version} ${process.execPath} -> ${node}`,
+      describe: `copy node ${process.version} ${process.execPath} -> ${at(node)}`,
       apply: () => {
-        copyFileSync(process.execPath, node);
-        chmodSync(node, 0o755);
+        copyFileSync(process.execPath, at(node));
+        chmodSync(at(node), 0o755);
       },
     });
   }
-  const launcher = join(o.prefix, 'bin', 'nfkube');
+  const launcher = join(prefix, 'bin', 'nfkube');
   steps.push({
     describe: `write launcher ${launcher} (#!${node})`,
     apply: () => {
@@ -195,42 +231,43 @@ function plan(o: { prefix: string; unitDir: string; envFile: string; sysusersDir
       writeFileSync(launcher, `#!${node}\n${body}`, { mode: 0o755 });
     },
   });
-  steps.push(copyTree(join(root, 'package.json'), join(o.prefix, 'package.json')));
-  steps.push(copyTree(join(root, 'dist', 'src'), join(o.prefix, 'dist', 'src'), (src) => !src.endsWith('.map')));
-  steps.push(copyTree(addon, join(o.prefix, 'build', 'Release', 'nfnl.node')));
+  steps.push(copyTree(join(root, 'package.json'), join(prefix, 'package.json')));
+  steps.push(copyTree(join(root, 'dist', 'src'), join(prefix, 'dist', 'src'), (src) => !src.endsWith('.map')));
+  steps.push(copyTree(addon, join(prefix, 'build', 'Release', 'nfnl.node')));
   const packages = productionPackages(root);
   steps.push({
-    describe: `copy ${packages.length} production packages ${join(root, 'node_modules')} -> ${join(o.prefix, 'node_modules')}`,
+    describe: `copy ${packages.length} production packages ${join(root, 'node_modules')} -> ${join(prefix, 'node_modules')}`,
     apply: () => {
       for (const rel of packages) {
         const from = join(root, rel);
         // Nested node_modules are copied as packages of their own, only if needed.
-        cpSync(from, join(o.prefix, rel), { recursive: true, dereference: true, filter: (src) => relative(from, src).split('/')[0] !== 'node_modules' });
+        cpSync(from, join(prefix, rel), { recursive: true, dereference: true, filter: (src) => relative(from, src).split('/')[0] !== 'node_modules' });
       }
     },
   });
-  const unitPath = join(o.unitDir, 'nfkube.service');
+  const unitPath = at(join(o.unitDir, UNIT_FILE));
   steps.push({
     describe: `write ${unitPath}`,
     apply: () => {
-      mkdirSync(o.unitDir, { recursive: true });
+      mkdirSync(dirname(unitPath), { recursive: true });
       writeFileSync(unitPath, renderUnit({ prefix: o.prefix, envFile: o.envFile, node }));
     },
   });
-  const sysusers = join(o.sysusersDir, 'nfkube.conf');
+  const sysusers = at(join(o.sysusersDir, SYSUSERS_FILE));
   steps.push({
     describe: `write ${sysusers} (the "${SERVICE_USER}" system user)`,
     apply: () => {
-      mkdirSync(o.sysusersDir, { recursive: true });
+      mkdirSync(dirname(sysusers), { recursive: true });
       writeFileSync(sysusers, SYSUSERS_ENTRY);
     },
   });
-  if (!existsSync(o.envFile)) {
+  const envFile = at(o.envFile);
+  if (!existsSync(envFile)) {
     steps.push({
-      describe: `write example ${o.envFile} (edit it before starting)`,
+      describe: `write example ${envFile} (edit it before starting)`,
       apply: () => {
-        mkdirSync(dirname(o.envFile), { recursive: true });
-        writeFileSync(o.envFile, ENV_EXAMPLE, { mode: 0o600 });
+        mkdirSync(dirname(envFile), { recursive: true });
+        writeFileSync(envFile, ENV_EXAMPLE, { mode: 0o600 });
       },
     });
   }
@@ -243,25 +280,42 @@ function cniPluginKind(value: string | undefined): CniPluginKind {
   return kind as CniPluginKind;
 }
 
-function parseArgs(args: string[]): { prefix: string; unitDir: string; envFile: string; sysusersDir: string; systemNode: boolean; dryRun: boolean; systemd: boolean; cni: boolean; cniBinDir: string; cniPlugin: CniPluginKind; root: string } {
-  const v = parse(args, options, usage);
-  const path = (name: 'prefix' | 'unit-dir' | 'environment-file' | 'sysusers-dir' | 'cni-bin-dir' | 'root', fallback: string) => {
+export interface InstallPaths {
+  prefix: string;
+  unitDir: string;
+  envFile: string;
+  sysusersDir: string;
+  cniBinDir: string;
+  root: string;
+  dryRun: boolean;
+}
+
+/** The PATH_OPTIONS values: absolute, one line each. */
+export function installPaths(v: Record<string, string | boolean | undefined>): InstallPaths {
+  const path = (name: keyof typeof PATH_OPTIONS, fallback: string) => {
     const value = v[name] as string | undefined;
     if (value === '') throw new Error(`option --${name} needs a value`);
-    return resolve(value ?? fallback);
+    return resolve(writablePath(name, value ?? fallback));
   };
   return {
     prefix: path('prefix', DEFAULT_PREFIX),
-    unitDir: path('unit-dir', '/etc/systemd/system'),
+    unitDir: path('unit-dir', DEFAULT_UNIT_DIR),
     envFile: path('environment-file', DEFAULT_ENV_FILE),
     sysusersDir: path('sysusers-dir', DEFAULT_SYSUSERS_DIR),
-    systemNode: v['system-node'] === true,
+    cniBinDir: path('cni-bin-dir', DEFAULT_CNI_BIN_DIR),
+    root: path('root', '/'),
     dryRun: v['dry-run'] === true,
+  };
+}
+
+function parseArgs(args: string[]): InstallPaths & { systemNode: boolean; systemd: boolean; cni: boolean; cniPlugin: CniPluginKind } {
+  const v = parse(args, options, usage);
+  return {
+    ...installPaths(v),
+    systemNode: v['system-node'] === true,
     systemd: v.systemd === true,
     cni: v.cni === true,
-    cniBinDir: path('cni-bin-dir', DEFAULT_CNI_BIN_DIR),
     cniPlugin: cniPluginKind(v['cni-plugin'] as string | undefined),
-    root: path('root', '/'),
   };
 }
 
@@ -285,7 +339,7 @@ const command: Command = {
     }
     if (!o.dryRun && o.systemd) {
       process.stdout.write(
-        `\nthen: systemd-sysusers; edit ${o.envFile} (a kubeconfig it names must be readable by user ${SERVICE_USER}: chgrp ${SERVICE_USER} FILE; chmod 0640 FILE); systemctl daemon-reload; systemctl enable --now nfkube\n`,
+        `\nthen: systemd-sysusers; edit ${join(o.root, o.envFile)} (a kubeconfig it names must be readable by user ${SERVICE_USER}: chgrp ${SERVICE_USER} FILE; chmod 0640 FILE); systemctl daemon-reload; systemctl enable --now nfkube\n`,
       );
     }
     return 0;
