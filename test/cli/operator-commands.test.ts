@@ -137,7 +137,7 @@ test('completion: bash and zsh scripts from the option tables complete commands 
   writeFileSync(script, bash.stdout);
   const complete = (words: string[]) =>
     spawnSync('bash', ['-c', `source ${script}; COMP_WORDS=(${words.join(' ')}); COMP_CWORD=${words.length - 1}; _nfkube; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' }).stdout.trim().split('\n');
-  assert.deepEqual(complete(['nfkube', 'render', '--mani']), ['--manifests']);
+  assert.deepEqual(complete(['nfkube', 'render', '--mani']), ['--manifests', '--manifests-max-bytes']);
   assert.deepEqual(complete(['nfkube', 'sta']), ['status']);
   assert.deepEqual(complete(['nfkube', 'drops', '--fo']), ['--follow']);
   for (const [name, load] of Object.entries(COMMANDS)) {

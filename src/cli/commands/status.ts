@@ -155,11 +155,13 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     const names = [tableName(given.table), tableName((given['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE)];
-    const tables = [await tableStatus(socket, names[0]), await tableStatus(socket, names[1])];
     const agentAddress = localClientAddress(parseListenAddress((given['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR));
+    // The agent first: a ready agent has committed its tables, so the tables read next exist.
+    const agent = await agentStatus(agentAddress, Date.now());
+    const tables = [await tableStatus(socket, names[0]), await tableStatus(socket, names[1])];
     const status: NodeStatus = {
       tables,
-      agent: await agentStatus(agentAddress, Date.now()),
+      agent,
       drift: { checked: false },
       ipam: await ipamStatus([localClientAddress(parseListenAddress((given['ipam-metrics-addr'] as string | undefined) ?? DEFAULT_IPAM_METRICS_ADDR, '--ipam-metrics-addr')), agentAddress]),
     };
