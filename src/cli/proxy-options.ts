@@ -1,6 +1,7 @@
 /** The service proxy's command-line options, with kube-proxy's names and meanings:
  * --proxy, --no-policy, --cluster-cidr CIDR[,CIDR], --nodeport-addresses CIDR,...|primary,
- * --masquerade-all, --proxy-table T. */
+ * --masquerade-all, --proxy-table T, and --allowed-external-ip-cidrs CIDR,... (what operators
+ * enforce with admission for kube-proxy: externalIPs outside them are refused). */
 import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
 import { parseCidr } from '../net/ip';
 import type { ProxyComponent, ProxyOptions } from '../proxy/component';
@@ -13,9 +14,10 @@ export const PROXY_CLI_OPTIONS = {
   'nodeport-addresses': { type: 'string', value: 'CIDR,...|primary', description: 'the addresses NodePorts answer on', default: 'primary' },
   'masquerade-all': { type: 'boolean', description: 'masquerade all traffic to services' },
   'proxy-table': { type: 'string', value: 'NAME', description: "name of the service proxy's table (family inet)", default: DEFAULT_PROXY_TABLE },
+  'allowed-external-ip-cidrs': { type: 'string', value: 'CIDR,...', description: 'externalIPs a Service may use; others are refused (warning, metric, Event)', default: 'all' },
 } as const satisfies OptionTable;
 
-export const PROXY_USAGE = '[--proxy [--no-policy] [--cluster-cidr CIDR[,CIDR]] [--nodeport-addresses CIDR,...|primary] [--masquerade-all] [--proxy-table T]]';
+export const PROXY_USAGE = '[--proxy [--no-policy] [--cluster-cidr CIDR[,CIDR]] [--nodeport-addresses CIDR,...|primary] [--masquerade-all] [--proxy-table T] [--allowed-external-ip-cidrs CIDR,...]]';
 
 function cidrList(text: string, flag: string): string[] {
   const list = text.split(',').map((s) => s.trim()).filter(Boolean);
@@ -28,7 +30,7 @@ function cidrList(text: string, flag: string): string[] {
 export function proxyChoice(v: Record<string, string | boolean | undefined>): { policy: boolean; proxy?: Omit<ProxyOptions, 'nodeName'>; kinds: ObjectKind[] } {
   const proxy = v.proxy === true;
   const policy = v['no-policy'] !== true;
-  for (const flag of ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'proxy-table']) {
+  for (const flag of ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'proxy-table', 'allowed-external-ip-cidrs']) {
     if (!proxy && v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
   }
   if (!policy && !proxy && v.ipam !== true) throw new Error('--no-policy needs --proxy or --ipam (the agent would have nothing to do)');
@@ -43,6 +45,7 @@ export function proxyChoice(v: Record<string, string | boolean | undefined>): { 
       clusterCIDRs: v['cluster-cidr'] !== undefined ? cidrList(v['cluster-cidr'] as string, '--cluster-cidr') : undefined,
       nodePortAddresses: np === undefined || np.trim() === 'primary' ? 'primary' : cidrList(np, '--nodeport-addresses'),
       masqueradeAll: v['masquerade-all'] === true,
+      allowedExternalIPCIDRs: v['allowed-external-ip-cidrs'] !== undefined ? cidrList(v['allowed-external-ip-cidrs'] as string, '--allowed-external-ip-cidrs') : [],
     },
   };
 }
@@ -50,7 +53,7 @@ export function proxyChoice(v: Record<string, string | boolean | undefined>): { 
 export function proxyComponent(
   opts: Omit<ProxyOptions, 'nodeName'>,
   nodeName: string,
-  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health'> = {},
+  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health' | 'events'> = {},
 ): ProxyComponent {
   // Loaded only when the proxy runs: the policy agent alone never pays for it.
   const { ProxyComponent } = require('../proxy/component') as typeof import('../proxy/component');

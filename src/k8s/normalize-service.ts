@@ -259,6 +259,9 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
   const proxyName = labels[SERVICE_PROXY_NAME_LABEL];
   if (proxyName !== undefined) svc.proxyName = proxyName;
   if (labels[HEADLESS_LABEL] !== undefined) svc.headlessLabel = true;
+  const created = meta.creationTimestamp;
+  const createdMs = created instanceof Date ? created.getTime() : typeof created === 'string' ? Date.parse(created) : NaN;
+  if (!Number.isNaN(createdMs)) svc.createdMs = createdMs;
   return svc;
 }
 

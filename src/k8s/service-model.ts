@@ -39,6 +39,9 @@ export interface ServiceInfo {
   proxyName?: string;
   /** The service.kubernetes.io/headless label is set: kube-proxy's informers never see it. */
   headlessLabel?: true;
+  /** metadata.creationTimestamp, ms since the epoch: the older of two Services claiming one
+   * address or port keeps it. */
+  createdMs?: number;
 }
 
 export interface EndpointPortInfo {

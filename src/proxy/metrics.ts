@@ -1,7 +1,7 @@
 /** The proxy's Prometheus metrics under kube-proxy's names with the `nfkube_proxy_` prefix,
  * registered into the agent's registry: sync durations, network programming latency (from the
  * EndpointSlices' last-change-trigger-time), last queued/synced timestamps, sync failures, and
- * the conntrack entries deleted. */
+ * the conntrack entries deleted, and the claims refused (claims.ts). */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentObserver } from '../pipeline/table-sync';
 
@@ -12,6 +12,7 @@ export class ProxyMetrics {
   readonly lastSynced: Gauge;
   readonly syncFailures: Counter;
   readonly conntrackDeleted: Counter;
+  readonly refused: Counter<'kind'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -31,6 +32,12 @@ export class ProxyMetrics {
     this.lastSynced = new Gauge({ name: 'nfkube_proxy_sync_proxy_rules_last_timestamp_seconds', help: 'When the proxy table was last committed.', registers });
     this.syncFailures = new Counter({ name: 'nfkube_proxy_sync_proxy_rules_nftables_sync_failures_total', help: 'Proxy table commits that failed.', registers });
     this.conntrackDeleted = new Counter({ name: 'nfkube_proxy_conntrack_entries_deleted_total', help: 'Stale UDP conntrack entries deleted over ctnetlink.', registers });
+    this.refused = new Counter({
+      name: 'nfkube_proxy_refused_claims_total',
+      help: "Addresses, ports and endpoints a Service was refused: another Service's cluster IP, an earlier claim, an external IP not allowed, a loopback endpoint.",
+      labelNames: ['kind'],
+      registers,
+    });
   }
 
   /** A commit of the proxy table took this long. */
