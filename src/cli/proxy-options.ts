@@ -2,6 +2,7 @@
  * --proxy, --no-policy, --cluster-cidr CIDR[,CIDR], --nodeport-addresses CIDR,...|primary,
  * --masquerade-all, --proxy-table T, and --allowed-external-ip-cidrs CIDR,... (what operators
  * enforce with admission for kube-proxy: externalIPs outside them are refused). */
+import type { Logger } from 'pino';
 import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
 import { parseCidr } from '../net/ip';
 import type { ProxyComponent, ProxyOptions } from '../proxy/component';
@@ -48,6 +49,21 @@ export function proxyChoice(v: Record<string, string | boolean | undefined>): { 
       allowedExternalIPCIDRs: v['allowed-external-ip-cidrs'] !== undefined ? cidrList(v['allowed-external-ip-cidrs'] as string, '--allowed-external-ip-cidrs') : [],
     },
   };
+}
+
+/** The proxy's Event writer when the agent reads an API server (none over manifests). */
+export function proxyEvents(v: Record<string, string | boolean | undefined>, nodeName: string, logger: Logger): ProxyOptions['events'] {
+  if (v.manifests !== undefined) return undefined;
+  const { loadKubeConfig } = require('../k8s/informer-source') as typeof import('../k8s/informer-source');
+  const { EventWriter, kubeConfigTransport } = require('../k8s/event-writer') as typeof import('../k8s/event-writer');
+  let kc: ReturnType<typeof loadKubeConfig>;
+  try {
+    kc = loadKubeConfig(v.kubeconfig as string | undefined);
+  } catch {
+    // No cluster to reach: opening the source reports it, with the flags to pass.
+    return undefined;
+  }
+  return new EventWriter(kubeConfigTransport(kc), { component: 'nfkube-proxy', host: nodeName }, logger);
 }
 
 export function proxyComponent(

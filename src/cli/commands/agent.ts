@@ -12,7 +12,7 @@ import { Command } from '../command';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
 import { describeSource, openSource, prepareSource, SOURCE_OPTIONS } from '../source';
 import type { Component } from '../../pipeline/component';
-import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
+import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent, proxyEvents } from '../proxy-options';
 import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
 import { PolicyModes } from '../../deny/modes';
 import { buildInfo } from '../../build-info';
@@ -87,7 +87,7 @@ const command: Command = {
     if (choice.proxy && proxyModules) {
       const health = v.once ? undefined : new proxyModules.HealthCheckServer({ logger });
       if (health) ctx.defer(() => health.close());
-      const proxy = proxyComponent(choice.proxy, node, { conntrack: new (require('../../conntrack/client') as typeof import('../../conntrack/client')).ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health });
+      const proxy = proxyComponent(choice.proxy, node, { conntrack: new (require('../../conntrack/client') as typeof import('../../conntrack/client')).ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health, events: proxyEvents(v, node, logger) });
       if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
       components.push(proxy);
     }
