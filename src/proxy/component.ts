@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { ConntrackClient } from '../conntrack/client';
 import { ChangeScope } from '../pipeline/scope';
 import { ClaimIndex, Refusal } from './claims';
-import { cleanStaleFlows, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
+import { cleanStaleFlows, reconcileConntrack, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
 import type { HealthCheckServer } from './health';
 import type { ProxyMetrics } from './metrics';
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
@@ -178,6 +178,8 @@ export class ProxyComponent implements Component {
   /** Conntrack entries deleted so far. */
   conntrackDeleted = 0;
   private cleaning: Promise<void> = Promise.resolve();
+  /** A conntrack reconcile ran since start(). */
+  private reconciled = false;
 
   constructor(readonly opts: ProxyOptions) {
     this.table = { family: 'inet', name: opts.table ?? DEFAULT_PROXY_TABLE };
@@ -189,6 +191,7 @@ export class ProxyComponent implements Component {
   }
 
   start(snapshot: ClusterSnapshot): void {
+    this.reconciled = false;
     this.services.clear();
     this.slices.clear();
     this.slicesOf.clear();
@@ -257,17 +260,41 @@ export class ProxyComponent implements Component {
     return touched;
   }
 
-  afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
+  afterCommit(_diff: RuleSetDiff, kind: SyncKind): Promise<void> {
     this.opts.metrics?.programmed(this.pendingTriggerTimes);
     // Health answers follow what is committed, not what is only desired.
     this.opts.health?.sync(this.healthChecks()).catch((err: unknown) => this.opts.logger?.error({ err }, 'health-check node ports'));
     this.pendingTriggerTimes.length = 0;
     const flows = this.pendingStaleFlows.splice(0);
+    // A full sync (start, periodic resync) reconciles the whole conntrack table, which also finds
+    // what changed while no process watched; an incremental one cleans what its change left.
+    if (kind !== 'incremental') return this.reconcileConntrack();
     const conntrack = this.opts.conntrack;
     if (!conntrack || flows.length === 0) return Promise.resolve();
-    // One cleanup at a time, in commit order.
+    return this.queueCleanup(() => cleanStaleFlows(conntrack, flows, this.opts.logger));
+  }
+
+  /** Deletes every UDP conntrack entry the current services leave stale (conntrack-cleanup.ts
+   * reconcileStale), queued after the cleanups before it. */
+  reconcileConntrack(): Promise<void> {
+    const conntrack = this.opts.conntrack;
+    if (!conntrack) return Promise.resolve();
+    this.reconciled = true;
+    const ports = [...this.rendered.values()].flatMap((r) => [...r.udp.values()]);
+    return this.queueCleanup(() => reconcileConntrack(conntrack, ports, this.opts.logger));
+  }
+
+  /** For a run that ends after its first sync (`agent --once`): waits for the cleanups, and
+   * reconciles conntrack if no sync did (a table that already matched commits nothing). */
+  async settle(): Promise<void> {
+    if (!this.reconciled) await this.reconcileConntrack();
+    await this.cleaning;
+  }
+
+  /** One cleanup at a time, in commit order. */
+  private queueCleanup(work: () => Promise<number>): Promise<void> {
     const run = this.cleaning.then(async () => {
-      const n = await cleanStaleFlows(conntrack, flows, this.opts.logger);
+      const n = await work();
       this.conntrackDeleted += n;
       this.opts.metrics?.conntrackDeleted.inc(n);
     });
@@ -436,6 +463,7 @@ export class ProxyComponent implements Component {
           dsts: [view.clusterIP, ...view.externalIPs, ...view.loadBalancerIPs].map((ip) => `${ip} ${p}`),
           nodePort: view.port.nodePort,
           endpoints: c.reachable.map((ep) => `${ep.ip} ${ep.port}`),
+          serving: view.endpoints.filter((ep) => ep.serving).map((ep) => ep.ip),
         });
       }
     }

@@ -84,12 +84,14 @@ const command: Command = {
     if (drops) ctx.defer(() => drops.close());
     const proxyModules = choice.proxy ? { ...(require('../../proxy/metrics') as typeof import('../../proxy/metrics')), ...(require('../../proxy/health') as typeof import('../../proxy/health')) } : undefined;
     const proxyMetrics = proxyModules ? new proxyModules.ProxyMetrics(metrics!.registry) : undefined;
+    let proxyOnce: import('../../proxy/component').ProxyComponent | undefined;
     if (choice.proxy && proxyModules) {
       const health = v.once ? undefined : new proxyModules.HealthCheckServer({ logger });
       if (health) ctx.defer(() => health.close());
       const proxy = proxyComponent(choice.proxy, node, { conntrack: new (require('../../conntrack/client') as typeof import('../../conntrack/client')).ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health, events: proxyEvents(v, node, logger) });
       if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
       components.push(proxy);
+      proxyOnce = v.once ? proxy : undefined;
     }
     const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics?.observeProgramming(kind, sinceChange, sinceArrival));
     const bridge = metrics ? (require('../../agent/metrics-bridge') as typeof import('../../agent/metrics-bridge')) : undefined;
@@ -136,6 +138,7 @@ const command: Command = {
         stage = 'the first sync was not committed';
         await agent.start(snapshot);
         await agent.idle();
+        await proxyOnce?.settle();
       }, () => `agent --once: not done within --timeout ${v.timeout ?? '60s'} of starting: ${stage}${lastSourceError ? `; last source error: ${lastSourceError}` : ''}`);
       // What could be read is enforced; the exit code says that something could not.
       return initialErrors > 0 ? 1 : 0;
