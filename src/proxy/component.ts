@@ -178,6 +178,8 @@ export class ProxyComponent implements Component {
   /** Conntrack entries deleted so far. */
   conntrackDeleted = 0;
   private cleaning: Promise<void> = Promise.resolve();
+  /** Health-check node ports that could not be served at the last sync. */
+  private healthFailures: Refusal[] = [];
   /** A conntrack reconcile ran since start(). */
   private reconciled = false;
 
@@ -262,16 +264,35 @@ export class ProxyComponent implements Component {
 
   afterCommit(_diff: RuleSetDiff, kind: SyncKind): Promise<void> {
     this.opts.metrics?.programmed(this.pendingTriggerTimes);
-    // Health answers follow what is committed, not what is only desired.
-    this.opts.health?.sync(this.healthChecks()).catch((err: unknown) => this.opts.logger?.error({ err }, 'health-check node ports'));
+    const health = this.syncHealth();
     this.pendingTriggerTimes.length = 0;
     const flows = this.pendingStaleFlows.splice(0);
     // A full sync (start, periodic resync) reconciles the whole conntrack table, which also finds
     // what changed while no process watched; an incremental one cleans what its change left.
-    if (kind !== 'incremental') return this.reconcileConntrack();
     const conntrack = this.opts.conntrack;
-    if (!conntrack || flows.length === 0) return Promise.resolve();
-    return this.queueCleanup(() => cleanStaleFlows(conntrack, flows, this.opts.logger));
+    let cleanup = Promise.resolve();
+    if (kind !== 'incremental') cleanup = this.reconcileConntrack();
+    else if (conntrack && flows.length > 0) cleanup = this.queueCleanup(() => cleanStaleFlows(conntrack, flows, this.opts.logger));
+    return Promise.all([health, cleanup]).then(() => undefined);
+  }
+
+  /** Health answers follow what is committed, not what is only desired. A health-check node port
+   * that cannot be served (in use) is reported as a refusal, once while it lasts. */
+  private async syncHealth(): Promise<void> {
+    if (!this.opts.health) return;
+    try {
+      const failed = await this.opts.health.sync(this.healthChecks());
+      const now: Refusal[] = failed.map(({ check, error }) => ({
+        kind: 'health-check-node-port',
+        service: check.service,
+        value: `TCP/${check.port}`,
+        message: `Service ${check.service}: health-check node port TCP/${check.port} cannot be served: ${error}`,
+      }));
+      this.reportRefusals(this.healthFailures, now);
+      this.healthFailures = now;
+    } catch (err) {
+      this.opts.logger?.error({ err }, 'health-check node ports');
+    }
   }
 
   /** Deletes every UDP conntrack entry the current services leave stale (conntrack-cleanup.ts

@@ -86,7 +86,7 @@ const command: Command = {
     const proxyMetrics = proxyModules ? new proxyModules.ProxyMetrics(metrics!.registry) : undefined;
     let proxyOnce: import('../../proxy/component').ProxyComponent | undefined;
     if (choice.proxy && proxyModules) {
-      const health = v.once ? undefined : new proxyModules.HealthCheckServer({ logger });
+      const health = v.once ? undefined : new proxyModules.HealthCheckServer();
       if (health) ctx.defer(() => health.close());
       const proxy = proxyComponent(choice.proxy, node, { conntrack: new (require('../../conntrack/client') as typeof import('../../conntrack/client')).ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health, events: proxyEvents(v, node, logger) });
       if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
