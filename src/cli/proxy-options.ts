@@ -1,12 +1,16 @@
 /** The service proxy's command-line options, with kube-proxy's names and meanings:
  * --proxy, --no-policy, --cluster-cidr CIDR[,CIDR], --nodeport-addresses CIDR,...|primary,
  * --masquerade-all, --proxy-table T, and --allowed-external-ip-cidrs CIDR,... (what operators
- * enforce with admission for kube-proxy: externalIPs outside them are refused). */
+ * enforce with admission for kube-proxy: externalIPs outside them are refused),
+ * --healthz-bind-address ADDR (kube-proxy's /healthz and /livez) and --kube-proxy-metric-names. */
 import type { Logger } from 'pino';
 import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
 import { parseCidr } from '../net/ip';
 import type { ProxyComponent, ProxyOptions } from '../proxy/component';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
+import type { MetricPrefix } from '../proxy/metrics';
+import { DEFAULT_HEALTHZ_BIND_ADDRESS } from '../proxy/proxier-health';
+import { ListenAddress, parseListenAddress } from '../observe/server';
 import { OptionTable, tableName } from './options';
 
 export const PROXY_CLI_OPTIONS = {
@@ -17,6 +21,24 @@ export const PROXY_CLI_OPTIONS = {
   'proxy-table': { type: 'string', value: 'NAME', description: "name of the service proxy's table (family inet)", default: DEFAULT_PROXY_TABLE },
   'allowed-external-ip-cidrs': { type: 'string', value: 'CIDR,...', description: 'externalIPs a Service may use; others are refused (warning, metric, Event)', default: 'all' },
 } as const satisfies OptionTable;
+
+/** What only the long-running agent serves for the proxy. */
+export const PROXY_AGENT_OPTIONS = {
+  'healthz-bind-address': { type: 'string', value: 'ADDR', description: "kube-proxy's /healthz and /livez on host:port or [ipv6]:port, '' off", default: DEFAULT_HEALTHZ_BIND_ADDRESS },
+  'kube-proxy-metric-names': { type: 'boolean', description: "name the proxy's metrics kubeproxy_* as kube-proxy does (default nfkube_proxy_*)" },
+} as const satisfies OptionTable;
+
+export const PROXY_AGENT_USAGE = '[--healthz-bind-address ADDR] [--kube-proxy-metric-names]';
+
+/** Where the agent serves kube-proxy's /healthz and /livez (none when off), and its metric names. */
+export function proxyServing(v: Record<string, string | boolean | undefined>): { healthzAddress?: ListenAddress; metricPrefix: MetricPrefix } {
+  if (v.proxy !== true) for (const flag of Object.keys(PROXY_AGENT_OPTIONS)) if (v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
+  const healthz = ((v['healthz-bind-address'] as string | undefined) ?? DEFAULT_HEALTHZ_BIND_ADDRESS).trim();
+  return {
+    healthzAddress: healthz === '' ? undefined : parseListenAddress(healthz, '--healthz-bind-address'),
+    metricPrefix: v['kube-proxy-metric-names'] === true ? 'kubeproxy_' : 'nfkube_proxy_',
+  };
+}
 
 export const PROXY_USAGE = '[--proxy [--no-policy] [--cluster-cidr CIDR[,CIDR]] [--nodeport-addresses CIDR,...|primary] [--masquerade-all] [--proxy-table T] [--allowed-external-ip-cidrs CIDR,...]]';
 
@@ -69,7 +91,7 @@ export function proxyEvents(v: Record<string, string | boolean | undefined>, nod
 export function proxyComponent(
   opts: Omit<ProxyOptions, 'nodeName'>,
   nodeName: string,
-  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health' | 'events'> = {},
+  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health' | 'events' | 'proxierHealth'> = {},
 ): ProxyComponent {
   // Loaded only when the proxy runs: the policy agent alone never pays for it.
   const { ProxyComponent } = require('../proxy/component') as typeof import('../proxy/component');

@@ -90,6 +90,9 @@ export interface NodeInfo {
   addresses: NodeAddressInfo[];
   /** spec.podCIDRs (or spec.podCIDR), canonical. */
   podCIDRs: string[];
+  /** Being deleted (metadata.deletionTimestamp), or tainted ToBeDeletedByClusterAutoscaler: the
+   * proxy's /healthz turns 503 so load balancers drain the node first. */
+  toBeDeleted?: true;
 }
 
 /** A ClusterIP Service as the API server defaults one: no external addresses, Cluster traffic

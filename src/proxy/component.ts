@@ -12,6 +12,7 @@ import { ClaimIndex, Refusal } from './claims';
 import { cleanStaleFlows, reconcileConntrack, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
 import type { HealthCheckServer } from './health';
 import type { ProxyMetrics } from './metrics';
+import type { ProxierHealth } from './proxier-health';
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
 import type { SetElement } from '../nft/types';
@@ -47,6 +48,8 @@ export interface ProxyOptions {
   allowedExternalIPCIDRs?: string[];
   /** Records a Warning Event on a Service refused an address or port; none when absent. */
   events?: ServiceEventSink;
+  /** kube-proxy's /healthz and /livez state, fed with queued changes, commits and this Node. */
+  proxierHealth?: ProxierHealth;
 }
 
 /** Where refusals go as Kubernetes Events (src/k8s/event-writer.ts). */
@@ -203,6 +206,8 @@ export class ProxyComponent implements Component {
     this.chainService.clear();
     this.slotChanged.clear();
     for (const [k, n] of snapshot.nodes ?? []) this.nodes.set(k, n);
+    // Eligible until the Node says otherwise (kube-proxy: while starting up).
+    if (this.nodes.has(this.opts.nodeName)) this.opts.proxierHealth?.syncNode(this.nodes.get(this.opts.nodeName));
     this.claims.clear();
     for (const [k, s] of snapshot.services ?? []) {
       this.services.set(k, s);
@@ -251,6 +256,7 @@ export class ProxyComponent implements Component {
       case 'Node':
         if (change.type === 'upsert') this.nodes.set(change.key, change.object);
         else this.nodes.delete(change.key);
+        if (change.key === this.opts.nodeName) this.opts.proxierHealth?.syncNode(this.nodes.get(change.key));
         this.nodeChanged(scope);
         break;
       default:
@@ -258,12 +264,16 @@ export class ProxyComponent implements Component {
     }
     this.resyncSlotChanges(scope);
     const touched = scopeSize(scope) !== before;
-    if (touched) this.opts.metrics?.queued();
+    if (touched) {
+      this.opts.metrics?.queued();
+      this.opts.proxierHealth?.queued();
+    }
     return touched;
   }
 
   afterCommit(_diff: RuleSetDiff, kind: SyncKind): Promise<void> {
     this.opts.metrics?.programmed(this.pendingTriggerTimes);
+    this.opts.proxierHealth?.updated();
     const health = this.syncHealth();
     this.pendingTriggerTimes.length = 0;
     const flows = this.pendingStaleFlows.splice(0);
