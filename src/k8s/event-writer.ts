@@ -5,11 +5,10 @@
  * is counted. Writes are queued and sent one at a time; a failure is logged, never thrown: an
  * Event is a report, not state. */
 import { randomBytes } from 'node:crypto';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { serverUrl, statusMessage } from './raw-list';
+import { requestText, serverUrl, statusMessage } from './raw-list';
 
 export interface EventObject {
   kind: string;
@@ -116,17 +115,6 @@ export function kubeConfigTransport(kc: KubeConfig): EventTransport {
       headers: { Accept: 'application/json', 'Content-Type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' },
     };
     await kc.applyToHTTPSOptions(opts);
-    const payload = JSON.stringify(body);
-    return new Promise((resolve, reject) => {
-      const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      });
-      req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${REQUEST_TIMEOUT_MS / 1000} s`)));
-      req.on('error', reject);
-      req.end(payload);
-    });
+    return requestText(url, opts, REQUEST_TIMEOUT_MS, method, JSON.stringify(body));
   };
 }
