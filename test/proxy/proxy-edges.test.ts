@@ -3,7 +3,8 @@
  * `externalTrafficPolicy: Local` Service with no local endpoint is served by the cluster's
  * endpoints; hairpin masquerade touches only connections the proxy translated, so the node's own
  * flows to itself are left alone with a host-network endpoint; an endpoint at a loopback address
- * is refused. `conntrack` is only the oracle. */
+ * is refused; another Service's cluster IP listed as an external IP is refused (CVE-2020-8554).
+ * `conntrack` is only the oracle. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { endpoint, node, service, slice, snapshotOf } from './fixtures';
@@ -35,6 +36,9 @@ describe('kube-proxy edges, real packets', () => {
       }),
       service('x', 'hostnet', { clusterIPs: dual(42), ports: httpDns }),
       service('x', 'loop', { clusterIPs: dual(43), ports: httpDns }),
+      // Another namespace lists x/victim's cluster IPs as its external IPs, and is even older.
+      service('x', 'victim', { clusterIPs: dual(44), ports: httpDns, createdMs: 2 }),
+      service('attacker', 'steal', { clusterIPs: dual(45), externalIPs: dual(44), ports: httpDns, createdMs: 1 }),
     ];
     const slices = [
       ...dualSlices('web', [{ v4: podV4(0), v6: podV6(0), nodeName: N1 }]),
@@ -42,6 +46,9 @@ describe('kube-proxy edges, real packets', () => {
       ...dualSlices('hostnet', [{ v4: NODE_V4, v6: NODE_V6, nodeName: N1 }]),
       slice('x', 'loop-4', 'loop', { ports: slicePorts, endpoints: [endpoint('127.0.0.1', N1)] }),
       slice('x', 'loop-6', 'loop', { addressType: 'IPv6', ports: slicePorts, endpoints: [endpoint('::1', N1)] }),
+      ...dualSlices('victim', [{ v4: podV4(0), v6: podV6(0), nodeName: N1 }]),
+      slice('attacker', 'steal-4', 'steal', { ports: slicePorts, endpoints: [endpoint(podV4(1), N1)] }),
+      slice('attacker', 'steal-6', 'steal', { addressType: 'IPv6', ports: slicePorts, endpoints: [endpoint(podV6(1), N1)] }),
     ];
     proxy = await startProxyAgent(net.nodeNsPath, { nodeName: N1, clusterCIDRs: POD_CIDRS }, snapshotOf(services, slices, nodes));
   });
@@ -75,6 +82,14 @@ describe('kube-proxy edges, real packets', () => {
       assert.deepEqual(await probes(net.node, nodeIP, NODE_OWN, 'tcp', 1), [`node ${nodeIP}`]);
       const snat = net.run(['conntrack', '-L', '-f', fam === 'v4' ? 'ipv4' : 'ipv6', '-p', 'tcp', '--dport', String(NODE_OWN), '--src-nat']);
       assert.equal(snat.trim(), '', `no source NAT on the node's own flow:\n${snat}`);
+    });
+
+    test(`${fam}: a Service listing another's cluster IP as an external IP gets none of its traffic`, T, async () => {
+      for (const protocol of ['tcp', 'udp'] as const) {
+        for (const r of await probes(net.node, vip(44), protocol === 'tcp' ? 80 : 53, protocol, 3)) assert.match(r, /^pod0 /, `${protocol}: x/victim's own endpoint answers`);
+      }
+      // Its own cluster IP still works.
+      assert.match((await probes(net.node, vip(45), 80, 'tcp', 1))[0], /^pod1 /);
     });
 
     test(`${fam}: an endpoint at a loopback address is refused: the service has no endpoint, loopback flows stay untouched`, T, async () => {
