@@ -84,12 +84,14 @@ export class ClaimIndex {
   }
 
   /** Records a Service's claims (undefined: it is gone, or claims nothing); returns the other
-   * Services whose decision may have changed. */
-  put(service: string, svc: ServiceInfo | undefined): Set<string> {
+   * Services whose decision may have changed (none collected when `affects` is false: a start
+   * decides every Service anyway). */
+  put(service: string, svc: ServiceInfo | undefined, affects = true): Set<string> {
     const old = this.services.get(service);
     const keys = svc ? claimKeys(svc) : [];
     const affected = new Set<string>();
     const touch = (k: string) => {
+      if (!affects) return;
       for (const other of [k, ...related(k)]) for (const h of this.holders.get(other) ?? []) affected.add(h);
     };
     for (const k of old?.keys ?? []) {

@@ -211,7 +211,7 @@ export class ProxyComponent implements Component {
     this.claims.clear();
     for (const [k, s] of snapshot.services ?? []) {
       this.services.set(k, s);
-      this.claims.put(k, isProxied(s) ? s : undefined);
+      this.claims.put(k, isProxied(s) ? s : undefined, false);
     }
     for (const [k, s] of snapshot.endpointSlices ?? []) this.addSlice(k, s);
     this.env = this.computeEnv();
