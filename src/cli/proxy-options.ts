@@ -1,10 +1,16 @@
 /** The service proxy's command-line options, with kube-proxy's names and meanings:
  * --proxy, --no-policy, --cluster-cidr CIDR[,CIDR], --nodeport-addresses CIDR,...|primary,
- * --masquerade-all, --proxy-table T. */
+ * --masquerade-all, --proxy-table T, and --allowed-external-ip-cidrs CIDR,... (what operators
+ * enforce with admission for kube-proxy: externalIPs outside them are refused),
+ * --healthz-bind-address ADDR (kube-proxy's /healthz and /livez) and --kube-proxy-metric-names. */
+import type { Logger } from 'pino';
 import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
 import { parseCidr } from '../net/ip';
 import type { ProxyComponent, ProxyOptions } from '../proxy/component';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
+import type { MetricPrefix } from '../proxy/metrics';
+import { DEFAULT_HEALTHZ_BIND_ADDRESS } from '../proxy/proxier-health';
+import { ListenAddress, parseListenAddress } from '../observe/server';
 import { OptionTable, tableName } from './options';
 
 export const PROXY_CLI_OPTIONS = {
@@ -13,9 +19,28 @@ export const PROXY_CLI_OPTIONS = {
   'nodeport-addresses': { type: 'string', value: 'CIDR,...|primary', description: 'the addresses NodePorts answer on', default: 'primary' },
   'masquerade-all': { type: 'boolean', description: 'masquerade all traffic to services' },
   'proxy-table': { type: 'string', value: 'NAME', description: "name of the service proxy's table (family inet)", default: DEFAULT_PROXY_TABLE },
+  'allowed-external-ip-cidrs': { type: 'string', value: 'CIDR,...', description: 'externalIPs a Service may use; others are refused (warning, metric, Event)', default: 'all' },
 } as const satisfies OptionTable;
 
-export const PROXY_USAGE = '[--proxy [--no-policy] [--cluster-cidr CIDR[,CIDR]] [--nodeport-addresses CIDR,...|primary] [--masquerade-all] [--proxy-table T]]';
+/** What only the long-running agent serves for the proxy. */
+export const PROXY_AGENT_OPTIONS = {
+  'healthz-bind-address': { type: 'string', value: 'ADDR', description: "kube-proxy's /healthz and /livez on host:port or [ipv6]:port, '' off", default: DEFAULT_HEALTHZ_BIND_ADDRESS },
+  'kube-proxy-metric-names': { type: 'boolean', description: "name the proxy's metrics kubeproxy_* as kube-proxy does (default nfkube_proxy_*)" },
+} as const satisfies OptionTable;
+
+export const PROXY_AGENT_USAGE = '[--healthz-bind-address ADDR] [--kube-proxy-metric-names]';
+
+/** Where the agent serves kube-proxy's /healthz and /livez (none when off), and its metric names. */
+export function proxyServing(v: Record<string, string | boolean | undefined>): { healthzAddress?: ListenAddress; metricPrefix: MetricPrefix } {
+  if (v.proxy !== true) for (const flag of Object.keys(PROXY_AGENT_OPTIONS)) if (v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
+  const healthz = ((v['healthz-bind-address'] as string | undefined) ?? DEFAULT_HEALTHZ_BIND_ADDRESS).trim();
+  return {
+    healthzAddress: healthz === '' ? undefined : parseListenAddress(healthz, '--healthz-bind-address'),
+    metricPrefix: v['kube-proxy-metric-names'] === true ? 'kubeproxy_' : 'nfkube_proxy_',
+  };
+}
+
+export const PROXY_USAGE = '[--proxy [--no-policy] [--cluster-cidr CIDR[,CIDR]] [--nodeport-addresses CIDR,...|primary] [--masquerade-all] [--proxy-table T] [--allowed-external-ip-cidrs CIDR,...]]';
 
 function cidrList(text: string, flag: string): string[] {
   const list = text.split(',').map((s) => s.trim()).filter(Boolean);
@@ -28,7 +53,7 @@ function cidrList(text: string, flag: string): string[] {
 export function proxyChoice(v: Record<string, string | boolean | undefined>): { policy: boolean; proxy?: Omit<ProxyOptions, 'nodeName'>; kinds: ObjectKind[] } {
   const proxy = v.proxy === true;
   const policy = v['no-policy'] !== true;
-  for (const flag of ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'proxy-table']) {
+  for (const flag of ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'proxy-table', 'allowed-external-ip-cidrs']) {
     if (!proxy && v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
   }
   if (!policy && !proxy && v.ipam !== true) throw new Error('--no-policy needs --proxy or --ipam (the agent would have nothing to do)');
@@ -43,14 +68,30 @@ export function proxyChoice(v: Record<string, string | boolean | undefined>): { 
       clusterCIDRs: v['cluster-cidr'] !== undefined ? cidrList(v['cluster-cidr'] as string, '--cluster-cidr') : undefined,
       nodePortAddresses: np === undefined || np.trim() === 'primary' ? 'primary' : cidrList(np, '--nodeport-addresses'),
       masqueradeAll: v['masquerade-all'] === true,
+      allowedExternalIPCIDRs: v['allowed-external-ip-cidrs'] !== undefined ? cidrList(v['allowed-external-ip-cidrs'] as string, '--allowed-external-ip-cidrs') : [],
     },
   };
+}
+
+/** The proxy's Event writer when the agent reads an API server (none over manifests). */
+export function proxyEvents(v: Record<string, string | boolean | undefined>, nodeName: string, logger: Logger): ProxyOptions['events'] {
+  if (v.manifests !== undefined) return undefined;
+  const { loadKubeConfig } = require('../k8s/informer-source') as typeof import('../k8s/informer-source');
+  const { EventWriter, kubeConfigTransport } = require('../k8s/event-writer') as typeof import('../k8s/event-writer');
+  let kc: ReturnType<typeof loadKubeConfig>;
+  try {
+    kc = loadKubeConfig(v.kubeconfig as string | undefined);
+  } catch {
+    // No cluster to reach: opening the source reports it, with the flags to pass.
+    return undefined;
+  }
+  return new EventWriter(kubeConfigTransport(kc), { component: 'nfkube-proxy', host: nodeName }, logger);
 }
 
 export function proxyComponent(
   opts: Omit<ProxyOptions, 'nodeName'>,
   nodeName: string,
-  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health'> = {},
+  extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health' | 'events' | 'proxierHealth'> = {},
 ): ProxyComponent {
   // Loaded only when the proxy runs: the policy agent alone never pays for it.
   const { ProxyComponent } = require('../proxy/component') as typeof import('../proxy/component');

@@ -15,7 +15,7 @@ import { tableName } from './options';
 
 /** The recorded options of the policy table, and of the proxy's. */
 export const POLICY_RECORDED = ['deny-action', 'log-drops', 'log-group', 'log-rate', 'log-burst', 'policy-mode'] as const;
-export const PROXY_RECORDED = ['cluster-cidr', 'nodeport-addresses', 'masquerade-all'] as const;
+export const PROXY_RECORDED = ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'allowed-external-ip-cidrs'] as const;
 const RECORDED_TYPES: Record<string, 'string' | 'boolean'> = { 'log-drops': 'boolean', 'masquerade-all': 'boolean' };
 
 /** `--name=value` words, `--name` for a boolean that is on; the order is fixed so one setting
@@ -46,6 +46,7 @@ export function proxyRecord(o: Omit<ProxyOptions, 'nodeName'>): string {
     ['cluster-cidr', o.clusterCIDRs?.join(',')],
     ['nodeport-addresses', np === undefined || np === 'primary' ? undefined : np.join(',')],
     ['masquerade-all', o.masqueradeAll === true],
+    ['allowed-external-ip-cidrs', o.allowedExternalIPCIDRs?.length ? o.allowedExternalIPCIDRs.join(',') : undefined],
   ]);
 }
 

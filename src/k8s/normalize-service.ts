@@ -259,6 +259,9 @@ export function normalizeService(raw: unknown, opts: NormalizeOptions = {}): Ser
   const proxyName = labels[SERVICE_PROXY_NAME_LABEL];
   if (proxyName !== undefined) svc.proxyName = proxyName;
   if (labels[HEADLESS_LABEL] !== undefined) svc.headlessLabel = true;
+  const created = meta.creationTimestamp;
+  const createdMs = created instanceof Date ? created.getTime() : typeof created === 'string' ? Date.parse(created) : NaN;
+  if (!Number.isNaN(createdMs)) svc.createdMs = createdMs;
   return svc;
 }
 
@@ -332,6 +335,9 @@ export function normalizeEndpointSlice(raw: unknown, opts: NormalizeOptions = {}
   return slice;
 }
 
+/** The Cluster Autoscaler's taint on a node it is about to delete. */
+const TO_BE_DELETED_TAINT = 'ToBeDeletedByClusterAutoscaler';
+
 export function normalizeNode(raw: unknown, opts: NormalizeOptions = {}): NodeInfo {
   const { id, r, obj, meta, spec, status } = readObject('Node', raw, opts);
   const labels = r.stringMap(meta.labels, 'metadata.labels');
@@ -356,5 +362,8 @@ export function normalizeNode(raw: unknown, opts: NormalizeOptions = {}): NodeIn
   const podCIDRs = parseEach(cidrFns, opts, false);
   const node: NodeInfo = { name: id.name, addresses, podCIDRs };
   if (labels[ZONE_LABEL]) node.zone = labels[ZONE_LABEL];
+  const taints = Array.isArray(spec.taints) ? (spec.taints as unknown[]) : [];
+  const autoscalerTaint = taints.some((t) => (t as { key?: unknown } | null)?.key === TO_BE_DELETED_TAINT);
+  if (meta.deletionTimestamp || autoscalerTaint) node.toBeDeleted = true;
   return node;
 }

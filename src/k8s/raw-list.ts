@@ -66,21 +66,25 @@ function withPagingAgent(opts: RequestOptions): RequestOptions {
   return opts;
 }
 
-function get(url: URL, opts: RequestOptions): Promise<string> {
+async function get(url: URL, opts: RequestOptions): Promise<string> {
+  const { status, text } = await requestText(url, opts, LIST_TIMEOUT_MS, 'LIST');
+  if (status === 200) return text;
+  throw new ListError(status, `LIST ${url.pathname}: HTTP ${status}: ${statusMessage(text)}`);
+}
+
+/** One request (`body` sent as is), its status code and the answer's text; `what` names it in a
+ * timeout's error. */
+export function requestText(url: URL, opts: RequestOptions, timeoutMs: number, what: string, body?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode === 200) return resolve(text);
-        reject(new ListError(res.statusCode ?? 0, `LIST ${url.pathname}: HTTP ${res.statusCode}: ${statusMessage(text)}`));
-      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
     });
-    req.setTimeout(LIST_TIMEOUT_MS, () => req.destroy(new Error(`LIST ${url.pathname}: no answer in ${LIST_TIMEOUT_MS / 1000} s`)));
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`${what} ${url.pathname}: no answer in ${timeoutMs / 1000} s`)));
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 

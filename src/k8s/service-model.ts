@@ -39,6 +39,9 @@ export interface ServiceInfo {
   proxyName?: string;
   /** The service.kubernetes.io/headless label is set: kube-proxy's informers never see it. */
   headlessLabel?: true;
+  /** metadata.creationTimestamp, ms since the epoch: the older of two Services claiming one
+   * address or port keeps it. */
+  createdMs?: number;
 }
 
 export interface EndpointPortInfo {
@@ -87,6 +90,9 @@ export interface NodeInfo {
   addresses: NodeAddressInfo[];
   /** spec.podCIDRs (or spec.podCIDR), canonical. */
   podCIDRs: string[];
+  /** Being deleted (metadata.deletionTimestamp), or tainted ToBeDeletedByClusterAutoscaler: the
+   * proxy's /healthz turns 503 so load balancers drain the node first. */
+  toBeDeleted?: true;
 }
 
 /** A ClusterIP Service as the API server defaults one: no external addresses, Cluster traffic

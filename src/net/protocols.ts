@@ -30,3 +30,8 @@ export const NFPROTO_IPV6 = 10;
  * NF_CT_STATE_UNTRACKED_BIT in linux/netfilter/nf_conntrack_common.h), by nft's names. */
 export const CT_STATE = { invalid: 1, established: 2, related: 4, new: 8, untracked: 64 } as const;
 export type CtStateName = keyof typeof CT_STATE;
+
+/** `ct status` bits (enum ip_conntrack_status in linux/netfilter/nf_conntrack_common.h), by nft's
+ * names. */
+export const CT_STATUS = { snat: 1 << 4, dnat: 1 << 5 } as const;
+export type CtStatusName = keyof typeof CT_STATUS;

@@ -1,6 +1,6 @@
 /** Expression builders in nft's vocabulary (`ip saddr @s`, `ct state established,related`), so
  * callers write intent and get exactly the expression lists nft itself would generate. */
-import { CT_STATE, CtStateName, IPPROTO, IpProtocolName, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
+import { CT_STATE, CT_STATUS, CtStateName, CtStatusName, IPPROTO, IpProtocolName, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
 import { canonicalRegister } from './canonical';
 import * as C from './constants';
 import { Expr, Verdict } from './types';
@@ -116,10 +116,20 @@ export function vmap(set: string, sreg: number = REG): Expr {
 
 /** `ct state established,related` */
 export function ctState(states: CtStateName[]): Expr[] {
+  return ctBits(C.NFT_CT_STATE, states.reduce((m, s) => m | CT_STATE[s], 0));
+}
+
+/** `ct status dnat` */
+export function ctStatus(bits: CtStatusName[]): Expr[] {
+  return ctBits(C.NFT_CT_STATUS, bits.reduce((m, s) => m | CT_STATUS[s], 0));
+}
+
+/** Any of the `bits` of the conntrack field `key` is set. */
+function ctBits(key: number, bits: number): Expr[] {
   const mask = Buffer.alloc(4);
-  mask.writeUInt32LE(states.reduce((m, s) => m | CT_STATE[s], 0));
+  mask.writeUInt32LE(bits);
   return [
-    { type: 'ct', key: C.NFT_CT_STATE, dreg: REG },
+    { type: 'ct', key, dreg: REG },
     { type: 'bitwise', sreg: REG, dreg: REG, len: 4, op: 'bool', mask, xor: Buffer.alloc(4) },
     { type: 'cmp', sreg: REG, op: 'neq', data: Buffer.alloc(4) },
   ];

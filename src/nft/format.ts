@@ -6,10 +6,10 @@ import { mergeRanges, registerOffset } from './canonical';
 import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
-import { CT_STATE, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
+import { CT_STATE, CT_STATUS, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
 import { readHostU32, TYPE_LEN, typeText } from './values';
 
-type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'hex' | 'fib_addrtype';
+type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'ct_status' | 'hex' | 'fib_addrtype';
 
 interface Loaded {
   text: string;
@@ -25,6 +25,7 @@ const CT_STATES = Object.entries(CT_STATE).map(([name, bit]) => [bit, name] as c
 const CT_KEYS: Record<number, [string, ValueKind]> = {
   [C.NFT_CT_STATE]: ['ct state', 'ct_state'],
   [C.NFT_CT_MARK]: ['ct mark', 'mark'],
+  [C.NFT_CT_STATUS]: ['ct status', 'ct_status'],
 };
 const META_KEYS: Record<number, [string, ValueKind]> = {
   [C.NFT_META_MARK]: ['meta mark', 'mark'],
@@ -43,6 +44,7 @@ const VALUE_LENGTHS: Partial<Record<ValueKind, readonly number[]>> = {
   inet_proto: [1],
   nfproto: [1],
   ct_state: [4],
+  ct_status: [4],
   mark: [4],
   ether_addr: [6],
   integer: [1, 2, 3, 4],
@@ -106,6 +108,13 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     case 'ct_state': {
       const v = b.readUInt32LE(0);
       return CT_STATES.filter(([bit]) => v & bit).map(([, n]) => n).join(',') || '0x0';
+    }
+    case 'ct_status': {
+      const v = b.readUInt32LE(0);
+      const names = Object.entries(CT_STATUS).filter(([, bit]) => v & bit);
+      // A bit without a name here stays a number, so nothing is lost in the text.
+      const rest = names.reduce((r, [, bit]) => r & ~bit, v);
+      return [...names.map(([n]) => n), ...(rest ? [`0x${rest.toString(16)}`] : [])].join(',') || '0x0';
     }
     case 'mark':
       return `0x${b.readUInt32LE(0).toString(16).padStart(8, '0')}`;
@@ -233,8 +242,8 @@ export function formatRuleBody(rule: Expr[]): string {
         const src = take(e.sreg);
         if (!src) break;
         const ops: Record<string, string> = { eq: '', neq: '!= ', lt: '< ', lte: '<= ', gt: '> ', gte: '>= ' };
-        if (src.kind === 'ct_state' && lastBitwise?.reg === e.sreg && lastBitwise.mask && e.op === 'neq' && e.data.length === 4 && e.data.readUInt32LE(0) === 0) {
-          out.push({ text: `${src.text} ${formatValue(lastBitwise.mask, 'ct_state')}` });
+        if ((src.kind === 'ct_state' || src.kind === 'ct_status') && lastBitwise?.reg === e.sreg && lastBitwise.mask && e.op === 'neq' && e.data.length === 4 && e.data.readUInt32LE(0) === 0) {
+          out.push({ text: `${src.text} ${formatValue(lastBitwise.mask, src.kind)}` });
         } else if (lastBitwise?.reg === e.sreg && lastBitwise.mask && (src.kind === 'ipv4_addr' || src.kind === 'ipv6_addr')) {
           const prefix = [...lastBitwise.mask].reduce((n, byte) => n + byte.toString(2).replace(/0/g, '').length, 0);
           out.push({ text: `${src.text} ${ops[e.op]}${formatValue(e.data, src.kind)}/${prefix}` });

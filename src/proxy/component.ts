@@ -8,9 +8,11 @@
 import type { Logger } from 'pino';
 import { ConntrackClient } from '../conntrack/client';
 import { ChangeScope } from '../pipeline/scope';
-import { cleanStaleFlows, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
+import { ClaimIndex, Refusal } from './claims';
+import { cleanStaleFlows, reconcileConntrack, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
 import type { HealthCheckServer } from './health';
 import type { ProxyMetrics } from './metrics';
+import type { ProxierHealth } from './proxier-health';
 import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
 import type { SetElement } from '../nft/types';
@@ -41,6 +43,18 @@ export interface ProxyOptions {
   metrics?: ProxyMetrics;
   /** Serves the health-check node ports of ETP Local load balancers; none when absent. */
   health?: HealthCheckServer;
+  /** --allowed-external-ip-cidrs: externalIPs outside them are refused; empty or absent: all
+   * allowed. */
+  allowedExternalIPCIDRs?: string[];
+  /** Records a Warning Event on a Service refused an address or port; none when absent. */
+  events?: ServiceEventSink;
+  /** kube-proxy's /healthz and /livez state, fed with queued changes, commits and this Node. */
+  proxierHealth?: ProxierHealth;
+}
+
+/** Where refusals go as Kubernetes Events (src/k8s/event-writer.ts). */
+export interface ServiceEventSink {
+  warning(object: { kind: 'Service'; namespace: string; name: string }, reason: string, message: string): void;
 }
 
 interface Rendered {
@@ -60,6 +74,9 @@ interface Rendered {
   localEndpoints: number;
   /** Load-balancing chains that asked for a draw slot, and their family. */
   drawChains: Map<string, Fam>;
+  /** Claims and endpoints refused (claims.ts, service-ports.ts). */
+  refusals: Refusal[];
+  healthCheckRefused: boolean;
   /** Its entries and owned elements by map and key, once a change has compared them: the next
    * change compares against them again. */
   entryIndex?: Map<string, Map<string, SetElement>>;
@@ -77,7 +94,19 @@ class FullRenderScope extends ChangeScope {
   override element(): void {}
 }
 
-const EMPTY: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map(), localEndpoints: 0 };
+const EMPTY: Rendered = {
+  chains: new Map(),
+  sets: new Map(),
+  entries: [],
+  entryKeys: [],
+  owned: [],
+  endpoints: 0,
+  udp: new Map(),
+  drawChains: new Map(),
+  localEndpoints: 0,
+  refusals: [],
+  healthCheckRefused: false,
+};
 
 /** Which load-balancing chains of one family hash to each draw slot (render.ts): a chain holds
  * its slot while no other chain hashes there. */
@@ -133,6 +162,7 @@ export class ProxyComponent implements Component {
   /** service key -> keys of its slices. */
   private readonly slicesOf = new Map<string, Set<string>>();
   private readonly nodes = new Map<string, NodeInfo>();
+  private readonly claims: ClaimIndex;
   private readonly rendered = new Map<string, Rendered>();
   private readonly drawSlots: Record<Fam, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
   /** Load-balancing chain -> its service. */
@@ -151,16 +181,22 @@ export class ProxyComponent implements Component {
   /** Conntrack entries deleted so far. */
   conntrackDeleted = 0;
   private cleaning: Promise<void> = Promise.resolve();
+  /** Health-check node ports that could not be served at the last sync. */
+  private healthFailures: Refusal[] = [];
+  /** A conntrack reconcile ran since start(). */
+  private reconciled = false;
 
   constructor(readonly opts: ProxyOptions) {
     this.table = { family: 'inet', name: opts.table ?? DEFAULT_PROXY_TABLE };
     this.renderer = new ProxyRenderer(this.table.name, opts.masqueradeBit);
     this.desired = emptyModel({ ...this.table });
+    this.claims = new ClaimIndex(opts.allowedExternalIPCIDRs);
     for (const c of opts.clusterCIDRs ?? []) if (!parseCidr(c)) throw new Error(`--cluster-cidr: "${c}" is not a CIDR`);
     if (Array.isArray(opts.nodePortAddresses)) for (const c of opts.nodePortAddresses) if (!parseCidr(c)) throw new Error(`--nodeport-addresses: "${c}" is not a CIDR`);
   }
 
   start(snapshot: ClusterSnapshot): void {
+    this.reconciled = false;
     this.services.clear();
     this.slices.clear();
     this.slicesOf.clear();
@@ -170,7 +206,13 @@ export class ProxyComponent implements Component {
     this.chainService.clear();
     this.slotChanged.clear();
     for (const [k, n] of snapshot.nodes ?? []) this.nodes.set(k, n);
-    for (const [k, s] of snapshot.services ?? []) this.services.set(k, s);
+    // Eligible until the Node says otherwise (kube-proxy: while starting up).
+    if (this.nodes.has(this.opts.nodeName)) this.opts.proxierHealth?.syncNode(this.nodes.get(this.opts.nodeName));
+    this.claims.clear();
+    for (const [k, s] of snapshot.services ?? []) {
+      this.services.set(k, s);
+      this.claims.put(k, isProxied(s) ? s : undefined, false);
+    }
     for (const [k, s] of snapshot.endpointSlices ?? []) this.addSlice(k, s);
     this.env = this.computeEnv();
     this.envKey = JSON.stringify(this.env);
@@ -189,11 +231,16 @@ export class ProxyComponent implements Component {
   apply(change: ClusterChange, scope: ChangeScope): boolean {
     const before = scopeSize(scope);
     switch (change.kind) {
-      case 'Service':
+      case 'Service': {
         if (change.type === 'upsert') this.services.set(change.key, change.object);
         else this.services.delete(change.key);
+        const svc = this.services.get(change.key);
+        // Another Service may win or lose an address or port this one claimed or gave up.
+        const affected = this.claims.put(change.key, svc && isProxied(svc) ? svc : undefined);
         this.resyncService(change.key, scope);
+        for (const other of affected) this.resyncService(other, scope);
         break;
+      }
       case 'EndpointSlice': {
         const old = this.slices.get(change.key);
         if (change.type === 'upsert') {
@@ -209,6 +256,7 @@ export class ProxyComponent implements Component {
       case 'Node':
         if (change.type === 'upsert') this.nodes.set(change.key, change.object);
         else this.nodes.delete(change.key);
+        if (change.key === this.opts.nodeName) this.opts.proxierHealth?.syncNode(this.nodes.get(change.key));
         this.nodeChanged(scope);
         break;
       default:
@@ -216,21 +264,68 @@ export class ProxyComponent implements Component {
     }
     this.resyncSlotChanges(scope);
     const touched = scopeSize(scope) !== before;
-    if (touched) this.opts.metrics?.queued();
+    if (touched) {
+      this.opts.metrics?.queued();
+      this.opts.proxierHealth?.queued();
+    }
     return touched;
   }
 
-  afterCommit(_diff: RuleSetDiff, _kind: SyncKind): Promise<void> {
+  afterCommit(_diff: RuleSetDiff, kind: SyncKind): Promise<void> {
     this.opts.metrics?.programmed(this.pendingTriggerTimes);
-    // Health answers follow what is committed, not what is only desired.
-    this.opts.health?.sync(this.healthChecks()).catch((err: unknown) => this.opts.logger?.error({ err }, 'health-check node ports'));
+    this.opts.proxierHealth?.updated();
+    const health = this.syncHealth();
     this.pendingTriggerTimes.length = 0;
     const flows = this.pendingStaleFlows.splice(0);
+    // A full sync (start, periodic resync) reconciles the whole conntrack table, which also finds
+    // what changed while no process watched; an incremental one cleans what its change left.
     const conntrack = this.opts.conntrack;
-    if (!conntrack || flows.length === 0) return Promise.resolve();
-    // One cleanup at a time, in commit order.
+    let cleanup = Promise.resolve();
+    if (kind !== 'incremental') cleanup = this.reconcileConntrack();
+    else if (conntrack && flows.length > 0) cleanup = this.queueCleanup(() => cleanStaleFlows(conntrack, flows, this.opts.logger));
+    return Promise.all([health, cleanup]).then(() => undefined);
+  }
+
+  /** Health answers follow what is committed, not what is only desired. A health-check node port
+   * that cannot be served (in use) is reported as a refusal, once while it lasts. */
+  private async syncHealth(): Promise<void> {
+    if (!this.opts.health) return;
+    try {
+      const failed = await this.opts.health.sync(this.healthChecks());
+      const now: Refusal[] = failed.map(({ check, error }) => ({
+        kind: 'health-check-node-port',
+        service: check.service,
+        value: `TCP/${check.port}`,
+        message: `Service ${check.service}: health-check node port TCP/${check.port} cannot be served: ${error}`,
+      }));
+      this.reportRefusals(this.healthFailures, now);
+      this.healthFailures = now;
+    } catch (err) {
+      this.opts.logger?.error({ err }, 'health-check node ports');
+    }
+  }
+
+  /** Deletes every UDP conntrack entry the current services leave stale (conntrack-cleanup.ts
+   * reconcileStale), queued after the cleanups before it. */
+  reconcileConntrack(): Promise<void> {
+    const conntrack = this.opts.conntrack;
+    if (!conntrack) return Promise.resolve();
+    this.reconciled = true;
+    const ports = [...this.rendered.values()].flatMap((r) => [...r.udp.values()]);
+    return this.queueCleanup(() => reconcileConntrack(conntrack, ports, this.opts.logger));
+  }
+
+  /** For a run that ends after its first sync (`agent --once`): waits for the cleanups, and
+   * reconciles conntrack if no sync did (a table that already matched commits nothing). */
+  async settle(): Promise<void> {
+    if (!this.reconciled) await this.reconcileConntrack();
+    await this.cleaning;
+  }
+
+  /** One cleanup at a time, in commit order. */
+  private queueCleanup(work: () => Promise<number>): Promise<void> {
     const run = this.cleaning.then(async () => {
-      const n = await cleanStaleFlows(conntrack, flows, this.opts.logger);
+      const n = await work();
       this.conntrackDeleted += n;
       this.opts.metrics?.conntrackDeleted.inc(n);
     });
@@ -258,7 +353,7 @@ export class ProxyComponent implements Component {
   healthChecks(): { service: string; port: number; localEndpoints: number }[] {
     const out: { service: string; port: number; localEndpoints: number }[] = [];
     for (const [key, svc] of this.services) {
-      if (svc.healthCheckNodePort === undefined || !isProxied(svc)) continue;
+      if (svc.healthCheckNodePort === undefined || !isProxied(svc) || this.rendered.get(key)?.healthCheckRefused) continue;
       // Counted when the service was last rendered, which every change to it or its slices does.
       out.push({ service: key, port: svc.healthCheckNodePort, localEndpoints: this.rendered.get(key)?.localEndpoints ?? 0 });
     }
@@ -351,7 +446,9 @@ export class ProxyComponent implements Component {
     const svc = this.services.get(key);
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
-    const out: Rendered = { chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], endpoints: 0, udp: new Map(), drawChains: new Map(), localEndpoints: 0 };
+    const decision = this.claims.decide(key);
+    const out: Rendered = { ...EMPTY, chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], udp: new Map(), drawChains: new Map(), refusals: decision.refusals };
+    out.healthCheckRefused = !decision.healthCheckNodePort();
     // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses of
     // ready local endpoints that some service port uses, so a dual-stack pod counts once.
     const local: Record<Fam, Set<string>> | undefined = svc.healthCheckNodePort !== undefined ? { v4: new Set(), v6: new Set() } : undefined;
@@ -369,7 +466,17 @@ export class ProxyComponent implements Component {
       }
       return this.drawSlots[f].holds(chain, slot) ? slot : undefined;
     };
+    const refusedEndpoints = new Set<string>();
     for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
+      for (const ep of view.refusedEndpoints) refusedEndpoints.add(ep);
+      if (!decision.clusterIP(view.clusterIP)) continue;
+      const { protocol, port, nodePort } = view.port;
+      view.externalIPs = view.externalIPs.filter((ip) => decision.externalIP(ip, protocol, port));
+      view.loadBalancerIPs = view.loadBalancerIPs.filter((ip) => decision.externalIP(ip, protocol, port));
+      if (nodePort !== undefined && !decision.nodePort(protocol, nodePort)) {
+        const { nodePort: _refused, ...rest } = view.port;
+        view.port = rest;
+      }
       out.endpoints += view.endpoints.length;
       if (local) for (const ep of view.endpoints) if (ep.local && ep.ready) local[view.fam].add(ep.ip);
       const c: Contribution = this.renderer.servicePort(view, this.env, drawId);
@@ -387,10 +494,12 @@ export class ProxyComponent implements Component {
           dsts: [view.clusterIP, ...view.externalIPs, ...view.loadBalancerIPs].map((ip) => `${ip} ${p}`),
           nodePort: view.port.nodePort,
           endpoints: c.reachable.map((ep) => `${ep.ip} ${ep.port}`),
+          serving: view.endpoints.filter((ep) => ep.serving).map((ep) => ep.ip),
         });
       }
     }
     if (local) out.localEndpoints = Math.max(local.v4.size, local.v6.size);
+    for (const ep of refusedEndpoints) out.refusals.push({ kind: 'endpoint-address', service: key, value: ep, message: `Service ${key}: endpoint ${ep} refused` });
     return out;
   }
 
@@ -409,6 +518,7 @@ export class ProxyComponent implements Component {
       if (restored !== undefined) this.slotChanged.add(this.chainService.get(restored)!);
       if (emptyBlock) emptied.push([f, slot.block]);
     }
+    this.reportRefusals(old.refusals, now.refusals);
     for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
     const m = this.desired;
     for (const [name, c] of now.chains) {
@@ -465,6 +575,22 @@ export class ProxyComponent implements Component {
       scope.sets.add(name);
     }
     for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
+  }
+
+  /** Reports refusals that are new (a warning, a metric, an Event on the Service) and those that
+   * are over. */
+  private reportRefusals(old: Refusal[], now: Refusal[]): void {
+    if (old.length === 0 && now.length === 0) return;
+    const before = new Set(old.map((r) => r.message));
+    const after = new Set(now.map((r) => r.message));
+    for (const r of now) {
+      if (before.has(r.message)) continue;
+      this.opts.logger?.warn({ service: r.service, kind: r.kind, value: r.value, holder: r.holder }, r.message);
+      this.opts.metrics?.refused.inc({ kind: r.kind });
+      const [namespace, name] = r.service.split('/');
+      this.opts.events?.warning({ kind: 'Service', namespace, name }, REFUSAL_REASON, r.message);
+    }
+    for (const r of old) if (!after.has(r.message)) this.opts.logger?.info({ service: r.service, kind: r.kind, value: r.value }, `${r.message}: no longer`);
   }
 
   /** Re-renders the services whose draw slot was taken or given back by another's change. */
@@ -546,6 +672,9 @@ export class ProxyComponent implements Component {
     elements.set(k, next);
   }
 }
+
+/** The reason of the Events recorded for a refused claim. */
+export const REFUSAL_REASON = 'ServiceClaimRefused';
 
 /** The services claiming a shared-map element, kept on the element in force: the service key, or
  * the keys, sorted, when several render the same key (the first one's element is in force). On

@@ -17,6 +17,9 @@ export interface UdpServicePort {
   nodePort?: number;
   /** `ip port` of the endpoints this node DNATs to. */
   endpoints: string[];
+  /** Addresses of the serving endpoints anywhere (whatever the traffic policies and topology):
+   * a flow DNATed to one of them is left alone by the reconcile, as by kube-proxy's. */
+  serving: string[];
 }
 
 /** A selection of entries: UDP, original destination one of `dsts` (or the node port), and
@@ -75,13 +78,49 @@ export async function cleanStaleFlows(client: ConntrackClient, selections: Stale
       if (e.orig.proto !== IPPROTO_UDP) return false;
       return anyStale(e, byDst.get(`${e.orig.dst} ${e.orig.dstPort}`)) || (e.orig.dstPort !== undefined && anyStale(e, byNodePort.get(e.orig.dstPort)));
     });
-    const r = await client.delete(stale);
-    deleted += r.deleted;
-    if (r.failed.length > 0) logger?.warn({ failed: r.failed.length, code: r.failed[0].code }, 'some stale conntrack entries could not be deleted');
+    deleted += await deleteEntries(client, stale, logger);
   }
   return deleted;
 }
 
+async function deleteEntries(client: ConntrackClient, entries: CtEntry[], logger?: Logger): Promise<number> {
+  const r = await client.delete(entries);
+  if (r.failed.length > 0) logger?.warn({ failed: r.failed.length, code: r.failed[0].code }, 'some stale conntrack entries could not be deleted');
+  return r.deleted;
+}
+
 function anyStale(e: CtEntry, selections: StaleFlows[] | undefined): boolean {
   return selections !== undefined && selections.some((s) => isStale(e, s));
+}
+
+/** Which UDP entries the whole table of service ports leaves stale, whatever happened before this
+ * process (kube-proxy's conntrack reconciler, pkg/proxy/conntrack/cleanup.go): an entry to a
+ * service address and port, or to a node port, whose reply source is not a serving endpoint of a
+ * service port that has one. A service port without serving endpoints leaves its entries alone. */
+export function reconcileStale(entries: readonly CtEntry[], ports: Iterable<UdpServicePort>, fam: Fam): CtEntry[] {
+  const byDst = new Map<string, Set<string>>();
+  const byNodePort = new Map<number, Set<string>>();
+  for (const p of ports) {
+    if (p.fam !== fam || p.serving.length === 0) continue;
+    const serving = new Set(p.serving);
+    for (const d of p.dsts) byDst.set(d, serving);
+    if (p.nodePort !== undefined) byNodePort.set(p.nodePort, serving);
+  }
+  return entries.filter((e) => {
+    if (e.family !== fam || e.orig.proto !== IPPROTO_UDP || e.orig.dstPort === undefined) return false;
+    const toService = byDst.get(`${e.orig.dst} ${e.orig.dstPort}`);
+    if (toService && !toService.has(e.reply.src)) return true;
+    const toNodePort = byNodePort.get(e.orig.dstPort);
+    return toNodePort !== undefined && !toNodePort.has(e.reply.src);
+  });
+}
+
+/** Dumps each family's entries and deletes what reconcileStale finds. */
+export async function reconcileConntrack(client: ConntrackClient, ports: readonly UdpServicePort[], logger?: Logger): Promise<number> {
+  let deleted = 0;
+  for (const fam of ['v4', 'v6'] as const) {
+    if (!ports.some((p) => p.fam === fam && p.serving.length > 0)) continue;
+    deleted += await deleteEntries(client, reconcileStale(await client.dump(fam), ports, fam), logger);
+  }
+  return deleted;
 }

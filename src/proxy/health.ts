@@ -4,7 +4,6 @@
  * when the node has a ready local endpoint and 503 when not, so a cloud load balancer skips the
  * node. One listener per port, opened and closed as services come and go. */
 import { createServer, Server } from 'node:http';
-import type { Logger } from 'pino';
 
 export interface HealthCheck {
   /** `namespace/name` */
@@ -17,10 +16,12 @@ export class HealthCheckServer {
   private readonly servers = new Map<number, { server: Server; check: HealthCheck }>();
 
   /** `host`: the address to listen on (default all). */
-  constructor(private readonly opts: { host?: string; logger?: Logger } = {}) {}
+  constructor(private readonly opts: { host?: string } = {}) {}
 
-  /** Makes the listeners match `checks`. */
-  async sync(checks: HealthCheck[]): Promise<void> {
+  /** Makes the listeners match `checks`; returns those that could not be served (the port in
+   * use, say), with the error, to be tried again at the next sync. */
+  async sync(checks: HealthCheck[]): Promise<{ check: HealthCheck; error: string }[]> {
+    const failed: { check: HealthCheck; error: string }[] = [];
     const wanted = new Map(checks.map((c) => [c.port, c]));
     for (const [port, entry] of [...this.servers]) {
       if (wanted.has(port)) continue;
@@ -36,14 +37,15 @@ export class HealthCheckServer {
       const entry = { server: createServer((_req, res) => this.answer(entry.check, res)), check };
       this.servers.set(port, entry);
       await new Promise<void>((resolve) => {
-        entry.server.once('error', (err) => {
-          this.opts.logger?.error({ err, port, service: check.service }, 'health-check node port could not be served');
+        entry.server.once('error', (err: NodeJS.ErrnoException) => {
+          failed.push({ check, error: err.code ?? err.message });
           this.servers.delete(port);
           resolve();
         });
         entry.server.listen(port, this.opts.host, () => resolve());
       });
     }
+    return failed;
   }
 
   private answer(check: HealthCheck, res: import('node:http').ServerResponse): void {

@@ -3,12 +3,14 @@
  *
  *   filter-prerouting/input/forward/output  filter hooks at dstnat-10: `ct state new` jumps to
  *       firewall-check (prerouting, output) and endpoints-check (input, forward, output), which
- *       dispatch through @firewall-ips-vN and @no-endpoint-services-vN / @no-endpoint-nodeports-vN
+ *       dispatch through @firewall-ips-vN and @no-endpoint-services-vN / @no-endpoint-nodeports-vN;
+ *       forward and filter-output-post-dnat (dstnat+10) jump to cluster-ips-check, which rejects what
+ *       is still addressed to a cluster IP (@cluster-ips-vN): a port its Service does not define
  *   nat-prerouting/output (dstnat) -> services: `ip daddr . meta l4proto . th dport vmap
  *       @service-ips-v4`, `ip daddr @nodeport-ips-v4 fib daddr type local meta l4proto . th dport
  *       vmap @service-nodeports-v4`, and the same for IPv6
- *   nat-postrouting (srcnat) -> masquerading: masquerade hairpin traffic (`ip saddr . ip daddr
- *       @hairpin-vN`: a pod DNATed to itself) and what mark-for-masquerade marked
+ *   nat-postrouting (srcnat) -> masquerading: masquerade hairpin traffic (`ct status dnat ip saddr .
+ *       ip daddr @hairpin-vN`: a pod DNATed to itself) and what mark-for-masquerade marked
  *   per service port and family: service-… (Cluster policy endpoints), local-… (Local policy),
  *       external-… (NodePort, externalIPs, load-balancer IPs), firewall-… (source ranges)
  *
@@ -60,6 +62,9 @@ export const N = {
   endpointsCheck: 'endpoints-check',
   firewallCheck: 'firewall-check',
   reject: 'reject-chain',
+  noLocalEndpoints: 'no-local-endpoints',
+  clusterIPsCheck: 'cluster-ips-check',
+  clusterIPs: (f: Fam) => `cluster-ips-${f}`,
   serviceIPs: (f: Fam) => `service-ips-${f}`,
   serviceNodePorts: (f: Fam) => `service-nodeports-${f}`,
   noEndpointServices: (f: Fam) => `no-endpoint-services-${f}`,
@@ -357,11 +362,16 @@ export class ProxyRenderer {
     const chains: ChainModel[] = [
       { chain: this.chain('filter-prerouting', filter('prerouting')), rules: [r('filter-prerouting', [...ctNew, b.jump(N.firewallCheck)])] },
       { chain: this.chain('filter-input', filter('input')), rules: [r('filter-input', [...ctNew, b.jump(N.endpointsCheck)])] },
-      { chain: this.chain('filter-forward', filter('forward')), rules: [r('filter-forward', [...ctNew, b.jump(N.endpointsCheck)])] },
+      {
+        chain: this.chain('filter-forward', filter('forward')),
+        rules: [r('filter-forward', [...ctNew, b.jump(N.endpointsCheck)]), r('filter-forward', [...ctNew, b.jump(N.clusterIPsCheck)])],
+      },
       {
         chain: this.chain('filter-output', filter('output')),
         rules: [r('filter-output', [...ctNew, b.jump(N.endpointsCheck)]), r('filter-output', [...ctNew, b.jump(N.firewallCheck)])],
       },
+      // After DNAT: what is still addressed to a cluster IP matched no port of its Service.
+      { chain: this.chain('filter-output-post-dnat', { hook: 'output', priority: -90, type: 'filter', policy: 'accept' }), rules: [r('filter-output-post-dnat', [...ctNew, b.jump(N.clusterIPsCheck)])] },
       { chain: this.chain('nat-prerouting', { hook: 'prerouting', priority: -100, type: 'nat', policy: 'accept' }), rules: [r('nat-prerouting', [b.jump(N.services)])] },
       { chain: this.chain('nat-output', { hook: 'output', priority: -100, type: 'nat', policy: 'accept' }), rules: [r('nat-output', [b.jump(N.services)])] },
       { chain: this.chain('nat-postrouting', { hook: 'postrouting', priority: 100, type: 'nat', policy: 'accept' }), rules: [r('nat-postrouting', [b.jump(N.masquerading)])] },
@@ -374,12 +384,16 @@ export class ProxyRenderer {
         rules: FAMS.flatMap((f) => [r(N.endpointsCheck, tripleVmap(f, N.noEndpointServices(f))), r(N.endpointsCheck, nodePortVmap(f, N.noEndpointNodePorts(f)))]),
       },
       { chain: this.chain(N.firewallCheck), rules: FAMS.map((f) => r(N.firewallCheck, tripleVmap(f, N.firewallIPs(f)))) },
+      // A port no Service defines on a cluster IP: refused at once rather than left to time out.
+      { chain: this.chain(N.clusterIPsCheck), rules: FAMS.map((f) => r(N.clusterIPsCheck, [...b.matchAddrInSet(ADDR[f].daddr, N.clusterIPs(f)), b.goto(N.reject)])) },
       {
         chain: this.chain(N.masquerading),
         rules: [
           ...FAMS.map((f) => {
             const loads = b.concatLoads([ADDR[f].saddr, ADDR[f].daddr]);
-            return r(N.masquerading, [...loads.exprs, b.lookup(N.hairpin(f), loads.sreg), b.jump(N.markMasq)]);
+            // Only connections the proxy translated: an endpoint's own address to itself is
+            // otherwise any local flow of a host-network endpoint.
+            return r(N.masquerading, [...b.ctStatus(['dnat']), ...loads.exprs, b.lookup(N.hairpin(f), loads.sreg), b.jump(N.markMasq)]);
           }),
           r(N.masquerading, [
             { type: 'meta', key: C.NFT_META_MARK, dreg: C.NFT_REG_1 },
@@ -392,6 +406,17 @@ export class ProxyRenderer {
         ],
       },
       { chain: this.chain(N.markMasq), rules: [r(N.markMasq, this.markOp(inverse, markMask))] },
+      {
+        chain: this.chain(N.noLocalEndpoints),
+        rules: [
+          r(N.noLocalEndpoints, [
+            { type: 'fib', dreg: C.NFT_REG_1, result: C.NFT_FIB_RESULT_ADDRTYPE, flags: C.NFTA_FIB_F_SADDR },
+            { type: 'cmp', sreg: C.NFT_REG_1, op: 'eq', data: hostU32(RTN_LOCAL) },
+            b.verdict({ kind: 'return' }),
+          ]),
+          r(N.noLocalEndpoints, [b.drop()]),
+        ],
+      },
       {
         chain: this.chain(N.reject),
         // A TCP client learns of a reset at once; an IPv6 one may sit out a SYN retransmission
@@ -408,6 +433,7 @@ export class ProxyRenderer {
       for (const name of [N.serviceIPs(f), N.noEndpointServices(f), N.firewallIPs(f)]) sets.push({ set: this.set(name, { key: triple, flags: 0, data: 'verdict' }), elements: new Map() });
       for (const name of [N.serviceNodePorts(f), N.noEndpointNodePorts(f)]) sets.push({ set: this.set(name, { key: ['inet_proto', 'inet_service'], flags: 0, data: 'verdict' }), elements: new Map() });
       sets.push({ set: this.set(N.hairpin(f), { key: [ADDR[f].key, ADDR[f].key], flags: 0 }), elements: new Map() });
+      sets.push({ set: this.set(N.clusterIPs(f), { key: [ADDR[f].key], flags: 0 }), elements: new Map() });
       sets.push({ set: this.set(N.nodePortIPs(f), { key: [ADDR[f].key], flags: C.NFT_SET_INTERVAL }), elements: rangeElements(f, contents.nodePortRanges[f]) });
       sets.push({ set: this.set(N.clusterCIDRs(f), { key: [ADDR[f].key], flags: C.NFT_SET_INTERVAL }), elements: rangeElements(f, cidrRanges(contents.clusterCIDRs[f])) });
     }
@@ -452,14 +478,17 @@ export class ProxyRenderer {
       if (cat.local.length === 0) hasExternal = false;
     }
     const usesExternalChain = hasEndpoints && externallyAccessible;
-    const filterVerdict = (has: boolean): Verdict => (!hasEndpoints ? { kind: 'goto', chain: N.reject } : has ? { kind: 'continue' } : { kind: 'drop' });
-    const internalFilter = filterVerdict(hasInternal);
-    const externalFilter = filterVerdict(hasExternal);
+    const filterVerdict = (has: boolean, otherwise: Verdict): Verdict => (!hasEndpoints ? { kind: 'goto', chain: N.reject } : has ? { kind: 'continue' } : otherwise);
+    const internalFilter = filterVerdict(hasInternal, { kind: 'drop' });
+    // The node's own traffic to an external address is short-circuited to all endpoints (the
+    // external chain), so only other traffic is dropped when no endpoint is local.
+    const externalFilter = filterVerdict(hasExternal, { kind: 'goto', chain: N.noLocalEndpoints });
     const proto = v.port.protocol;
     const f = v.fam;
     const el = (map: string, key: Buffer, verdict: Verdict | undefined) => out.elements.push([map, verdict ? { key, verdict } : { key }]);
 
     // The cluster IP.
+    el(N.clusterIPs(f), addrBuf(v.clusterIP), undefined);
     if (hasInternal) el(N.serviceIPs(f), tripleKey(v.clusterIP, proto, v.port.port), { kind: 'goto', chain: internalChain });
     else el(N.noEndpointServices(f), tripleKey(v.clusterIP, proto, v.port.port), internalFilter);
     // External IPs.

@@ -3,7 +3,7 @@
  * the service port of the same name and protocol; an endpoint is keyed by address and port (the
  * first slice naming it wins, unless a later one says it is not terminating); only the family of
  * the slice's addressType. Headless, ExternalName and other proxies' services yield nothing. */
-import { canonicalIp, parseCidr } from '../net/ip';
+import { canonicalIp, ipInCidr, parseCidr, parseIp } from '../net/ip';
 import type { EndpointSliceInfo, ServiceInfo, ServicePortInfo } from '../k8s/service-model';
 import type { ProxyEndpoint } from './endpoints';
 
@@ -22,6 +22,31 @@ export interface ServicePortView {
   sourceRanges: string[];
   /** Sorted by address then port, so a render never depends on event order. */
   endpoints: ProxyEndpoint[];
+  /** Endpoint addresses refused (endpointAddressRefusal), with the reason. */
+  refusedEndpoints: string[];
+}
+
+/** Addresses an endpoint may not have, as the API server validates EndpointSlices (ValidateEndpointIP,
+ * CVE-2021-25737), which kube-proxy relies on: DNAT to them would reach the node's own loopback
+ * services or link-local neighbours. Manifests bypass that validation, so the proxy applies it. */
+const SPECIAL_ENDPOINT_RANGES: [string, string][] = [
+  ['0.0.0.0/32', 'unspecified'],
+  ['::/128', 'unspecified'],
+  ['127.0.0.0/8', 'loopback'],
+  ['::1/128', 'loopback'],
+  ['169.254.0.0/16', 'link-local'],
+  ['fe80::/10', 'link-local'],
+  ['224.0.0.0/24', 'link-local multicast'],
+  ['ff02::/16', 'link-local multicast'],
+];
+const SPECIAL_ENDPOINT_CIDRS = SPECIAL_ENDPOINT_RANGES.map(([c, why]) => [parseCidr(c)!, why] as const);
+
+/** Why an endpoint address is refused, or undefined when it is usable. */
+export function endpointAddressRefusal(ip: string): string | undefined {
+  const parsed = parseIp(ip);
+  if (!parsed) return 'not an address';
+  for (const [c, why] of SPECIAL_ENDPOINT_CIDRS) if (c.family === parsed.family && ipInCidr(parsed, c)) return why;
+  return undefined;
 }
 
 export const familyOf = (ip: string): Fam => (ip.includes(':') ? 'v6' : 'v4');
@@ -41,12 +66,18 @@ export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSlic
     const ofFamily = (ip: string) => familyOf(ip) === fam;
     for (const port of svc.ports) {
       const all: ProxyEndpoint[] = [];
+      const refused = new Set<string>();
       for (const slice of sorted) {
         if (slice.addressType !== addressType) continue;
         // Every slice port of the name and protocol contributes (endpointInfoByServicePort).
         for (const sp of slice.ports) {
           if (sp.name !== port.name || sp.protocol !== port.protocol || sp.port === undefined) continue;
           for (const ep of slice.endpoints) {
+            const why = endpointAddressRefusal(ep.address);
+            if (why !== undefined) {
+              refused.add(`${ep.address} (${why}, EndpointSlice ${slice.namespace}/${slice.name})`);
+              continue;
+            }
             const pe: ProxyEndpoint = { ip: ep.address, port: sp.port, ready: ep.ready, serving: ep.serving, terminating: ep.terminating, local: ep.nodeName === nodeName };
             if (ep.zoneHints) pe.zoneHints = ep.zoneHints;
             if (ep.nodeHints) pe.nodeHints = ep.nodeHints;
@@ -64,6 +95,7 @@ export function servicePortViews(svc: ServiceInfo, slices: Iterable<EndpointSlic
         loadBalancerIPs: svc.loadBalancerIPs.filter(ofFamily),
         sourceRanges: svc.loadBalancerSourceRanges.filter((c) => parseCidr(c)?.family === fam),
         endpoints: distinctEndpoints(all),
+        refusedEndpoints: [...refused],
       });
     }
   }

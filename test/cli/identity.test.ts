@@ -63,7 +63,7 @@ test('every command: --help lists every flag with a description, and its default
     }
   }
   const agent = (require(join(commandsDir, 'agent.js')) as { default: Command }).default;
-  assert.deepEqual(Object.keys(agent.options ?? {}).sort(), ['cluster-cidr', 'deny-action', 'ipam', 'ipam-gc-interval', 'ipam-metrics-addr', 'ipam-socket', 'ipam-state-dir', 'kubeconfig', 'log-burst', 'log-drops', 'log-group', 'log-level', 'log-rate', 'manifests', 'manifests-max-bytes', 'masquerade-all', 'metrics-addr', 'no-hold-table', 'no-policy', 'node-name', 'nodeport-addresses', 'once', 'policy-mode', 'proxy', 'proxy-table', 'resync-period', 'table', 'timeout']);
+  assert.deepEqual(Object.keys(agent.options ?? {}).sort(), ['allowed-external-ip-cidrs', 'cluster-cidr', 'deny-action', 'healthz-bind-address', 'ipam', 'ipam-gc-interval', 'ipam-metrics-addr', 'ipam-socket', 'ipam-state-dir', 'kube-proxy-metric-names', 'kubeconfig', 'log-burst', 'log-drops', 'log-group', 'log-level', 'log-rate', 'manifests', 'manifests-max-bytes', 'masquerade-all', 'metrics-addr', 'no-hold-table', 'no-policy', 'node-name', 'nodeport-addresses', 'once', 'policy-mode', 'proxy', 'proxy-table', 'resync-period', 'table', 'timeout']);
 });
 
 test('--metrics-addr: host:port, [v6]:port, :port for every address, empty for no server', () => {

@@ -3,7 +3,8 @@
  * networkpolicies, services, discovery.k8s.io/v1 endpointslices and nodes; LIST with resourceVersion and limit/continue pages; WATCH as chunked JSON
  * lines from a resourceVersion, with bookmarks on request and timeoutSeconds; 410 Gone (an ERROR
  * event carrying a Status of code 410) for a resourceVersion older than the last compaction;
- * 409 Conflict for an update with a stale resourceVersion; no-op updates that bump nothing.
+ * 409 Conflict for an update with a stale resourceVersion; no-op updates that bump nothing; PATCH
+ * as a JSON merge patch.
  * Tests change objects through the same code the HTTP verbs use. More resources, such as custom
  * resources served from a CRD, are added with serveResource(); faults (delays, 500s, a write
  * committed but its reply lost) are injected with the `faults` hook. */
@@ -129,6 +130,18 @@ export interface Fault {
   status?: number;
   resetBefore?: boolean;
   dropReply?: boolean;
+}
+
+/** RFC 7386 JSON merge patch (application/merge-patch+json): objects merge, null deletes, the
+ * rest replaces. */
+function mergePatch(target: KObject, patch: KObject): KObject {
+  const out: KObject = { ...target };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else if (typeof v === 'object' && !Array.isArray(v) && typeof out[k] === 'object' && out[k] !== null && !Array.isArray(out[k])) out[k] = mergePatch(out[k], v);
+    else out[k] = v;
+  }
+  return out;
 }
 
 export class TestApiServer {
@@ -511,6 +524,13 @@ export class TestApiServer {
       }
       if (method === 'PUT') {
         reply(200, this.update(withPathNamespace(body)));
+        return;
+      }
+      if (method === 'PATCH') {
+        if (!body) throw new ApiStatusError(400, 'BadRequest', 'request body required');
+        const current = this.get(info.kind, route.namespace, route.name);
+        if (!current) throw new ApiStatusError(404, 'NotFound', `${route.resource} "${route.name}" not found`);
+        reply(200, this.update(mergePatch(current, body)));
         return;
       }
       if (method === 'DELETE') {

@@ -166,14 +166,16 @@ describe('InformerSource with the proxy kinds', () => {
     try {
       const s = await source.start();
       assert.equal(server.counts.list.pods, podLists);
-      assert.deepEqual(s.services?.get('x/web'), expectedService);
+      // The server stamped the Service's creation: the older of two claims keeps an address.
+      const createdMs = Date.parse(server.get('Service', 'x', 'web')!.metadata.creationTimestamp);
+      assert.deepEqual(s.services?.get('x/web'), { ...expectedService, createdMs });
       assert.deepEqual(s.endpointSlices?.get('x/web-abc'), expectedSlice);
       assert.deepEqual(s.nodes?.get('node-1'), expectedNode);
       // A heartbeat changes nothing the proxy reads.
       server.modify('Node', undefined, 'node-1', (n) => (n.status.conditions[0].lastHeartbeatTime = '2026-01-01T00:01:00Z'));
       server.modify('Service', 'x', 'web', (o) => (o.spec.ports[0].port = 81));
       const c = await rec.change((x) => x.kind === 'Service');
-      assert.deepEqual(c.object, { ...expectedService, ports: [{ ...expectedService.ports[0], port: 81 }, expectedService.ports[1]] });
+      assert.deepEqual(c.object, { ...expectedService, createdMs, ports: [{ ...expectedService.ports[0], port: 81 }, expectedService.ports[1]] });
       server.delete('EndpointSlice', 'x', 'web-abc');
       await rec.change((x) => x.kind === 'EndpointSlice' && x.type === 'delete');
       assert.deepEqual(rec.summary(), ['upsert Service x/web', 'delete EndpointSlice x/web-abc']);

@@ -28,7 +28,8 @@ export interface ServiceNet {
   close(): void;
 }
 
-export async function createServiceNet(podCount: number, ports: ServePorts): Promise<ServiceNet> {
+/** `nodePorts`: what the node itself serves (a host-network endpoint), nothing when absent. */
+export async function createServiceNet(podCount: number, ports: ServePorts, nodePorts?: ServePorts): Promise<ServiceNet> {
   const b = new NetnsBuilder();
   const ip = (args: string[]) => b.ip(args);
   try {
@@ -52,7 +53,7 @@ export async function createServiceNet(podCount: number, ports: ServePorts): Pro
     for (let i = 0; i < podCount; i++) podNs.push(b.addRoutedPod(nodeNs, `pod${i}`, `pod${i}`, { v4: podV4(i), v6: podV6(i) }, { v4: NODE_V4, v6: NODE_V6 }));
     const client = await b.start('client', clientNs);
     const pods = await Promise.all(podNs.map((ns, i) => b.start(`pod${i}`, ns, ports)));
-    const node = await b.start('node', nodeNs);
+    const node = await b.start('node', nodeNs, nodePorts);
     return {
       nodeNsPath: nsPath(nodeNs),
       client,

@@ -291,14 +291,14 @@ describe('traffic policies (apiservice.ExternalPolicyLocal, syncProxyRules)', ()
     assert.equal(svc.externalTrafficPolicy, 'Local');
     const cs = render(svc, [remoteOnly()]);
     assert.deepEqual(verdictOf(cs, N.serviceIPs('v4'), tripleKey('198.19.0.10', 'TCP', 80)), { kind: 'goto', chain: 'service-v4-x/web/tcp/http' }, 'the cluster IP is not Local');
-    assert.deepEqual(verdictOf(cs, N.noEndpointServices('v4'), tripleKey('198.18.200.1', 'TCP', 80)), { kind: 'drop' }, 'no local endpoint: external traffic dropped');
+    assert.deepEqual(verdictOf(cs, N.noEndpointServices('v4'), tripleKey('198.18.200.1', 'TCP', 80)), { kind: 'goto', chain: N.noLocalEndpoints }, 'no local endpoint: external traffic dropped unless the node sent it');
     assert.deepEqual(verdictOf(cs, N.serviceIPs('v4'), tripleKey('198.18.200.1', 'TCP', 80)), { kind: 'goto', chain: 'external-v4-x/web/tcp/http' }, 'pods and the node short-circuit');
   });
 
   test('NodePort with externalTrafficPolicy Local: node port dropped without local endpoints, cluster IP served', () => {
     const svc = service(svcJson({ type: 'NodePort', externalTrafficPolicy: 'Local', ports: [{ name: 'http', port: 80, nodePort: 30080 }] }));
     const cs = render(svc, [remoteOnly()]);
-    assert.deepEqual(verdictOf(cs, N.noEndpointNodePorts('v4'), protoPortKey('TCP', 30080)), { kind: 'drop' });
+    assert.deepEqual(verdictOf(cs, N.noEndpointNodePorts('v4'), protoPortKey('TCP', 30080)), { kind: 'goto', chain: N.noLocalEndpoints });
     assert.deepEqual(verdictOf(cs, N.serviceIPs('v4'), tripleKey('198.19.0.10', 'TCP', 80)), { kind: 'goto', chain: 'service-v4-x/web/tcp/http' });
   });
 

@@ -15,7 +15,7 @@ import { policyRecord, proxyRecord } from '../table-record';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
 import { describeSource, openSource, prepareSource, SOURCE_OPTIONS, warnNoPods } from '../source';
 import type { Component } from '../../pipeline/component';
-import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
+import { PROXY_AGENT_OPTIONS, PROXY_CLI_OPTIONS, proxyChoice, proxyComponent, proxyEvents, proxyServing } from '../proxy-options';
 import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
 import { PolicyModes } from '../../deny/modes';
 import { buildInfo } from '../../build-info';
@@ -32,6 +32,7 @@ const options = {
   'no-hold-table': { type: 'boolean', description: "do not hold the table with the kernel's owner flag: other programs may then change or delete it while the agent runs (drift is repaired at the next table check or resync)" },
   'metrics-addr': { type: 'string', value: 'ADDR', description: "serve /metrics, /healthz and /readyz on host:port, [ipv6]:port, :port (every address), or '' (off)", default: DEFAULT_METRICS_ADDR },
   ...PROXY_CLI_OPTIONS,
+  ...PROXY_AGENT_OPTIONS,
   ipam: { type: 'boolean', description: 'serve the CNI IPAM plugin nfkube-cni-ipam: addresses from per-node blocks of the IPPools, claimed through the API' },
   'no-policy': { type: 'boolean', description: 'do not enforce NetworkPolicy: run the proxy (--proxy) and/or IPAM (--ipam) alone' },
   'ipam-socket': { type: 'string', value: 'PATH', description: 'the unix socket the CNI plugin talks to', default: DEFAULT_IPAM_SOCKET },
@@ -88,13 +89,18 @@ const command: Command = {
     const drops = log ? await (require('../../nflog') as typeof import('../../nflog')).startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics!.registry }) : undefined;
     if (drops) ctx.defer(() => drops.close());
     const proxyModules = choice.proxy ? { ...(require('../../proxy/metrics') as typeof import('../../proxy/metrics')), ...(require('../../proxy/health') as typeof import('../../proxy/health')) } : undefined;
-    const proxyMetrics = proxyModules ? new proxyModules.ProxyMetrics(metrics!.registry) : undefined;
+    const serving = proxyServing(v);
+    const proxyMetrics = proxyModules ? new proxyModules.ProxyMetrics(metrics!.registry, serving.metricPrefix) : undefined;
+    let proxyOnce: import('../../proxy/component').ProxyComponent | undefined;
     if (choice.proxy && proxyModules) {
-      const health = v.once ? undefined : new proxyModules.HealthCheckServer({ logger });
+      const health = v.once ? undefined : new proxyModules.HealthCheckServer();
       if (health) ctx.defer(() => health.close());
-      const proxy = proxyComponent(choice.proxy, node, { conntrack: new (require('../../conntrack/client') as typeof import('../../conntrack/client')).ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health });
+      const proxierHealth = v.once || !serving.healthzAddress ? undefined : await startProxierHealth(serving.healthzAddress, proxyMetrics!, logger);
+      if (proxierHealth) ctx.defer(() => proxierHealth.close());
+      const proxy = proxyComponent(choice.proxy, node, { conntrack: new (require('../../conntrack/client') as typeof import('../../conntrack/client')).ConntrackClient(socket), logger: logger.child({ component: 'proxy' }), metrics: proxyMetrics, health, events: proxyEvents(v, node, logger), proxierHealth });
       if (proxy.table.name === table && proxy.table.family === policy.table.family && choice.policy) throw new Error(`--proxy-table ${proxy.table.name}: the policy table has that name`);
       components.push(proxy);
+      proxyOnce = v.once ? proxy : undefined;
     }
     const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics?.observeProgramming(kind, sinceChange, sinceArrival));
     const bridge = metrics ? (require('../../agent/metrics-bridge') as typeof import('../../agent/metrics-bridge')) : undefined;
@@ -146,6 +152,7 @@ const command: Command = {
         stage = 'the first sync was not committed';
         await agent.start(snapshot);
         await agent.idle();
+        await proxyOnce?.settle();
       }, () => `agent --once: not done within --timeout ${v.timeout ?? '60s'} of starting: ${stage}${lastSourceError ? `; last source error: ${lastSourceError}` : ''}`);
       // What could be read is enforced; the exit code says that something could not.
       return initialErrors > 0 ? 1 : 0;
@@ -204,3 +211,18 @@ async function withDeadline(ms: number, work: () => Promise<void>, message: () =
 }
 
 export default command;
+
+/** kube-proxy's /healthz and /livez; a port that cannot be had is logged, and the agent runs on
+ * without it (the proxy itself does not depend on it). */
+async function startProxierHealth(address: { host: string; port: number }, metrics: import('../../proxy/metrics').ProxyMetrics, logger: Logger) {
+  const { ProxierHealth } = require('../../proxy/proxier-health') as typeof import('../../proxy/proxier-health');
+  const health = new ProxierHealth({ counters: { healthz: metrics.healthz, livez: metrics.livez } });
+  try {
+    await health.listen(address.host, address.port);
+    logger.info({ address: `${address.host}:${address.port}` }, "serving kube-proxy's /healthz and /livez");
+    return health;
+  } catch (err) {
+    logger.error({ err, address: `${address.host}:${address.port}` }, "kube-proxy's /healthz and /livez could not be served (--healthz-bind-address)");
+    return undefined;
+  }
+}
