@@ -236,3 +236,12 @@ export function setCtMark(value: number): Expr[] {
     { type: 'ct', key: C.NFT_CT_MARK, sreg: REG },
   ];
 }
+
+/** `fib saddr . iif oif missing`: the route back to the packet's source does not leave by the
+ * interface the packet came in on (strict reverse path, as rp_filter=1, for IPv6 too). */
+export function sourceRouteMissing(): Expr[] {
+  return [
+    { type: 'fib', dreg: REG, result: C.NFT_FIB_RESULT_OIF, flags: C.NFTA_FIB_F_SADDR | C.NFTA_FIB_F_IIF },
+    { type: 'cmp', sreg: REG, op: 'eq', data: Buffer.alloc(4) },
+  ];
+}

@@ -42,7 +42,7 @@ const command: Command = {
     let differ = 0;
     if (choice.policy) {
       const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
-      const desired = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir);
+      const desired = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir, undefined, undefined, snap.pods.values());
       differ += await verifyTable(socket, desired, v.counters ? ir : undefined);
     }
     if (choice.proxy) {
