@@ -45,19 +45,20 @@ export function spoofedRules(log: DropLogOptions | undefined): Expr[][] {
 }
 
 /** The local pods' addresses in the source sets, kept current pod by pod. Two pods may briefly
- * share an address (one leaving, one arriving): an element stays while one of them claims it. */
+ * share an address (one leaving, one arriving): an element stays while one of them claims it.
+ * Kept small (50k local pods hold 100k elements): entries are `set key` strings, claims arrays. */
 export class LocalSources {
   /** `set key` -> keys of the pods claiming it. */
-  private readonly claims = new Map<string, Set<string>>();
-  /** Pod key -> the elements it claims, as [set, element]. */
-  private readonly byPod = new Map<string, [string, SetElement][]>();
+  private readonly claims = new Map<string, string[]>();
+  /** Pod key -> the entries (`set key`) it claims. */
+  private readonly byPod = new Map<string, string[]>();
 
   constructor(private readonly nodeName: string) {}
 
   /** A pod was added or changed: its elements in `model`'s sets; returns whether they changed. */
   upsert(pod: PodInfo, model: RulesetModel, scope?: ChangeScope): boolean {
     const facts = podFacts(pod, this.nodeName);
-    const now: [string, SetElement][] = facts.local ? [...facts.v4.map((a): [string, SetElement] => [SOURCE_SETS.v4, { key: ipv4(a) }]), ...facts.v6.map((a): [string, SetElement] => [SOURCE_SETS.v6, { key: ipv6(a) }])] : [];
+    const now: SetElement[] = facts.local ? [...facts.v4.map((a) => ({ key: ipv4(a) })), ...facts.v6.map((a) => ({ key: ipv6(a) }))] : [];
     return this.put(facts.key, now, model, scope);
   }
 
@@ -66,36 +67,39 @@ export class LocalSources {
     return this.put(podKey(pod), [], model, scope);
   }
 
-  private put(key: string, now: [string, SetElement][], model: RulesetModel, scope?: ChangeScope): boolean {
-    const before = this.byPod.get(key) ?? [];
-    const id = ([set, e]: [string, SetElement]) => `${set} ${elementKey(e)}`;
-    const nowIds = new Set(now.map(id));
-    const beforeIds = new Set(before.map(id));
+  private put(pod: string, now: SetElement[], model: RulesetModel, scope?: ChangeScope): boolean {
+    const before = this.byPod.get(pod) ?? [];
+    const entries = now.map((e) => `${e.key.length === 4 ? SOURCE_SETS.v4 : SOURCE_SETS.v6} ${elementKey(e)}`);
     let changed = false;
     for (const entry of before) {
-      if (nowIds.has(id(entry))) continue;
-      const users = this.claims.get(id(entry));
-      users?.delete(key);
-      if (users && users.size > 0) continue;
-      this.claims.delete(id(entry));
-      model.sets.get(entry[0])!.elements.delete(elementKey(entry[1]));
-      scope?.element(entry[0], elementKey(entry[1]));
-      changed = true;
-    }
-    for (const entry of now) {
-      if (beforeIds.has(id(entry))) continue;
-      const users = this.claims.get(id(entry));
-      if (users) {
-        users.add(key);
+      if (entries.includes(entry)) continue;
+      const users = this.claims.get(entry)!.filter((k) => k !== pod);
+      if (users.length > 0) {
+        this.claims.set(entry, users);
         continue;
       }
-      this.claims.set(id(entry), new Set([key]));
-      model.sets.get(entry[0])!.elements.set(elementKey(entry[1]), entry[1]);
-      scope?.element(entry[0], elementKey(entry[1]));
+      this.claims.delete(entry);
+      const [set, key] = entry.split(' ');
+      model.sets.get(set)!.elements.delete(key);
+      scope?.element(set, key);
       changed = true;
     }
-    if (now.length) this.byPod.set(key, now);
-    else this.byPod.delete(key);
+    for (let i = 0; i < now.length; i++) {
+      const entry = entries[i];
+      if (before.includes(entry)) continue;
+      const users = this.claims.get(entry);
+      if (users) {
+        users.push(pod);
+        continue;
+      }
+      this.claims.set(entry, [pod]);
+      const [set, key] = entry.split(' ');
+      model.sets.get(set)!.elements.set(key, now[i]);
+      scope?.element(set, key);
+      changed = true;
+    }
+    if (entries.length) this.byPod.set(pod, entries);
+    else this.byPod.delete(pod);
     return changed;
   }
 }
