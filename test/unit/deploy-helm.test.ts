@@ -71,7 +71,7 @@ test('helm values: image, node selector, tolerations, resources, flags and metri
   assert.equal(c.image, 'registry.example/net/nfkube:0.1.0');
   assert.deepEqual(pod.nodeSelector, values.nodeSelector);
   assert.deepEqual(pod.tolerations, values.tolerations);
-  assert.deepEqual(c.resources, { ...values.resources, limits: { cpu: '1', memory: '640Mi' } }, 'maps merge over the defaults, as in Helm');
+  assert.deepEqual(c.resources, { ...values.resources, limits: { cpu: '1', memory: '704Mi' } }, 'maps merge over the defaults, as in Helm');
   assert.deepEqual(c.args, ['agent', '--node-name=$(NODE_NAME)', '--metrics-addr=0.0.0.0:9900', '--deny-action=reject', '--resync-period=10m']);
   assert.deepEqual(c.livenessProbe.httpGet, { host: '0.0.0.0', path: '/healthz', port: 9900 });
   const binding = renderChart(chartDir, { namespace: 'net', values }).find((o) => o.kind === 'ClusterRoleBinding')!;
