@@ -14,6 +14,7 @@ import { NetlinkSocket } from '../netlink/socket';
 import { listChains } from '../nft/readback';
 import { Chain, Family, HookName } from '../nft/types';
 import { Renderer } from './render';
+import { SOURCE_CHAIN } from './source-check';
 
 /** Families whose base chains sit on the same IPv4/IPv6 hooks as nfkube's inet chains (bridge,
  * arp and netdev hooks are different hooks even where the names match). */
@@ -36,11 +37,13 @@ export interface ForeignChainFinding {
   reasons: string[];
 }
 
-/** nfkube's own base chains, from the renderer so the check follows the real layout. */
+/** nfkube's own base chains whose verdicts another chain can override, from the renderer so the
+ * check follows the real layout. The source check (prerouting) only drops: a foreign chain
+ * before it can add drops, never let through what it drops. */
 export function ownBaseChains(table: string): OwnBaseChain[] {
   return new Renderer({ table, denyAction: 'drop' })
     .base()
-    .chains.filter((c) => c.chain.base)
+    .chains.filter((c) => c.chain.base && c.chain.name !== SOURCE_CHAIN)
     .map((c) => ({ name: c.chain.name, hook: c.chain.base!.hook, priority: c.chain.base!.priority }));
 }
 

@@ -10,6 +10,9 @@ import { AuditEntries } from '../deny/audit-entries';
 import { namespaceOf } from '../deny/modes';
 import { comboChainName, VMAPS, namedPortSetName, peerElement, peerSetName, policyChainName, policyLabel, Renderer, tripleElement } from './render';
 import { Direction } from '../policy/ir';
+import { PodInfo } from '../k8s/model';
+import { ChangeOf } from '../k8s/source';
+import { LocalSources } from './source-check';
 
 export class DesiredTable {
   readonly model: RulesetModel;
@@ -31,8 +34,12 @@ export class DesiredTable {
   private readonly policySets = new Map<string, string[]>();
   private readonly portSetUsers = new Map<string, Set<string>>();
 
-  constructor(private readonly renderer: Renderer, ir: PolicyIR) {
-    this.model = renderer.full(ir, this.vmapClaims, this.policySets);
+  /** Every local pod's addresses, in the source sets (src/agent/source-check.ts). */
+  private readonly sources: LocalSources;
+
+  constructor(private readonly renderer: Renderer, ir: PolicyIR, pods: Iterable<PodInfo> = []) {
+    this.sources = new LocalSources(ir.nodeName);
+    this.model = renderer.full(ir, this.vmapClaims, this.policySets, pods, this.sources);
     for (const [id, names] of this.policySets) for (const name of names) this.portSetUsers.set(name, (this.portSetUsers.get(name) ?? new Set()).add(id));
     for (const [k, t] of ir.targets) {
       this.targets.set(k, t);
@@ -51,6 +58,12 @@ export class DesiredTable {
       this.audit = new AuditEntries(renderer, this.model);
       for (const t of ir.targets.values()) this.audit.sync(t.key, t);
     }
+  }
+
+  /** A pod was added, changed or deleted: its addresses join or leave the source sets; returns
+   * whether they changed. */
+  podChanged(change: ChangeOf<'Pod'>, scope: ChangeScope): boolean {
+    return change.type === 'upsert' ? this.sources.upsert(change.object, this.model, scope) : this.sources.delete(change.object, this.model, scope);
   }
 
   /** A namespace's policy mode changed: its pods' addresses join or leave the audit sets. */

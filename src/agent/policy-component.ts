@@ -55,7 +55,7 @@ export class PolicyComponent implements Component {
     });
     const ir = this.engine.state();
     const t1 = performance.now();
-    this.desiredTable = new DesiredTable(this.renderer, ir);
+    this.desiredTable = new DesiredTable(this.renderer, ir, snapshot.pods.values());
     this.loadStages = { engine: t1 - t0, render: performance.now() - t1 };
     this.reportPolicyErrors([...ir.policies.values()].flatMap((p) => p.errors));
   }
@@ -88,7 +88,8 @@ export class PolicyComponent implements Component {
     if (!delta) return false;
     const modes = this.opts.modes;
     const modeChanged = change.kind === 'Namespace' && !!modes && (change.type === 'upsert' ? modes.setNamespace(change.object) : modes.deleteNamespace(change.key));
-    if (isEmptyDelta(delta) && !modeChanged) return false;
+    const sourcesChanged = change.kind === 'Pod' && this.desiredTable.podChanged(change, scope);
+    if (isEmptyDelta(delta) && !modeChanged) return sourcesChanged;
     this.reportPolicyErrors(delta.policies.upsert.flatMap((p) => p.errors));
     this.desiredTable.apply(delta, scope);
     if (modeChanged) this.desiredTable.namespaceModeChanged(change.key, scope);

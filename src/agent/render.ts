@@ -20,6 +20,9 @@
  *                   several port matches has them in one set, ports_<hash of its content>
  *                   (meta l4proto . th dport ranges, shared by the entries of the same ports),
  *                   and one rule per peer
+ *   prerouting_source hook prerouting prio -150, and spoofed_source: a local pod's source
+ *                   address coming in by another interface than its route's is dropped
+ *                   (src/agent/source-check.ts); sets local_src_v4/_v6: every local pod's addresses.
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
  *         (address . l4proto . port); deny_in|out_v4|v6 (and audited_..., with audit support):
  *         the vmaps' addresses, each with a counter the default deny updates (per pod counts).
@@ -33,8 +36,10 @@ import { be16, concatKey } from '../nft/values';
 import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
 import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
 import { formatLabel } from './labels';
+import { PodInfo } from '../k8s/model';
 import { PolicyModes } from '../deny/modes';
 import { auditElements } from '../deny/audit-entries';
+import { LocalSources, SOURCE_CHAIN, SOURCE_SETS, sourceCheckRules, SPOOFED_CHAIN, spoofedRules } from './source-check';
 import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from '../deny/tail';
 
 export interface RenderOptions {
@@ -206,7 +211,10 @@ export class Renderer {
       rules.push(this.rule(name, [deny], formatLabel({ kind: 'deny', direction: dir })));
       chains.push({ chain: this.chain(name), rules });
     }
+    chains.push({ chain: this.chain(SOURCE_CHAIN, { hook: 'prerouting', priority: -150, type: 'filter', policy: 'accept' }), rules: sourceCheckRules().map((r) => this.rule(SOURCE_CHAIN, r)) });
+    chains.push({ chain: this.chain(SPOOFED_CHAIN), rules: spoofedRules(this.opts.log).map((r) => this.rule(SPOOFED_CHAIN, r)) });
     const sets: SetModel[] = [];
+    for (const fam of ['v4', 'v6'] as const) sets.push({ set: this.set(SOURCE_SETS[fam], { key: [fam === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: 0 }), elements: new Map() });
     for (const dir of ['ingress', 'egress'] as const) {
       sets.push({ set: this.set(VMAPS[dir].v4, { key: ['ipv4_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
       sets.push({ set: this.set(VMAPS[dir].v6, { key: ['ipv6_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
@@ -429,8 +437,9 @@ export class Renderer {
   /** The whole table for an IR. `claims` receives, per vmap entry (`set key`), the keys of the
    * targets that claim it, sorted: two local pods may briefly share an address (one leaving, one
    * arriving), and the first by pod key holds the entry. `policySets` receives the names of each
-   * policy's port sets (shared by content). */
-  full(ir: PolicyIR, claims = new Map<string, string[]>(), policySets = new Map<string, string[]>()): RulesetModel {
+   * policy's port sets (shared by content). `pods` (all of the cluster's) fill the source sets
+   * with the local ones' addresses, through `sources`. */
+  full(ir: PolicyIR, claims = new Map<string, string[]>(), policySets = new Map<string, string[]>(), pods: Iterable<PodInfo> = [], sources = new LocalSources(ir.nodeName)): RulesetModel {
     this.failedClosed.clear();
     const m = emptyModel({ family: 'inet', name: this.opts.table });
     const base = this.base();
@@ -470,6 +479,7 @@ export class Renderer {
       }
     }
     for (const [set, e] of auditElements(this, ir.targets.values()).values()) m.sets.get(set)!.elements.set(elementKey(e), e);
+    for (const pod of pods) sources.upsert(pod, m);
     return m;
   }
 }

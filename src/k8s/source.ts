@@ -18,7 +18,7 @@ interface ObjectOfKind {
   Node: NodeInfo;
 }
 
-type ChangeOf<K extends ObjectKind> = {
+export type ChangeOf<K extends ObjectKind> = {
   kind: K;
   /** `upsert` carries the new object; `delete` the last one delivered. */
   type: 'upsert' | 'delete';

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import { PolicyModes, namespaceOf } from '../deny/modes';
 import { parseDropLogPrefix } from '../deny/tail';
+import { SPOOFED_LOG_PREFIX } from '../agent/source-check';
 import { DecodeError } from '../netlink/errors';
 import { NflogPacket } from './codec';
 import { ClusterView } from './cluster-view';
@@ -39,6 +40,11 @@ export interface DropRecord {
   icmpCode?: number;
   /** Policies selecting the pod in that direction; none allowed the packet. */
   policies: string[];
+  /** Set when the packet was dropped before any policy: it carried the address of `pod` (a local
+   * pod) as its source but came in by another interface than the route to `pod`. */
+  reason?: 'spoofed source';
+  /** With `reason`: the index of the interface it came in on. */
+  inIfindex?: number;
 }
 
 export class DropLog {
@@ -49,7 +55,8 @@ export class DropLog {
    * chain is shared by the pods isolated by the same policies: the pod is the one at the
    * packet's destination (ingress) or source (egress) address. */
   record(p: NflogPacket): DropRecord | 'unknown' | 'decode' {
-    const chain = parseDropLogPrefix(p.prefix);
+    const spoofed = p.prefix === SPOOFED_LOG_PREFIX;
+    const chain = spoofed ? ({ direction: 'egress' } as const) : parseDropLogPrefix(p.prefix);
     if (!chain) return 'unknown';
     if (!p.payload) return 'decode';
     let h: PacketHeaders;
@@ -62,6 +69,7 @@ export class DropLog {
     const view = this.opts.view;
     const pod = view.localPodAt(chain.direction === 'ingress' ? h.dst : h.src);
     if (!pod) return 'unknown';
+    if (spoofed) return { verdict: 'drop', direction: 'egress', pod, src: pod, dst: view.podAt(h.dst) ?? h.dst, srcAddr: h.src, dstAddr: h.dst, protocol: h.transport ?? String(h.protocol), ...ports(h), policies: [], reason: 'spoofed source', inIfindex: p.indev };
     const audit = this.opts.modes.mode(namespaceOf(pod)) === 'audit';
     const r: DropRecord = {
       verdict: audit ? 'audit' : this.opts.denyAction,
@@ -73,15 +81,8 @@ export class DropLog {
       dstAddr: h.dst,
       protocol: h.transport ?? String(h.protocol),
       policies: view.policiesFor(pod, chain.direction),
+      ...ports(h),
     };
-    if (h.sport !== undefined) {
-      r.sport = h.sport;
-      r.dport = h.dport;
-    }
-    if (h.icmpType !== undefined) {
-      r.icmpType = h.icmpType;
-      r.icmpCode = h.icmpCode;
-    }
     return r;
   }
 
@@ -99,10 +100,19 @@ export class DropLog {
   }
 }
 
-/** `tcp x/a:41000 -> y/b:80 (ingress of y/b; policies y/deny-all)` */
+/** The ports or ICMP type and code of a record, as its headers have them. */
+function ports(h: PacketHeaders): Pick<DropRecord, 'sport' | 'dport' | 'icmpType' | 'icmpCode'> {
+  if (h.sport !== undefined) return { sport: h.sport, dport: h.dport };
+  if (h.icmpType !== undefined) return { icmpType: h.icmpType, icmpCode: h.icmpCode };
+  return {};
+}
+
+/** `tcp x/a:41000 -> y/b:80 (ingress of y/b; policies y/deny-all)`, or for a spoofed source
+ * `udp x/a:5000 -> y/b:80 (spoofed source: x/a's address came in on interface #7)` */
 export function describe(r: DropRecord): string {
   const port = (who: string, n?: number) => (n === undefined ? who : who.includes(':') ? `[${who}]:${n}` : `${who}:${n}`);
   const what = r.icmpType !== undefined ? `${r.protocol} type ${r.icmpType} code ${r.icmpCode}` : r.protocol;
+  if (r.reason) return `${what} ${port(r.src, r.sport)} -> ${port(r.dst, r.dport)} (${r.reason}: ${r.pod}'s address came in on interface #${r.inIfindex ?? 'unknown'})`;
   const policies = r.policies.length > 0 ? r.policies.join(', ') : 'none';
   return `${what} ${port(r.src, r.sport)} -> ${port(r.dst, r.dport)} (${r.direction} of ${r.pod}; selected by ${policies})`;
 }

@@ -246,3 +246,13 @@ export function setCtMark(value: number): Expr[] {
     { type: 'ct', key: C.NFT_CT_MARK, sreg: REG },
   ];
 }
+
+/** `fib saddr . iif oif missing`: the route back to the packet's source does not leave by the
+ * interface the packet came in on (strict reverse path, as rp_filter=1, for IPv6 too). As nft
+ * encodes it: the present flag makes the result a boolean. */
+export function sourceRouteMissing(): Expr[] {
+  return [
+    { type: 'fib', dreg: REG, result: C.NFT_FIB_RESULT_OIF, flags: C.NFTA_FIB_F_SADDR | C.NFTA_FIB_F_IIF | C.NFTA_FIB_F_PRESENT },
+    { type: 'cmp', sreg: REG, op: 'eq', data: Buffer.alloc(4) },
+  ];
+}

@@ -9,7 +9,7 @@ import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
 import { CT_STATE, CT_STATUS, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
 import { readHostU32, TYPE_LEN, typeText } from './values';
 
-type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'ct_status' | 'hex' | 'fib_addrtype';
+type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'ct_status' | 'hex' | 'fib_addrtype' | 'fib_present';
 
 interface Loaded {
   text: string;
@@ -49,6 +49,7 @@ const VALUE_LENGTHS: Partial<Record<ValueKind, readonly number[]>> = {
   ether_addr: [6],
   integer: [1, 2, 3, 4],
   fib_addrtype: [4],
+  fib_present: [4],
 };
 
 function fitsKind(b: Buffer, kind: ValueKind): boolean {
@@ -124,6 +125,8 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
       return String(b.readUIntBE(0, b.length));
     case 'fib_addrtype':
       return FIB_ADDRTYPES[readHostU32(b)] ?? `0x${b.toString('hex')}`;
+    case 'fib_present':
+      return readHostU32(b) === 0 ? 'missing' : 'exists';
     default:
       return `0x${b.toString('hex')}`;
   }
@@ -305,8 +308,10 @@ export function formatRuleBody(rule: Expr[]): string {
         break;
       case 'fib': {
         const flags = FIB_FLAGS.filter(([bit]) => e.flags & bit).map(([, t]) => t).join(' . ');
-        if (e.result !== C.NFT_FIB_RESULT_ADDRTYPE) break;
-        load(e.dreg, { text: `fib ${flags} type`, kind: 'fib_addrtype' });
+        if (e.result === C.NFT_FIB_RESULT_ADDRTYPE) load(e.dreg, { text: `fib ${flags} type`, kind: 'fib_addrtype' });
+        // `fib saddr . iif oif missing`: the flag makes the result whether a route was found.
+        else if (e.result === C.NFT_FIB_RESULT_OIF && e.flags & C.NFTA_FIB_F_PRESENT) load(e.dreg, { text: `fib ${flags} oif`, kind: 'fib_present' });
+        else break;
         continue;
       }
       case 'byteorder':

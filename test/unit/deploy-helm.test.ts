@@ -184,7 +184,7 @@ test('helm values: node selector, tolerations, resources, metrics address, names
   const c = pod.containers[0];
   assert.deepEqual(pod.nodeSelector, values.nodeSelector);
   assert.deepEqual(pod.tolerations, values.tolerations);
-  assert.deepEqual(c.resources, { ...values.resources, limits: { cpu: '1', memory: '640Mi' } }, 'maps merge over the defaults, as in Helm');
+  assert.deepEqual(c.resources, { ...values.resources, limits: { cpu: '1', memory: '704Mi' } }, 'maps merge over the defaults, as in Helm');
   assert.equal(c.args[2], '--metrics-addr=0.0.0.0:9900');
   assert.deepEqual(c.livenessProbe.httpGet, { host: '0.0.0.0', path: '/healthz', port: 9900 });
   assert.equal(objs.find((o) => o.kind === 'ClusterRoleBinding')!.subjects[0].namespace, 'net');

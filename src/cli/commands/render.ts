@@ -61,7 +61,7 @@ const command: Command = {
       process.stderr.write(`nfkube: ${err.message}\n`);
     };
     const models = [];
-    if (choice.policy) models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()), onFailClosed }).full(ir));
+    if (choice.policy) models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()), onFailClosed }).full(ir, undefined, undefined, snap.pods.values()));
     if (choice.proxy) {
       const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']));
       proxy.start(snap);

@@ -56,7 +56,7 @@ export async function desiredTables(v: OptionValues, ctx: RunContext): Promise<{
   let ir: PolicyIR | undefined;
   if (choice.policy) {
     ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
-    models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir));
+    models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir, undefined, undefined, snap.pods.values()));
   }
   if (choice.proxy) {
     const proxy = proxyComponent(choice.proxy, node);

@@ -1,0 +1,105 @@
+/** Spoofed sources: a packet that carries a local pod's source address must come in by the
+ * interface the node routes that address to (the pod's host-side veth in a routed topology).
+ *
+ *   prerouting_source  hook prerouting prio -150 (after conntrack, before any NAT or policy):
+ *                      ip saddr @local_src_v4 fib saddr . iif oif missing goto spoofed_source
+ *                      ip6 saddr @local_src_v6 fib saddr . iif oif missing goto spoofed_source
+ *   spoofed_source:    limit ... log prefix "nfkube spoofed" group G   (with --log-drops)
+ *                      counter drop
+ *
+ * The kernel's own route to each pod address is the binding: nothing is learned or cached, a
+ * pod's route changing is followed at once, and IPv6 (which has no rp_filter) is covered. It
+ * runs before the forward hook, so explain's model of the forward chains is unchanged. The sets
+ * hold every local pod's addresses (isolated or not), one element per address. On a bridge the
+ * route to every pod is the bridge itself, so pods on one bridge are not told apart (see the
+ * README's topology table). Spoofed packets are always dropped, never rejected (an ICMP error
+ * would go to the pod whose address was forged) and never let through by audit mode. */
+import * as b from '../nft/build';
+import { Expr, SetElement } from '../nft/types';
+import { PodInfo } from '../k8s/model';
+import { podFacts, podKey } from '../policy/objects';
+import { ChangeScope } from '../pipeline/scope';
+import { elementKey, RulesetModel } from '../ruleset/model';
+import { DropLogOptions } from '../deny/tail';
+import { ipv4, ipv6 } from '../net/ip-bytes';
+
+export const SOURCE_CHAIN = 'prerouting_source';
+export const SPOOFED_CHAIN = 'spoofed_source';
+export const SOURCE_SETS = { v4: 'local_src_v4', v6: 'local_src_v6' } as const;
+export const SPOOFED_LOG_PREFIX = 'nfkube spoofed';
+
+/** The rules of prerouting_source, one per family. */
+export function sourceCheckRules(): Expr[][] {
+  return [
+    [...b.matchAddrInSet('ip saddr', SOURCE_SETS.v4), ...b.sourceRouteMissing(), b.goto(SPOOFED_CHAIN)],
+    [...b.matchAddrInSet('ip6 saddr', SOURCE_SETS.v6), ...b.sourceRouteMissing(), b.goto(SPOOFED_CHAIN)],
+  ];
+}
+
+/** The rules of spoofed_source: its log (with --log-drops), then the counted drop. */
+export function spoofedRules(log: DropLogOptions | undefined): Expr[][] {
+  const rules: Expr[][] = [];
+  if (log) rules.push([...(log.rate > 0 ? [b.limit(log.rate, log.burst)] : []), b.log(log.group, SPOOFED_LOG_PREFIX)]);
+  rules.push([b.counter(), b.drop()]);
+  return rules;
+}
+
+/** The local pods' addresses in the source sets, kept current pod by pod. Two pods may briefly
+ * share an address (one leaving, one arriving): an element stays while one of them claims it.
+ * Kept small (50k local pods hold 100k elements): entries are `set key` strings, claims arrays. */
+export class LocalSources {
+  /** `set key` -> keys of the pods claiming it. */
+  private readonly claims = new Map<string, string[]>();
+  /** Pod key -> the entries (`set key`) it claims. */
+  private readonly byPod = new Map<string, string[]>();
+
+  constructor(private readonly nodeName: string) {}
+
+  /** A pod was added or changed: its elements in `model`'s sets; returns whether they changed. */
+  upsert(pod: PodInfo, model: RulesetModel, scope?: ChangeScope): boolean {
+    const facts = podFacts(pod, this.nodeName);
+    const now: SetElement[] = facts.local ? [...facts.v4.map((a) => ({ key: ipv4(a) })), ...facts.v6.map((a) => ({ key: ipv6(a) }))] : [];
+    return this.put(facts.key, now, model, scope);
+  }
+
+  /** A pod was deleted; returns whether the sets changed. */
+  delete(pod: { namespace: string; name: string }, model: RulesetModel, scope?: ChangeScope): boolean {
+    return this.put(podKey(pod), [], model, scope);
+  }
+
+  private put(pod: string, now: SetElement[], model: RulesetModel, scope?: ChangeScope): boolean {
+    const before = this.byPod.get(pod) ?? [];
+    const entries = now.map((e) => `${e.key.length === 4 ? SOURCE_SETS.v4 : SOURCE_SETS.v6} ${elementKey(e)}`);
+    let changed = false;
+    for (const entry of before) {
+      if (entries.includes(entry)) continue;
+      const users = this.claims.get(entry)!.filter((k) => k !== pod);
+      if (users.length > 0) {
+        this.claims.set(entry, users);
+        continue;
+      }
+      this.claims.delete(entry);
+      const [set, key] = entry.split(' ');
+      model.sets.get(set)!.elements.delete(key);
+      scope?.element(set, key);
+      changed = true;
+    }
+    for (let i = 0; i < now.length; i++) {
+      const entry = entries[i];
+      if (before.includes(entry)) continue;
+      const users = this.claims.get(entry);
+      if (users) {
+        users.push(pod);
+        continue;
+      }
+      this.claims.set(entry, [pod]);
+      const [set, key] = entry.split(' ');
+      model.sets.get(set)!.elements.set(key, now[i]);
+      scope?.element(set, key);
+      changed = true;
+    }
+    if (entries.length) this.byPod.set(pod, entries);
+    else this.byPod.delete(pod);
+    return changed;
+  }
+}
