@@ -16,14 +16,17 @@ import { sourceErrorFrom } from './errors';
 import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
 import { rawLister, type ListPage } from './raw-list';
 import { RawWatch } from './raw-watch';
+import { useTokenFiles } from './token-file';
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 
 /** A kubeconfig file, or the pod's service account when no path is given. */
 export function loadKubeConfig(path?: string): KubeConfig {
   const kc = new (clientNode().KubeConfig)();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
+  if (path) {
+    kc.loadFromFile(path);
+    useTokenFiles(kc, path);
+  } else kc.loadFromCluster();
   return kc;
 }
 
