@@ -12,7 +12,7 @@ import { AgentProcess, type LogLine } from '../test/cluster/agent-process';
 import { waitFor, type KObject, type KubeApi } from '../test/cluster/api';
 import { ControlPlane } from '../test/cluster/control-plane';
 import { applyObjects, deployObjects } from '../test/cluster/deploy';
-import { kubeletStatus } from '../test/cluster/desired-objects';
+import { applyNamespace, kubeletStatus } from '../test/cluster/desired-objects';
 import { joinNode } from '../test/cluster/node';
 import { NetnsBuilder, nsPath } from '../test/proxy/netns-builder';
 import { buildCluster, NODE } from './cluster';
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     const cluster = buildCluster(PODS, POLICIES, 24);
     const objects = clusterObjects(cluster) as KObject[];
     const t0 = Date.now();
-    await inParallel(objects.filter((o) => o.kind === 'Namespace' && !['kube-system'].includes(o.metadata.name)), (o) => api.apply(asWritten(o)));
+    await inParallel(objects.filter((o) => o.kind === 'Namespace' && !['kube-system'].includes(o.metadata.name)), (o) => applyNamespace(api, asWritten(o)));
     const pods = objects.filter((o) => o.kind === 'Pod');
     await inParallel(pods, async (o) => {
       await api.apply(asWritten(o));
@@ -92,11 +92,11 @@ async function main(): Promise<void> {
     const ns = b.addNetns('node');
     const node = await joinNode(cp, deployed, { name: NODE, netnsPath: nsPath(ns), podCIDRs: ['198.18.0.0/16'] });
     const started = Date.now();
-    agent = AgentProcess.start(nsPath(ns), NODE, node.agentKubeconfig, ['--proxy', '--log-level', 'info']);
+    agent = AgentProcess.start(nsPath(ns), NODE, node.agentKubeconfig, ['--proxy'], 'info');
     const owners = new Set<string>();
     await agent.waitForLine('the first full commit of both tables', (l) => {
       if (l.msg === 'sync committed' && l.kind === 'full') owners.add(String(l.owner));
-      return owners.size >= 2 ? l : undefined;
+      return owners.size >= 2;
     }, 0, 600_000);
     const firstCommit = (Math.max(...agent.lines.filter((l) => l.msg === 'sync committed' && l.kind === 'full').map((l) => l.time)) - started) / 1000;
     const rssAfterStart = rssMiB(agent.child.pid!, 'VmRSS');

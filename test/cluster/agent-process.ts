@@ -28,9 +28,10 @@ export class AgentProcess {
     process.once('exit', () => child.kill('SIGKILL'));
   }
 
-  static start(netnsPath: string, nodeName: string, kubeconfig: string, args: string[] = []): AgentProcess {
+  /** Debug lines name every changed object in a commit; the bench asks for info. */
+  static start(netnsPath: string, nodeName: string, kubeconfig: string, args: string[] = [], logLevel = 'debug'): AgentProcess {
     const child = spawn('nsenter', [`--net=${netnsPath}`, process.execPath, join(REPO_ROOT, 'bin', 'nfkube'), 'agent', '--kubeconfig', kubeconfig,
-      '--node-name', nodeName, '--metrics-addr', '127.0.0.1:9476', '--log-level', 'debug', ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+      '--node-name', nodeName, '--metrics-addr', '127.0.0.1:9476', '--log-level', logLevel, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
     return new AgentProcess(child, nodeName);
   }
 

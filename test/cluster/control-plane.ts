@@ -142,6 +142,11 @@ export class ControlPlane {
       await cp.startEtcd();
       await cp.startApiserver();
       cp.launch(cp.controllerManager);
+      // The ServiceAccount controller's first work: proof the controller manager runs.
+      await waitFor('kube-controller-manager to create the default ServiceAccount', async () => {
+        if (!cp.running(cp.controllerManager)) throw new Error(`kube-controller-manager exited:\n${cp.logTail('kube-controller-manager')}`);
+        return (await cp.admin.raw('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200 || undefined;
+      }, 120_000, 250);
       return cp;
     } catch (err) {
       await cp.close();

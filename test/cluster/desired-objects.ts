@@ -27,6 +27,14 @@ export function kubeletStatus(status: KObject | undefined, ready = true): KObjec
   };
 }
 
+/** Applies a Namespace and waits for its default ServiceAccount, which the ServiceAccount
+ * admission plugin requires of every pod created in it. */
+export async function applyNamespace(api: KubeApi, o: KObject): Promise<void> {
+  await api.apply(o);
+  const name = o.metadata.name as string;
+  await waitFor(`the default ServiceAccount of namespace ${name}`, async () => (await api.raw('GET', `/api/v1/namespaces/${name}/serviceaccounts/default`)).status === 200 || undefined);
+}
+
 export class DesiredObjects {
   private applied = new Map<string, KObject>();
 
@@ -38,6 +46,7 @@ export class DesiredObjects {
     const order = (o: KObject): number => (o.kind === 'Namespace' ? 0 : o.kind === 'Pod' ? 2 : 1);
     for (const o of [...next.values()].sort((a, b) => order(a) - order(b))) {
       if (o.kind === 'Pod') await this.putPod(o);
+      else if (o.kind === 'Namespace') await applyNamespace(this.api, o);
       else await this.api.apply(o);
     }
     const gone = [...this.applied.values()].filter((o) => !next.has(key(o)));

@@ -15,6 +15,7 @@ import { AgentProcess } from './agent-process';
 import { waitFor, type KObject } from './api';
 import { ControlPlane, REPO_ROOT } from './control-plane';
 import { accountUsername, applyObjects, daemonSetAccount, deployObjects } from './deploy';
+import { applyNamespace } from './desired-objects';
 import { joinNode, type JoinedNode } from './node';
 
 const BRIDGE = '/usr/lib/cni/bridge';
@@ -62,7 +63,7 @@ describe('IPAM against kube-apiserver: CNI bridge + nfkube-cni-ipam on two nodes
     deployed = deployObjects('overlays/ipam');
     await applyObjects(cp.admin, deployed);
     await cp.admin.apply(POOL);
-    await cp.admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    await applyNamespace(cp.admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     symlinkSync(COMPILED_PLUGIN ?? NODE_PLUGIN, join(pluginDir, 'nfkube-cni-ipam'));
     for (const name of NODES) {
       const ns = b.addNetns(name);

@@ -13,7 +13,7 @@ import { AgentProcess } from './agent-process';
 import { waitFor, type KObject } from './api';
 import { ControlPlane } from './control-plane';
 import { accountUsername, applyObjects, daemonSetAccount, deployObjects } from './deploy';
-import { kubeletStatus } from './desired-objects';
+import { applyNamespace, kubeletStatus } from './desired-objects';
 import { joinNode } from './node';
 
 const PODS_PER_NODE = 2;
@@ -57,7 +57,7 @@ describe('service proxy against kube-apiserver and the EndpointSlice controller 
       const node = await joinNode(cp, deployed, { name: spec.name, netnsPath: n.nsPath, podCIDRs: [...spec.podCIDRs], addresses: [spec.addr.v4, spec.addr.v6] });
       agents.push(AgentProcess.start(n.nsPath, spec.name, node.agentKubeconfig, ['--proxy', '--no-policy']));
     }
-    await cp.admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    await applyNamespace(cp.admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     for (const p of pods) {
       await cp.admin.apply(podObject(p.name, p.node.name));
       await ready(p.name, true);
