@@ -23,7 +23,7 @@ kube_dir="$CACHE/kube-$KUBE_VERSION"
 etcd_dir="$CACHE/etcd-$ETCD_VERSION"
 bin_dir="$CACHE/bin-kube-$KUBE_VERSION-etcd-$ETCD_VERSION"
 stamp="$bin_dir/.stamp"
-want_stamp="kube=$KUBE_VERSION etcd=$ETCD_VERSION go=$(go env GOVERSION)"
+want_stamp="kube=$KUBE_VERSION etcd=$ETCD_VERSION go=$(go env GOVERSION) version-stamped"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ]; then
   echo "$bin_dir"
@@ -48,7 +48,14 @@ staging_version="v0.${KUBE_VERSION#v1.}"
   } >> go.mod
   printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"\n)\n' > tools.go
   go mod tidy >&2
-  go build -p "$JOBS" -trimpath -o "$bin_dir/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager >&2
+  # What kubernetes' own build (hack/lib/version.sh) stamps in, so /version names the release.
+  minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+  released="$(go list -m -f '{{.Time.Format "2006-01-02T15:04:05Z"}}' "k8s.io/kubernetes@$KUBE_VERSION")"
+  ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags="$ldflags -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=$released"
+  done
+  go build -p "$JOBS" -trimpath -ldflags="$ldflags" -o "$bin_dir/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager >&2
 )
 (
   cd "$etcd_dir"

@@ -33,9 +33,10 @@ for (const variant of VARIANTS) {
 test('the same apply refuses an unknown field and an object its CRD schema forbids (the checks above are real)', async () => {
   const ds = structuredClone(deployObjects('kubernetes').find((o) => o.kind === 'DaemonSet')!) as KObject;
   ds.spec.template.spec.containers[0].privilegedd = true;
-  await assert.rejects(applyObjects(cp.admin, [ds]), (err: ApiError) => err.status === 400 && /privilegedd/.test(err.message));
+  // Server-side apply answers an undeclared field with 500 "field not declared in schema".
+  await assert.rejects(applyObjects(cp.admin, [ds]), (err: ApiError) => err.status >= 400 && /privilegedd: field not declared in schema/.test(err.message));
 
   await applyObjects(cp.admin, deployObjects('overlays/ipam').filter((o) => o.kind === 'CustomResourceDefinition'));
   const pool = { apiVersion: 'ipam.nfkube.io/v1alpha1', kind: 'IPPool', metadata: { name: 'bad' }, spec: { cidrs: ['198.18.0.0/16'], colour: 'blue' } };
-  await assert.rejects(cp.admin.apply(pool), (err: ApiError) => err.status === 400 || err.status === 422);
+  await assert.rejects(cp.admin.apply(pool), (err: ApiError) => err.status >= 400 && /colour/.test(err.message));
 });
