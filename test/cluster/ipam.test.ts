@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { startIndex } from '../../src/ipam/pool';
 import { COMPILED_PLUGIN, NODE_PLUGIN, runPlugin } from '../ipam/plugins';
 import { NetnsBuilder, nsPath } from '../proxy/netns-builder';
 import { AgentProcess } from './agent-process';
@@ -19,11 +20,12 @@ import { applyNamespace } from './desired-objects';
 import { joinNode, type JoinedNode } from './node';
 
 const BRIDGE = '/usr/lib/cni/bridge';
-const NODES = ['ipam-1', 'ipam-2'];
+/** Two names whose first choice of block is the same (asserted below): both nodes create the
+ * same IPBlock at once and one of them gets a real 409 from the apiserver. */
+const NODES = ['ipam-1', 'ipam-10'];
 const PODS_PER_NODE = 3;
 const NS = 'apps';
-/** Blocks of four addresses: each node's three pods need more than one, and both nodes start by
- * claiming the pool's first free block at the same moment. */
+/** Blocks of four addresses: each node's three pods need more than one. */
 const POOL = { apiVersion: 'ipam.nfkube.io/v1alpha1', kind: 'IPPool', metadata: { name: 'cluster' }, spec: { cidrs: ['198.18.64.0/26', '2001:db8:64::/122'], blockSize: { ipv4: 30, ipv6: 126 } } };
 
 interface SimNode {
@@ -71,7 +73,7 @@ describe('IPAM against kube-apiserver: CNI bridge + nfkube-cni-ipam on two nodes
       const state = join(cp.dir, `${name}-ipam`);
       mkdirSync(state);
       const socket = join(state, 'ipam.sock');
-      const agent = AgentProcess.start(nsPath(ns), name, joined.agentKubeconfig, ['--ipam', '--no-policy', '--ipam-socket', socket, '--ipam-state-dir', state, '--ipam-gc-interval', '1s']);
+      const agent = AgentProcess.start(nsPath(ns), name, joined.agentKubeconfig, ['--ipam', '--no-policy', '--ipam-socket', socket, '--ipam-state-dir', state, '--ipam-gc-interval', '5s']);
       const pods = [...Array(PODS_PER_NODE).keys()].map((i) => `${name}-p${i}`);
       for (const pod of pods) {
         b.addNetns(pod);
@@ -109,21 +111,23 @@ describe('IPAM against kube-apiserver: CNI bridge + nfkube-cni-ipam on two nodes
       }
     }
     const conflicts = cp.auditEvents(accountUsername(daemonSetAccount(deployed))).filter((e) => e.verb === 'create' && e.requestURI.includes('/ipblocks') && e.responseStatus?.code === 409);
+    const first = (node: string) => startIndex(`${node}/${BigInt(0xc6124000)}`, 16n);
+    assert.equal(first(NODES[0]), first(NODES[1]), 'both nodes try the same v4 block first');
+    assert.ok(conflicts.length > 0, 'one node\'s create of a block the other created was refused with 409');
     t.diagnostic(`${conflicts.length} block creates answered 409 AlreadyExists`);
     const check = await inNode(nodes[0], ['ipam', 'check', '--kubeconfig', nodes[0].joined.adminKubeconfig]);
     assert.equal(check.code, 0, `nfkube ipam check: ${check.out}`);
   });
 
   test('a pod deleted through the API has its addresses garbage collected by its node\'s agent', async () => {
-    const victim = nodes[1].pods[0];
-    const addr = v4Of(results.get(victim)!);
-    const publishedAddress = async (a: string) => ((await cp.admin.get('/apis/ipam.nfkube.io/v1alpha1/ipblocks')).items as KObject[]).some((x) => x.status?.allocations?.[a]);
-    const published = () => publishedAddress(addr);
-    await waitFor(`${addr} to be published in its block`, async () => (await published()) || undefined);
+    const [victim, survivor] = nodes[1].pods;
+    // Blocks publish their allocations in status, by ordinal, with the pod each is for.
+    const published = async (pod: string) => ((await cp.admin.get('/apis/ipam.nfkube.io/v1alpha1/ipblocks')).items as KObject[])
+      .some((x) => Object.values((x.status?.allocations ?? {}) as Record<string, KObject>).some((a) => a.pod?.name === pod));
+    await waitFor(`the allocation of ${victim} to be published in its block`, async () => (await published(victim)) || undefined);
     await cp.admin.delete({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: NS, name: victim } }, '?gracePeriodSeconds=0');
-    await waitFor(`${addr} of deleted pod ${victim} to be released`, async () => ((await published()) ? undefined : true), 120_000, 250);
-    const other = v4Of(results.get(nodes[1].pods[1])!);
-    assert.ok(await publishedAddress(other), `the live pod's ${other} is kept`);
+    await waitFor(`the allocation of deleted pod ${victim} to be released`, async () => ((await published(victim)) ? undefined : true), 120_000, 250);
+    assert.ok(await published(survivor), `the live pod ${survivor} keeps its allocation`);
   });
 
   test('every request of both agents was allowed by the shipped RBAC', () => {
