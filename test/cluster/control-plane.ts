@@ -256,6 +256,11 @@ export class ControlPlane {
     return readFileSync(this.auditLog, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent).filter((e) => e.user?.username === username);
   }
 
+  /** The requests of one user the apiserver refused (401, 403), as `verb URI: message`. */
+  refusedRequests(username: string): string[] {
+    return this.auditEvents(username).filter((e) => [401, 403].includes(e.responseStatus?.code ?? 0)).map((e) => `${e.verb} ${e.requestURI}: ${e.responseStatus?.message ?? ''}`);
+  }
+
   /** etcd's gRPC gateway (JSON) through the relay. */
   etcdCall(path: string, body: unknown): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
     return new Promise((resolve, reject) => {

@@ -1,8 +1,10 @@
 /** A simulated node joining the tier's cluster: its Node object, the apiserver on its loopback
  * (a relay), and kubeconfigs for the agent (the DaemonSet ServiceAccount's token from the
  * TokenRequest API) and for the test's own admin commands run inside it. */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import type { KObject } from './api';
-import { ControlPlane } from './control-plane';
+import { ControlPlane, REPO_ROOT } from './control-plane';
 import { daemonSetAccount } from './deploy';
 
 export interface JoinedNode {
@@ -41,4 +43,16 @@ export async function joinNode(
     tokenFileKubeconfig: cp.kubeconfig(`${node.name}-agent-file`, { tokenFile }),
     adminKubeconfig: cp.kubeconfig(`${node.name}-admin`, cp.pki.admin),
   };
+}
+
+/** `nfkube ARGS` inside a node's namespace: its exit code and output. */
+export function nfkubeInNode(netnsPath: string, args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => execFile('nsenter', [`--net=${netnsPath}`, process.execPath, join(REPO_ROOT, 'bin', 'nfkube'), ...args], { cwd: REPO_ROOT, timeout: 60_000 },
+    (err, stdout, stderr) => resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0, out: `${stdout}${stderr}` })));
+}
+
+/** `nfkube verify` in the node's namespace as the admin: true iff the kernel holds what the
+ * API's state asks for (`args`: the agent's rendering flags and table). */
+export async function kernelMatchesApi(node: JoinedNode, args: string[]): Promise<boolean> {
+  return (await nfkubeInNode(node.netnsPath, ['verify', '--kubeconfig', node.adminKubeconfig, '--node-name', node.name, ...args])).code === 0;
 }

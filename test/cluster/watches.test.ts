@@ -4,18 +4,16 @@
  * must reach the kernel (`nfkube verify` as the oracle). */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { NODE_NAME, TABLE } from '../e2e/harness';
 import { clusterObjects, netpol, type K8sObject } from '../e2e/manifests';
 import { createTopology, type Topology } from '../helpers/topology';
 import { AgentProcess } from './agent-process';
 import { waitFor, type KObject } from './api';
-import { ControlPlane, REPO_ROOT } from './control-plane';
+import { ControlPlane } from './control-plane';
 import { accountUsername, applyObjects, daemonSetAccount, deployObjects } from './deploy';
 import { DesiredObjects } from './desired-objects';
-import { joinNode, type JoinedNode } from './node';
+import { joinNode, kernelMatchesApi, type JoinedNode } from './node';
 
 const policy = (name: string): K8sObject => netpol('x', name, { podSelector: { matchLabels: { pod: name } }, policyTypes: ['Ingress'] });
 
@@ -28,10 +26,7 @@ describe('watches against kube-apiserver and etcd under a running agent', () => 
   let agent: AgentProcess | undefined;
   let base: K8sObject[];
 
-  const verified = (): Promise<boolean> => new Promise((resolve) => {
-    execFile('nsenter', [`--net=${node.netnsPath}`, process.execPath, join(REPO_ROOT, 'bin', 'nfkube'), 'verify', '--kubeconfig', node.adminKubeconfig,
-      '--node-name', NODE_NAME, '--table', TABLE], { cwd: REPO_ROOT, timeout: 60_000 }, (err) => resolve(!err));
-  });
+  const verified = (): Promise<boolean> => kernelMatchesApi(node, ['--table', TABLE]);
   const enforced = async (what: string, policies: string[], deadlineMs = 60_000): Promise<void> => {
     await desired.set([...base, ...policies.map(policy)]);
     await waitFor(`the kernel to enforce ${what}`, async () => (await verified()) || undefined, deadlineMs, 250);
