@@ -4,6 +4,7 @@
  * (timeout, reset connection, 5xx), which callers resolve by reading back: a write that was not
  * answered may have been committed. */
 import type { KubeConfig } from '@kubernetes/client-node';
+import { useTokenFiles } from '../k8s/token-file';
 import { GROUP, KObject, PLURALS, VERSION } from './objects';
 
 export type Plural = (typeof PLURALS)[keyof typeof PLURALS];
@@ -60,8 +61,10 @@ export function clientNode(): typeof import('@kubernetes/client-node') {
 
 export function loadKubeConfig(path?: string): KubeConfig {
   const kc = new (clientNode().KubeConfig)();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
+  if (path) {
+    kc.loadFromFile(path);
+    useTokenFiles(kc, path);
+  } else kc.loadFromCluster();
   return kc;
 }
 

@@ -66,6 +66,7 @@ export interface AuditEvent {
   verb: string;
   requestURI: string;
   stage: string;
+  requestReceivedTimestamp: string;
   responseStatus?: { code: number; message?: string };
 }
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadKubeConfig as loadIpamKubeConfig } from '../../src/ipam/api';
 import { loadKubeConfig } from '../../src/k8s/informer-source';
 import { tokenFiles } from '../../src/k8s/token-file';
 
@@ -16,22 +17,24 @@ function kubeconfig(dir: string, user: string): string {
   return path;
 }
 
-async function authorization(path: string): Promise<unknown> {
+async function authorization(load: typeof loadKubeConfig, path: string): Promise<unknown> {
   const opts: { headers?: Record<string, unknown> } = { headers: {} };
-  await loadKubeConfig(path).applyToHTTPSOptions(opts as never);
+  await load(path).applyToHTTPSOptions(opts as never);
   return opts.headers?.Authorization ?? opts.headers?.authorization;
 }
 
-test('a kubeconfig tokenFile (relative to the kubeconfig) is sent as the bearer token', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'nfkube-tokenfile-'));
-  try {
-    writeFileSync(join(dir, 'token'), 'token-from-file');
-    assert.equal(await authorization(kubeconfig(dir, '    tokenFile: token')), 'Bearer token-from-file');
-    assert.equal(await authorization(kubeconfig(dir, `    tokenFile: ${join(dir, 'token')}\n    token: inline`)), 'Bearer inline');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+for (const [who, load] of [['the informers (policy, proxy)', loadKubeConfig], ['IPAM', loadIpamKubeConfig]] as const) {
+  test(`${who}: a kubeconfig tokenFile (relative to the kubeconfig) is sent as the bearer token`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nfkube-tokenfile-'));
+    try {
+      writeFileSync(join(dir, 'token'), 'token-from-file');
+      assert.equal(await authorization(load, kubeconfig(dir, '    tokenFile: token')), 'Bearer token-from-file');
+      assert.equal(await authorization(load, kubeconfig(dir, `    tokenFile: ${join(dir, 'token')}\n    token: inline`)), 'Bearer inline');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
 
 test('tokenFiles names only users with a file and no inline token', () => {
   const text = 'users:\n- name: a\n  user: {tokenFile: /t/a}\n- name: b\n  user: {token: x, tokenFile: /t/b}\n- name: c\n  user: {token-file: rel}\n- name: d\n  user: null\n';
