@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { useTokenFiles } from './token-file';
 
 export type KubeconfigChoice = { kind: 'files'; paths: string[]; via: '--kubeconfig' | '$KUBECONFIG' | '~/.kube/config' } | { kind: 'in-cluster' };
 
@@ -37,6 +38,8 @@ export function loadChosenKubeconfig(kc: KubeConfig, c: KubeconfigChoice): KubeC
       more.loadFromFile(path);
       kc.mergeConfig(more);
     }
+    // client-node ignores a user's tokenFile (how a rotated token is given); read it as client-go does.
+    for (const path of c.paths) useTokenFiles(kc, path);
   }
   return kc;
 }
