@@ -1,4 +1,5 @@
 /** Usage errors: one line, with the closest known name when the given one is a likely typo. */
+import { editDistance } from '../edit-distance';
 
 /** A mistake in how a command was called: reported as one line, never with a stack or the usage. */
 export class UsageError extends Error {
@@ -6,17 +7,6 @@ export class UsageError extends Error {
     super(message);
     this.name = 'UsageError';
   }
-}
-
-/** Levenshtein distance, for "did you mean". */
-export function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length];
 }
 
 /** The known name closest to `given`, when close enough to be a typo (a third of its length). */

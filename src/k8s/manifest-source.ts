@@ -26,6 +26,7 @@ import { describeObject, failClosedPolicy, FIELDS_READ, normalizers, objectId, t
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 import type { FieldsOf, FieldTree } from './yaml-block';
 import { fastYamlDocuments } from './yaml-documents';
+import { editDistance } from '../edit-distance';
 
 export interface ManifestSourceOptions extends SourceHandlers {
   dir: string;
@@ -494,16 +495,6 @@ function nearKind(kind: string): string | undefined {
   return Object.keys(API_VERSIONS).find((k) => k.toLowerCase() === kind.toLowerCase() || editDistance(k, kind) <= 2);
 }
 
-function editDistance(a: string, b: string): number {
-  if (Math.abs(a.length - b.length) > 2) return 3;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length];
-}
 
 function describeValue(v: unknown): string {
   const text = JSON.stringify(v) ?? String(v);
