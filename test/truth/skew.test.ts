@@ -34,7 +34,7 @@ test('rules with expressions nfkube never renders are reported as drift and repl
       '~ chain forward_ingress',
       `-   # unknown expression "quota" (32 bytes) drop # handle ${quota}`,
       '~ chain input_egress',
-      `-   [ immediate reg 1 0x00000001 ] [ meta set mark with reg 1 ] # handle ${mark}`,
+      `-   meta mark set 0x00000001 # handle ${mark}`,
     ].join('\n');
     const v = verify(sb, cluster);
     assert.equal(v.stdout, `${expected}\n`);
