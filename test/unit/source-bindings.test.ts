@@ -1,0 +1,84 @@
+/** Local pods' addresses bound to MACs from the node's neighbour table (src/agent/source-check.ts,
+ * neighbour-watch.ts): the first MAC seen is kept while a pod holds the address, whichever comes
+ * first (the pod or the neighbour entry), and the binding leaves with the pod. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DesiredTable } from '../../src/agent/desired';
+import { neighbourMac } from '../../src/agent/neighbour-watch';
+import { Renderer } from '../../src/agent/render';
+import { PodInfo } from '../../src/k8s/model';
+import { ChangeScope } from '../../src/pipeline/scope';
+import { PolicyEngine } from '../../src/policy/engine';
+import { NUD_FAILED, NUD_INCOMPLETE, NUD_PERMANENT, NUD_REACHABLE, NUD_STALE } from '../../src/rtnl/constants';
+import { Cluster, pod } from '../agent/fixtures';
+
+const NODE = 'node-1';
+const MAC_B = Buffer.from('020000000002', 'hex');
+const MAC_A = Buffer.from('020000000001', 'hex');
+
+/** The elements of the binding sets, as `set: key` in hex. */
+function bindings(d: DesiredTable): string[] {
+  return ['bound_src_v4', 'local_mac_v4', 'bound_src_v6', 'local_mac_v6'].flatMap((s) => [...d.model.sets.get(s)!.elements.keys()].map((k) => `${s}: ${k}`)).sort();
+}
+
+function podB(): PodInfo {
+  const cl = new Cluster();
+  cl.apply(pod('x', 'b', '198.18.0.2', {}, { ip6: '2001:db8::2' }));
+  return cl.snapshot().pods.get('x/b')!;
+}
+
+const B_BOUND = [
+  'bound_src_v4: c6120002',
+  'bound_src_v6: 20010db8000000000000000000000002',
+  'local_mac_v4: c61200020200000000020000',
+  'local_mac_v6: 20010db80000000000000000000000020200000000020000',
+].sort();
+
+test('an address is bound to the first MAC seen for it, whether the pod or the neighbour entry comes first; a later MAC does not move it; the pod leaving removes it', () => {
+  const renderer = new Renderer({ table: 'nfkube', denyAction: 'drop' });
+  const b = podB();
+  const upsert = { kind: 'Pod' as const, type: 'upsert' as const, key: 'x/b', object: b };
+
+  // Neighbour entries first: nothing is bound until the pod is local.
+  const early = new DesiredTable(renderer, new PolicyEngine(NODE).state());
+  assert.equal(early.neighbourChanged('198.18.0.2', MAC_B, new ChangeScope()), false);
+  assert.equal(early.neighbourChanged('2001:db8::2', MAC_B, new ChangeScope()), false);
+  assert.deepEqual(bindings(early), []);
+  const scope = new ChangeScope();
+  assert.equal(early.podChanged(upsert, scope), true);
+  assert.deepEqual(bindings(early), B_BOUND);
+  assert.deepEqual([...scope.elements.get('local_mac_v4')!], ['c61200020200000000020000'], 'the binding is in the change scope');
+
+  // The pod first, then its entries.
+  const late = new DesiredTable(renderer, new PolicyEngine(NODE).state());
+  late.podChanged(upsert, new ChangeScope());
+  assert.deepEqual(bindings(late), []);
+  assert.equal(late.neighbourChanged('198.18.0.2', MAC_B, new ChangeScope()), true);
+  assert.equal(late.neighbourChanged('2001:db8::2', MAC_B, new ChangeScope()), true);
+  assert.deepEqual(bindings(late), B_BOUND);
+
+  // A forged ARP reply moving the node's entry to another MAC does not move the binding.
+  assert.equal(late.neighbourChanged('198.18.0.2', MAC_A, new ChangeScope()), false);
+  assert.equal(late.neighbourChanged('198.18.0.2', undefined, new ChangeScope()), false);
+  assert.deepEqual(bindings(late), B_BOUND);
+
+  // The pod leaves: its bindings go; the address's next pod binds to what the table has then.
+  const gone = new ChangeScope();
+  late.podChanged({ ...upsert, type: 'delete' }, gone);
+  assert.deepEqual(bindings(late), []);
+  assert.ok(gone.elements.get('bound_src_v4')!.has('c6120002'));
+  late.neighbourChanged('198.18.0.2', MAC_A, new ChangeScope());
+  late.podChanged(upsert, new ChangeScope());
+  assert.ok(bindings(late).includes('local_mac_v4: c61200020200000000010000'));
+});
+
+test('only a usable Ethernet neighbour entry gives a MAC', () => {
+  const entry = (state: number, lladdr?: Buffer) => ({ family: 2, index: 4, state, address: '198.18.0.2', ...(lladdr ? { lladdr } : {}) });
+  assert.deepEqual(neighbourMac(entry(NUD_REACHABLE, MAC_B), false), MAC_B);
+  assert.deepEqual(neighbourMac(entry(NUD_STALE, MAC_B), false), MAC_B);
+  assert.deepEqual(neighbourMac(entry(NUD_PERMANENT, MAC_B), false), MAC_B);
+  assert.equal(neighbourMac(entry(NUD_STALE, MAC_B), true), undefined, 'deleted');
+  assert.equal(neighbourMac(entry(NUD_INCOMPLETE), false), undefined);
+  assert.equal(neighbourMac(entry(NUD_FAILED, MAC_B), false), undefined);
+  assert.equal(neighbourMac(entry(NUD_REACHABLE, Buffer.alloc(16)), false), undefined, 'not Ethernet');
+});
