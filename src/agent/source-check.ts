@@ -174,3 +174,26 @@ function bindingElements(n: NeighbourMac): [string, SetElement][] {
     [MAC_SETS[fam], { key: concatKey([n.address, n.mac]) }],
   ];
 }
+
+/** verify and status build the desired table from the cluster alone, but the MAC bindings are
+ * the agent's record of what the node's neighbour table showed: the kernel's bindings are taken
+ * as desired where they bind a local pod's address once, in both sets. Any other (a deleted
+ * pod's, a second MAC for one address) stays a difference. */
+export function adoptBindings(desired: RulesetModel, kernel: RulesetModel): void {
+  for (const fam of ['v4', 'v6'] as const) {
+    const local = desired.sets.get(SOURCE_SETS[fam]);
+    const bound = desired.sets.get(BOUND_SETS[fam]);
+    const macs = desired.sets.get(MAC_SETS[fam]);
+    const kernelBound = kernel.sets.get(BOUND_SETS[fam]);
+    const kernelMacs = kernel.sets.get(MAC_SETS[fam]);
+    if (!local || !bound || !macs || !kernelBound || !kernelMacs) continue;
+    const addrLen = fam === 'v4' ? 4 : 16;
+    for (const e of kernelMacs.elements.values()) {
+      const addr = elementKey({ key: e.key.subarray(0, addrLen) });
+      const boundElement = kernelBound.elements.get(addr);
+      if (!boundElement || !local.elements.has(addr) || bound.elements.has(addr)) continue;
+      bound.elements.set(addr, boundElement);
+      macs.elements.set(elementKey(e), e);
+    }
+  }
+}

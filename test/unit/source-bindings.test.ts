@@ -6,8 +6,10 @@ import assert from 'node:assert/strict';
 import { DesiredTable } from '../../src/agent/desired';
 import { neighbourMac } from '../../src/agent/neighbour-watch';
 import { Renderer } from '../../src/agent/render';
+import { adoptBindings } from '../../src/agent/source-check';
 import { PodInfo } from '../../src/k8s/model';
 import { ChangeScope } from '../../src/pipeline/scope';
+import { cloneModel, diffRulesets, formatDiff } from '../../src/ruleset/diff';
 import { PolicyEngine } from '../../src/policy/engine';
 import { NUD_FAILED, NUD_INCOMPLETE, NUD_PERMANENT, NUD_REACHABLE, NUD_STALE } from '../../src/rtnl/constants';
 import { Cluster, pod } from '../agent/fixtures';
@@ -81,4 +83,27 @@ test('only a usable Ethernet neighbour entry gives a MAC', () => {
   assert.equal(neighbourMac(entry(NUD_INCOMPLETE), false), undefined);
   assert.equal(neighbourMac(entry(NUD_FAILED, MAC_B), false), undefined);
   assert.equal(neighbourMac(entry(NUD_REACHABLE, Buffer.alloc(16)), false), undefined, 'not Ethernet');
+});
+
+test('verify adopts the kernel\'s bindings of local pods\' addresses only: a deleted pod\'s binding or a second MAC stays a difference', () => {
+  const renderer = new Renderer({ table: 'nfkube', denyAction: 'drop' });
+  const b = podB();
+  const agentTable = new DesiredTable(renderer, new PolicyEngine(NODE).state());
+  agentTable.podChanged({ kind: 'Pod', type: 'upsert', key: 'x/b', object: b }, new ChangeScope());
+  agentTable.neighbourChanged('198.18.0.2', MAC_B, new ChangeScope());
+  agentTable.neighbourChanged('2001:db8::2', MAC_B, new ChangeScope());
+  const kernel = cloneModel(agentTable.model);
+  // A binding left behind for an address no local pod has, and a second MAC for b's.
+  kernel.sets.get('bound_src_v4')!.elements.set('c6120009', { key: Buffer.from('c6120009', 'hex') });
+  kernel.sets.get('local_mac_v4')!.elements.set('c61200090200000000010000', { key: Buffer.from('c61200090200000000010000', 'hex') });
+  kernel.sets.get('local_mac_v4')!.elements.set('c61200020200000000010000', { key: Buffer.from('c61200020200000000010000', 'hex') });
+
+  const fromCluster = new DesiredTable(renderer, new PolicyEngine(NODE).state());
+  fromCluster.podChanged({ kind: 'Pod', type: 'upsert', key: 'x/b', object: b }, new ChangeScope());
+  adoptBindings(fromCluster.model, kernel);
+  const d = diffRulesets(kernel, fromCluster.model);
+  assert.deepEqual(formatDiff(kernel, fromCluster.model, d).split('\n').filter((l) => /element/.test(l)).length, 3, formatDiff(kernel, fromCluster.model, d));
+  assert.ok(fromCluster.model.sets.get('local_mac_v6')!.elements.size === 1, 'b\'s IPv6 binding adopted');
+  assert.ok(fromCluster.model.sets.get('bound_src_v4')!.elements.has('c6120002'), 'b\'s IPv4 binding adopted');
+  assert.ok(!fromCluster.model.sets.get('bound_src_v4')!.elements.has('c6120009'), 'the stale binding is not');
 });
