@@ -67,7 +67,7 @@ export class DesiredTable {
   }
 
   /** The node's neighbour table has `mac` for `address` now (undefined: no usable entry); a
-   * local pod's address not bound yet is bound to it. Returns whether the sets changed. */
+   * local pod's address is bound to it. Returns whether the sets changed. */
   neighbourChanged(address: string, mac: Buffer | undefined, scope: ChangeScope): boolean {
     return this.sources.neighbour(address, mac, this.model, scope);
   }

@@ -1,5 +1,5 @@
 /** The node's neighbour table, watched for the MACs of local pods' addresses (source-check.ts
- * binds each address to the first MAC seen for it): one dump at start, then the kernel's
+ * binds each address to the last MAC seen for it): one dump at start, then the kernel's
  * RTNLGRP_NEIGH notifications; notifications lost to an overrun are made up for by another dump.
  * The kernel has an entry for a pod once the node and the pod exchanged a packet (the pod's ARP
  * or NDP for its gateway, a kubelet probe). */

@@ -13,11 +13,13 @@
  * hold every local pod's addresses (isolated or not), one element per address.
  *
  * On a bridge the route to every pod is the bridge itself, so the route does not tell pods on one
- * bridge apart: there each address is also bound to the pod's MAC, as the node's neighbour table
- * first saw it for that address (src/agent/neighbour-watch.ts):
+ * bridge apart: there each address is also bound to the pod's MAC, the last one the node's
+ * neighbour table had for that address (src/agent/neighbour-watch.ts):
  *                      ip saddr @bound_src_v4 ip saddr . ether saddr != @local_mac_v4 goto spoofed_source
- * The first MAC seen is kept while a pod holds the address: a forged ARP reply that moves the
- * node's neighbour entry later does not move the binding. Spoofed packets are always dropped, never rejected (an ICMP error
+ * The binding follows the table (a pod's sandbox recreated with a new veth keeps its address) and
+ * outlives its entry's expiry. Moving the entry takes a forged ARP or NDP packet, that is an
+ * AF_PACKET socket, which could forge the Ethernet source as well: this stops raw IP sockets.
+ * Spoofed packets are always dropped, never rejected (an ICMP error
  * would go to the pod whose address was forged) and never let through by audit mode. */
 import * as b from '../nft/build';
 import { Expr, SetElement } from '../nft/types';
@@ -84,7 +86,7 @@ export class LocalSources {
   }
 
   /** The node's neighbour table has `mac` for `address` now (undefined: no usable entry). Binds a
-   * claimed address not bound yet; returns whether the sets changed. */
+   * claimed address to it (an entry gone keeps the last binding); returns whether the sets changed. */
   neighbour(address: string, mac: Buffer | undefined, model: RulesetModel, scope?: ChangeScope): boolean {
     const bytes = address.includes(':') ? ipv6(address) : ipv4(address);
     const entry = `${bytes.length === 4 ? SOURCE_SETS.v4 : SOURCE_SETS.v6} ${elementKey({ key: bytes })}`;
@@ -93,7 +95,9 @@ export class LocalSources {
       return false;
     }
     this.neighbours.set(entry, { address: bytes, mac });
-    return this.claims.has(entry) && this.bind(entry, model, scope);
+    if (!this.claims.has(entry) || this.bound.get(entry)?.mac.equals(mac)) return false;
+    this.unbind(entry, model, scope);
+    return this.bind(entry, model, scope);
   }
 
   /** Binds a newly claimed entry to its neighbour's MAC, when one is known. */

@@ -1,5 +1,5 @@
 /** Local pods' addresses bound to MACs from the node's neighbour table (src/agent/source-check.ts,
- * neighbour-watch.ts): the first MAC seen is kept while a pod holds the address, whichever comes
+ * neighbour-watch.ts): the last MAC seen binds the address while a pod holds it, whichever comes
  * first (the pod or the neighbour entry), and the binding leaves with the pod. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,7 +36,7 @@ const B_BOUND = [
   'local_mac_v6: 20010db80000000000000000000000020200000000020000',
 ].sort();
 
-test('an address is bound to the first MAC seen for it, whether the pod or the neighbour entry comes first; a later MAC does not move it; the pod leaving removes it', () => {
+test('an address is bound to the MAC the neighbour table has for it, whether the pod or the entry comes first; a new MAC moves it, an expired entry keeps it; the pod leaving removes it', () => {
   const renderer = new Renderer({ table: 'nfkube', denyAction: 'drop' });
   const b = podB();
   const upsert = { kind: 'Pod' as const, type: 'upsert' as const, key: 'x/b', object: b };
@@ -59,17 +59,22 @@ test('an address is bound to the first MAC seen for it, whether the pod or the n
   assert.equal(late.neighbourChanged('2001:db8::2', MAC_B, new ChangeScope()), true);
   assert.deepEqual(bindings(late), B_BOUND);
 
-  // A forged ARP reply moving the node's entry to another MAC does not move the binding.
-  assert.equal(late.neighbourChanged('198.18.0.2', MAC_A, new ChangeScope()), false);
+  // The entry expiring keeps the binding; the same MAC again changes nothing.
   assert.equal(late.neighbourChanged('198.18.0.2', undefined, new ChangeScope()), false);
+  assert.equal(late.neighbourChanged('198.18.0.2', MAC_B, new ChangeScope()), false);
   assert.deepEqual(bindings(late), B_BOUND);
+  // Another MAC (the pod's sandbox recreated with a new veth) moves the binding, one transaction.
+  const moved = new ChangeScope();
+  assert.equal(late.neighbourChanged('198.18.0.2', MAC_A, moved), true);
+  assert.deepEqual([...moved.elements.get('local_mac_v4')!].sort(), ['c61200020200000000010000', 'c61200020200000000020000']);
+  assert.ok(bindings(late).includes('local_mac_v4: c61200020200000000010000'));
+  assert.ok(!bindings(late).includes('local_mac_v4: c61200020200000000020000'));
 
   // The pod leaves: its bindings go; the address's next pod binds to what the table has then.
   const gone = new ChangeScope();
   late.podChanged({ ...upsert, type: 'delete' }, gone);
   assert.deepEqual(bindings(late), []);
   assert.ok(gone.elements.get('bound_src_v4')!.has('c6120002'));
-  late.neighbourChanged('198.18.0.2', MAC_A, new ChangeScope());
   late.podChanged(upsert, new ChangeScope());
   assert.ok(bindings(late).includes('local_mac_v4: c61200020200000000010000'));
 });
