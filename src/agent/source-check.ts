@@ -100,7 +100,7 @@ export class LocalSources {
     return this.bind(entry, model, scope);
   }
 
-  /** Binds a newly claimed entry to its neighbour's MAC, when one is known. */
+  /** Binds a claimed entry not bound yet to its neighbour's MAC, when one is known. */
   private bind(entry: string, model: RulesetModel, scope?: ChangeScope): boolean {
     const seen = this.neighbours.get(entry);
     if (!seen || this.bound.has(entry)) return false;
@@ -113,7 +113,7 @@ export class LocalSources {
     return true;
   }
 
-  /** Drops the binding of an entry no pod claims any more. */
+  /** Drops an entry's binding (no pod claims it any more, or its MAC moved). */
   private unbind(entry: string, model: RulesetModel, scope?: ChangeScope): void {
     const was = this.bound.get(entry);
     if (!was) return;
