@@ -16,7 +16,8 @@ import {
 } from '../rtnl/constants';
 
 const ETH_ALEN = 6;
-/** States whose link-layer address the kernel has seen in use (not INCOMPLETE, FAILED, NOARP). */
+/** States whose link-layer address the kernel has seen in use (not INCOMPLETE or FAILED; a
+ * NOARP entry has no address to bind). */
 const USABLE_STATES = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT;
 
 /** The MAC a neighbour entry gives its address; undefined when the entry is deleted or has no

@@ -36,7 +36,6 @@ export const NUD_STALE = 0x04;
 export const NUD_DELAY = 0x08;
 export const NUD_PROBE = 0x10;
 export const NUD_FAILED = 0x20;
-export const NUD_NOARP = 0x40;
 export const NUD_PERMANENT = 0x80;
 
 // linux/rtnetlink.h: rtmsg fields
