@@ -66,6 +66,12 @@ export class DesiredTable {
     return change.type === 'upsert' ? this.sources.upsert(change.object, this.model, scope) : this.sources.delete(change.object, this.model, scope);
   }
 
+  /** The node's neighbour table has `mac` for `address` now (undefined: no usable entry); a
+   * local pod's address is bound to it. Returns whether the sets changed. */
+  neighbourChanged(address: string, mac: Buffer | undefined, scope: ChangeScope): boolean {
+    return this.sources.neighbour(address, mac, this.model, scope);
+  }
+
   /** A namespace's policy mode changed: its pods' addresses join or leave the audit sets. */
   namespaceModeChanged(namespace: string, scope: ChangeScope): void {
     for (const t of this.targets.values()) if (namespaceOf(t.key) === namespace) this.audit?.sync(t.key, t, scope);

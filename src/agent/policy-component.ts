@@ -96,6 +96,12 @@ export class PolicyComponent implements Component {
     return true;
   }
 
+  /** The node's neighbour table changed for `address` (see NeighbourWatch): binds a local pod's
+   * address to its MAC; returns whether the desired model changed. */
+  neighbourChanged(address: string, mac: Buffer | undefined, scope: ChangeScope): boolean {
+    return this.desiredTable?.neighbourChanged(address, mac, scope) ?? false;
+  }
+
   stats(): Record<string, number> {
     const s = this.engine.stats();
     return { pods: s.targets ?? 0, policies: s.policies ?? 0, failedClosed: (s.policiesFailedClosed ?? 0) + this.renderer.failedClosed.size };

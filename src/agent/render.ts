@@ -21,8 +21,10 @@
  *                   (meta l4proto . th dport ranges, shared by the entries of the same ports),
  *                   and one rule per peer
  *   prerouting_source hook prerouting prio -150, and spoofed_source: a local pod's source
- *                   address coming in by another interface than its route's is dropped
- *                   (src/agent/source-check.ts); sets local_src_v4/_v6: every local pod's addresses.
+ *                   address coming in by another interface than its route's, or from another
+ *                   MAC than the one it is bound to, is dropped (src/agent/source-check.ts); sets
+ *                   local_src_v4/_v6: every local pod's addresses; bound_src_v4/_v6 and
+ *                   local_mac_v4/_v6: the bound ones and their address . MAC bindings.
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
  *         (address . l4proto . port); deny_in|out_v4|v6 (and audited_..., with audit support):
  *         the vmaps' addresses, each with a counter the default deny updates (per pod counts).
@@ -39,7 +41,7 @@ import { formatLabel } from './labels';
 import { PodInfo } from '../k8s/model';
 import { PolicyModes } from '../deny/modes';
 import { auditElements } from '../deny/audit-entries';
-import { LocalSources, SOURCE_CHAIN, SOURCE_SETS, sourceCheckRules, SPOOFED_CHAIN, spoofedRules } from './source-check';
+import { BOUND_SETS, LocalSources, MAC_SETS, SOURCE_CHAIN, SOURCE_SETS, sourceCheckRules, SPOOFED_CHAIN, spoofedRules } from './source-check';
 import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from '../deny/tail';
 
 export interface RenderOptions {
@@ -214,7 +216,12 @@ export class Renderer {
     chains.push({ chain: this.chain(SOURCE_CHAIN, { hook: 'prerouting', priority: -150, type: 'filter', policy: 'accept' }), rules: sourceCheckRules().map((r) => this.rule(SOURCE_CHAIN, r)) });
     chains.push({ chain: this.chain(SPOOFED_CHAIN), rules: spoofedRules(this.opts.log).map((r) => this.rule(SPOOFED_CHAIN, r)) });
     const sets: SetModel[] = [];
-    for (const fam of ['v4', 'v6'] as const) sets.push({ set: this.set(SOURCE_SETS[fam], { key: [fam === 'v4' ? 'ipv4_addr' : 'ipv6_addr'], flags: 0 }), elements: new Map() });
+    for (const fam of ['v4', 'v6'] as const) {
+      const addr = fam === 'v4' ? 'ipv4_addr' : 'ipv6_addr';
+      sets.push({ set: this.set(SOURCE_SETS[fam], { key: [addr], flags: 0 }), elements: new Map() });
+      sets.push({ set: this.set(BOUND_SETS[fam], { key: [addr], flags: 0 }), elements: new Map() });
+      sets.push({ set: this.set(MAC_SETS[fam], { key: [addr, 'ether_addr'], flags: 0 }), elements: new Map() });
+    }
     for (const dir of ['ingress', 'egress'] as const) {
       sets.push({ set: this.set(VMAPS[dir].v4, { key: ['ipv4_addr'], flags: 0, data: 'verdict' }), elements: new Map() });
       sets.push({ set: this.set(VMAPS[dir].v6, { key: ['ipv6_addr'], flags: 0, data: 'verdict' }), elements: new Map() });

@@ -5,7 +5,10 @@ import { canonicalRegister } from './canonical';
 import * as C from './constants';
 import { Expr, Verdict } from './types';
 import { ipAddr } from '../net/ip-bytes';
-import { be16, hostU32 } from './values';
+import { be16, HOST_LE, hostU32 } from './values';
+
+/** linux/if_arp.h: the interface type of Ethernet devices (bridges and veths among them). */
+const ARPHRD_ETHER = 1;
 
 /** Header fields nfkube matches on: [base, offset, length, family]. */
 export const FIELDS = {
@@ -244,6 +247,26 @@ export function setCtMark(value: number): Expr[] {
   return [
     { type: 'immediate', dreg: REG, data: mark32(value, 'ct mark set') },
     { type: 'ct', key: C.NFT_CT_MARK, sreg: REG },
+  ];
+}
+
+/** `ip saddr . ether saddr != @set` (ip6 likewise): the packet's source address is not bound
+ * to its source MAC in the set. `meta iiftype ether` first, as nft adds it: only an Ethernet
+ * interface gives a link-layer header to read. */
+export function addrMacNotInSet(field: 'ip saddr' | 'ip6 saddr', set: string): Expr[] {
+  const f = FIELDS[field];
+  const addrRegs = f.len / 4;
+  const macReg = canonicalRegister(C.NFT_REG32_00 + addrRegs);
+  const iiftypeEther = Buffer.alloc(2);
+  if (HOST_LE) iiftypeEther.writeUInt16LE(ARPHRD_ETHER);
+  else iiftypeEther.writeUInt16BE(ARPHRD_ETHER);
+  return [
+    { type: 'meta', key: C.NFT_META_IIFTYPE, dreg: REG },
+    { type: 'cmp', sreg: REG, op: 'eq', data: iiftypeEther },
+    ...nfproto(f.l3),
+    load(field, canonicalRegister(C.NFT_REG32_00)),
+    { type: 'payload', base: 'll', offset: 6, len: 6, dreg: macReg },
+    lookup(set, canonicalRegister(C.NFT_REG32_00), true),
   ];
 }
 

@@ -7,9 +7,9 @@ import { describeExpr } from './expr';
 import { Chain, Expr, NftSet, NftTypeName, Rule, SetElement, TableContents, Verdict } from './types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
 import { CT_STATE, CT_STATUS, IPPROTO_NAME, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
-import { readHostU32, TYPE_LEN, typeText } from './values';
+import { HOST_LE, readHostU32, TYPE_LEN, typeText } from './values';
 
-type ValueKind = NftTypeName | 'nfproto' | 'ct_state' | 'ct_status' | 'hex' | 'fib_addrtype' | 'fib_present';
+type ValueKind = NftTypeName | 'nfproto' | 'iftype' | 'ct_state' | 'ct_status' | 'hex' | 'fib_addrtype' | 'fib_present';
 
 interface Loaded {
   text: string;
@@ -32,6 +32,7 @@ const META_KEYS: Record<number, [string, ValueKind]> = {
   [C.NFT_META_IIFNAME]: ['iifname', 'ifname'],
   [C.NFT_META_OIFNAME]: ['oifname', 'ifname'],
   [C.NFT_META_NFPROTO]: ['meta nfproto', 'nfproto'],
+  [C.NFT_META_IIFTYPE]: ['meta iiftype', 'iftype'],
   [C.NFT_META_L4PROTO]: ['meta l4proto', 'inet_proto'],
 };
 
@@ -43,6 +44,7 @@ const VALUE_LENGTHS: Partial<Record<ValueKind, readonly number[]>> = {
   inet_service: [2],
   inet_proto: [1],
   nfproto: [1],
+  iftype: [2],
   ct_state: [4],
   ct_status: [4],
   mark: [4],
@@ -98,6 +100,11 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
       return String(b.readUInt16BE(0));
     case 'inet_proto':
       return IPPROTO_NAME[b[0]] ?? String(b[0]);
+    case 'iftype': {
+      // A host-order ARPHRD_*; only Ethernet (1) has a name nfkube writes.
+      const type = HOST_LE ? b.readUInt16LE(0) : b.readUInt16BE(0);
+      return type === 1 ? 'ether' : String(type);
+    }
     case 'nfproto':
       return b[0] === NFPROTO_IPV4 ? 'ipv4' : b[0] === NFPROTO_IPV6 ? 'ipv6' : String(b[0]);
     case 'ifname': {
@@ -145,6 +152,9 @@ function payloadField(e: Extract<Expr, { type: 'payload' }>, l3: 'ip' | 'ip6' | 
       return { text: `ip6 ${e.offset === 8 ? 'saddr' : 'daddr'}`, kind: 'ipv6_addr', impliesL3: 'ip6' };
     }
   }
+  if (e.base === 'll' && e.len === 6 && (e.offset === 0 || e.offset === 6)) {
+    return { text: `ether ${e.offset === 0 ? 'daddr' : 'saddr'}`, kind: 'ether_addr' };
+  }
   if (e.base === 'transport' && e.len === 1 && e.offset === 0 && l4 === 'ipv6-icmp') {
     return { text: 'icmpv6 type', kind: 'integer', impliesL4: true };
   }
@@ -158,7 +168,7 @@ function payloadField(e: Extract<Expr, { type: 'payload' }>, l3: 'ip' | 'ip6' | 
 export function formatRuleBody(rule: Expr[]): string {
   // nft writes a range it parsed (`tcp dport 80-90`) as cmp gte + cmp lte: printed as the range.
   const exprs = mergeRanges(rule);
-  const out: { text: string; dependencyOf?: 'l3' | 'l4' }[] = [];
+  const out: { text: string; dependencyOf?: 'll' | 'l3' | 'l4' }[] = [];
   const regs = new Map<number, Loaded>();
   const pending: number[] = [];
   let l3: 'ip' | 'ip6' | undefined;
@@ -260,6 +270,7 @@ export function formatRuleBody(rule: Expr[]): string {
           l3 = e.data[0] === NFPROTO_IPV4 ? 'ip' : e.data[0] === NFPROTO_IPV6 ? 'ip6' : undefined;
           out[out.length - 1].dependencyOf = 'l3';
         }
+        if (src.text === 'meta iiftype' && e.op === 'eq' && formatValue(e.data, 'iftype') === 'ether') out[out.length - 1].dependencyOf = 'll';
         if (src.text === 'meta l4proto' && e.op === 'eq' && IPPROTO_NAME[e.data[0]]) {
           l4 = IPPROTO_NAME[e.data[0]];
           out[out.length - 1].dependencyOf = 'l4';
@@ -382,8 +393,9 @@ export function formatRuleBody(rule: Expr[]): string {
   }
   const printedL3 = out.some((o) => /^ip6? [sd]addr/.test(o.text) || / ip6? [sd]addr/.test(o.text));
   const printedL4 = out.some((o) => /(^| )((tcp|udp|sctp) [sd]port|icmpv6 type)/.test(o.text));
+  const printedLL = out.some((o) => /(^| )ether [sd]addr/.test(o.text));
   return out
-    .filter((o) => !(o.dependencyOf === 'l3' && printedL3) && !(o.dependencyOf === 'l4' && printedL4))
+    .filter((o) => !(o.dependencyOf === 'll' && printedLL) && !(o.dependencyOf === 'l3' && printedL3) && !(o.dependencyOf === 'l4' && printedL4))
     .map((o) => o.text)
     .join(' ');
 }

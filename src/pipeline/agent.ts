@@ -13,6 +13,7 @@ import { RulesetModel } from '../ruleset/model';
 import { BatchLimits } from './batches';
 import { Component, tableText } from './component';
 import { AgentObserver, Lane, SyncReport, SyncTotals, TableSync } from './table-sync';
+import { ChangeScope } from './scope';
 
 export type { AgentObserver, SyncReport, SyncSizes, SyncTotals } from './table-sync';
 
@@ -102,6 +103,14 @@ export class Agent {
     let used = false;
     for (const s of this.syncs) if (s.offer(change)) used = true;
     if (!used) this.totals.emptyEvents++;
+  }
+
+  /** Feed one change of the node's own state to the component named `component` (see
+   * TableSync.offerEdit); returns whether it changed that component's desired model. */
+  onNodeChange(component: string, what: string, edit: (scope: ChangeScope) => boolean): boolean {
+    if (!this.loaded || this.stopped) return false;
+    const sync = this.syncs.find((s) => s.component.name === component);
+    return sync?.offerEdit(what, edit) ?? false;
   }
 
   private queueDepth(): number {

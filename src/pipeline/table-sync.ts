@@ -165,7 +165,7 @@ function changedObjects(objects: string[] | undefined, logger: Logger): { events
 }
 
 export class TableSync {
-  private readonly component: Component;
+  readonly component: Component;
   private readonly logger: Logger;
   private committed: RulesetModel;
   private pending = new ChangeScope();
@@ -224,6 +224,18 @@ export class TableSync {
     if (!this.component.apply(change, this.pending)) return false;
     stamp('applied');
     this.pendingObjects.push(`${change.kind} ${change.key}`);
+    this.opts.onQueue?.();
+    this.kick();
+    return true;
+  }
+
+  /** Offers a change that is not a cluster object's (the node's own state, e.g. a neighbour
+   * entry): `edit` changes the component's desired model, recording in the scope what it touched,
+   * and returns whether it did. `what` names it in logs. */
+  offerEdit(what: string, edit: (scope: ChangeScope) => boolean): boolean {
+    if (!this.started || this.stopped) return false;
+    if (!edit(this.pending)) return false;
+    this.pendingObjects.push(what);
     this.opts.onQueue?.();
     this.kick();
     return true;

@@ -1,17 +1,18 @@
 /** A small rtnetlink client over NetlinkSocket: the link, address and route operations a
- * sandbox of namespaces needs (veth pairs across namespaces, addresses, routes, forwarding). */
+ * sandbox of namespaces needs (veth pairs across namespaces, addresses, routes, forwarding), and
+ * the neighbour table the agent binds pod addresses to MACs from. */
 import { AttrWriter } from '../netlink/attr';
 import { NetlinkError } from '../netlink/errors';
 import { AF_INET, AF_INET6, AF_UNSPEC, NfMessage, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST } from '../netlink/message';
 import { Netns } from '../netlink/netns';
 import { NetlinkSocket } from '../netlink/socket';
 import {
-  Addr, AddrRequest, decodeAddr, decodeLink, decodeRoute, encodeAddrMessage, encodeDumpRequest, encodeLinkMessage,
-  encodeRouteMessage, encodeRtMessage, Link, LinkRequest, Route, RouteRequest,
+  Addr, AddrRequest, decodeAddr, decodeLink, decodeNeighbour, decodeRoute, encodeAddrMessage, encodeDumpRequest, encodeLinkMessage,
+  encodeRouteMessage, encodeRtMessage, Link, LinkRequest, Neighbour, Route, RouteRequest,
 } from './codec';
 import {
   IFF_UP, IFINFOMSG_LEN, IFLA_IFNAME, IPV4_DEVCONF_FORWARDING, NETLINK_ROUTE, RTM_DELLINK, RTM_GETADDR, RTM_GETLINK,
-  RTM_GETROUTE, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWROUTE,
+  RTM_GETNEIGH, RTM_GETROUTE, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNEIGH, RTM_NEWROUTE,
 } from './constants';
 
 const CREATE = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
@@ -31,7 +32,7 @@ export class Rtnl {
   private constructor(readonly socket: NetlinkSocket) {}
 
   /** An rtnetlink socket in the namespace (default: the current one). */
-  static open(netns?: Netns): Rtnl {
+  static open(netns?: Netns | string): Rtnl {
     return new Rtnl(NetlinkSocket.open({ protocol: NETLINK_ROUTE, netns }));
   }
 
@@ -100,6 +101,12 @@ export class Rtnl {
   async addresses(family: number = AF_UNSPEC): Promise<Addr[]> {
     const replies = await this.socket.dump(encodeDumpRequest(RTM_GETADDR, this.socket.nextSeq(), family), 'RTM_GETADDR dump');
     return replies.filter((m) => m.type === RTM_NEWADDR).map((m) => decodeAddr(rtnlBody(m)));
+  }
+
+  /** The neighbour table (ARP and NDP entries), every link. */
+  async neighbours(family: number = AF_UNSPEC): Promise<Neighbour[]> {
+    const replies = await this.socket.dump(encodeDumpRequest(RTM_GETNEIGH, this.socket.nextSeq(), family), 'RTM_GETNEIGH dump');
+    return replies.filter((m) => m.type === RTM_NEWNEIGH).map((m) => decodeNeighbour(rtnlBody(m)));
   }
 
   async routes(family: typeof AF_INET | typeof AF_INET6): Promise<Route[]> {

@@ -9,7 +9,7 @@ import {
   IFA_ADDRESS, IFA_FLAGS, IFA_LOCAL, IFADDRMSG_LEN, IFINFOMSG_LEN, IFLA_AF_SPEC, IFLA_ADDRESS, IFLA_IFNAME,
   IFLA_INET_CONF, IFLA_INET6_ADDR_GEN_MODE, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINKINFO, IFLA_MTU,
   IFLA_NET_NS_FD, RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_PREFSRC, RTA_TABLE, RT_SCOPE_UNIVERSE, RT_TABLE_MAIN,
-  RTM_GETADDR, RTM_GETLINK, RTMSG_LEN, RTN_UNICAST, RTPROT_STATIC, VETH_INFO_PEER,
+  NDA_DST, NDA_LLADDR, NDMSG_LEN, RTM_GETADDR, RTM_GETLINK, RTM_GETNEIGH, RTMSG_LEN, RTN_UNICAST, RTPROT_STATIC, VETH_INFO_PEER,
 } from './constants';
 
 /** What an RTM_NEWLINK (or RTM_SETLINK-style NEWLINK on an existing index) asks for. */
@@ -85,6 +85,17 @@ export interface Route {
   gateway?: string;
   oif?: number;
   prefsrc?: string;
+}
+
+/** One entry of the neighbour table (RTM_NEWNEIGH/RTM_DELNEIGH): an address on a link and its
+ * link-layer address, when the entry has one. */
+export interface Neighbour {
+  family: number;
+  index: number;
+  /** NUD_* bits. */
+  state: number;
+  address: string;
+  lladdr?: Buffer;
 }
 
 /** One rtnetlink message: nlmsghdr, the family header, then attributes. */
@@ -198,7 +209,7 @@ export function encodeRouteMessage(type: number, flags: number, seq: number, r: 
 
 /** A dump request: the family header is all zeros but for the family. */
 export function encodeDumpRequest(type: number, seq: number, family = AF_UNSPEC): Buffer {
-  const headerLen = type === RTM_GETLINK ? IFINFOMSG_LEN : type === RTM_GETADDR ? IFADDRMSG_LEN : RTMSG_LEN;
+  const headerLen = type === RTM_GETLINK ? IFINFOMSG_LEN : type === RTM_GETADDR ? IFADDRMSG_LEN : type === RTM_GETNEIGH ? NDMSG_LEN : RTMSG_LEN;
   const h = Buffer.alloc(headerLen);
   h.writeUInt8(family, 0);
   return encodeRtMessage(type, NLM_F_REQUEST | NLM_F_DUMP, seq, h);
@@ -271,4 +282,21 @@ export function decodeRoute(body: Buffer): Route {
   const oif = attrs.u32(RTA_OIF);
   if (oif !== undefined) route.oif = oif;
   return route;
+}
+
+/** Decodes an RTM_NEWNEIGH or RTM_DELNEIGH body (ndmsg + attributes). */
+export function decodeNeighbour(body: Buffer): Neighbour {
+  need(body, NDMSG_LEN, 'RTM_NEWNEIGH');
+  const attrs = new AttrMap(parseAttrs(body, NDMSG_LEN), 'RTM_NEWNEIGH');
+  const index = body.readInt32LE(4);
+  const what = `neighbour on link ${index}`;
+  const n: Neighbour = {
+    family: body.readUInt8(0),
+    index,
+    state: body.readUInt16LE(8),
+    address: formatAddr(attrs.required(attrs.bytes(NDA_DST), `${what}: NDA_DST`), `${what}: NDA_DST`),
+  };
+  const lladdr = attrs.bytes(NDA_LLADDR);
+  if (lladdr) n.lladdr = Buffer.from(lladdr);
+  return n;
 }

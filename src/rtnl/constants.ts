@@ -1,5 +1,5 @@
 /** rtnetlink (NETLINK_ROUTE) constants, named and numbered as in linux/rtnetlink.h,
- * linux/if_link.h, linux/if_addr.h, linux/veth.h, linux/ip.h and linux/if.h: only those nfkube's
+ * linux/if_link.h, linux/if_addr.h, linux/neighbour.h, linux/veth.h, linux/ip.h and linux/if.h: only those nfkube's
  * sandboxes use. */
 
 export const NETLINK_ROUTE = 0;
@@ -14,11 +14,29 @@ export const RTM_GETADDR = 22;
 export const RTM_NEWROUTE = 24;
 export const RTM_DELROUTE = 25;
 export const RTM_GETROUTE = 26;
+export const RTM_NEWNEIGH = 28;
+export const RTM_DELNEIGH = 29;
+export const RTM_GETNEIGH = 30;
+
+// linux/rtnetlink.h: multicast groups (enum rtnetlink_groups)
+export const RTNLGRP_NEIGH = 3;
 
 // struct ifinfomsg / ifaddrmsg / rtmsg sizes
 export const IFINFOMSG_LEN = 16;
 export const IFADDRMSG_LEN = 8;
 export const RTMSG_LEN = 12;
+export const NDMSG_LEN = 12;
+
+// linux/neighbour.h: NDA_* and the NUD_* states
+export const NDA_DST = 1;
+export const NDA_LLADDR = 2;
+export const NUD_INCOMPLETE = 0x01;
+export const NUD_REACHABLE = 0x02;
+export const NUD_STALE = 0x04;
+export const NUD_DELAY = 0x08;
+export const NUD_PROBE = 0x10;
+export const NUD_FAILED = 0x20;
+export const NUD_PERMANENT = 0x80;
 
 // linux/rtnetlink.h: rtmsg fields
 export const RT_TABLE_MAIN = 254;

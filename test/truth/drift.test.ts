@@ -42,7 +42,7 @@ async function assertDetectedAndRepaired(sb: Sandbox, cluster: Cluster, agent: A
   assert.equal(agent.totals.commits, commits + 1, 'one transaction');
   const after = verify(sb, cluster);
   assert.equal(after.status, 0, after.stdout);
-  assert.match(after.stdout, /^table inet nfkube matches the desired state \(11 chains, 14 sets\)\n$/);
+  assert.match(after.stdout, /^table inet nfkube matches the desired state \(11 chains, 18 sets\)\n$/);
   assert.equal((await agent.resync()).drift, '', 'nothing left to repair');
 }
 
@@ -156,6 +156,8 @@ test('a flushed table (every rule gone, chains and sets kept) is refilled', asyn
         '~ chain prerouting_source',
         '+   ip saddr @local_src_v4 fib saddr . iif oif missing goto spoofed_source',
         '+   ip6 saddr @local_src_v6 fib saddr . iif oif missing goto spoofed_source',
+        '+   ip saddr @bound_src_v4 ip saddr . ether saddr != @local_mac_v4 goto spoofed_source',
+        '+   ip6 saddr @bound_src_v6 ip6 saddr . ether saddr != @local_mac_v6 goto spoofed_source',
         '~ chain spoofed_source',
         '+   counter packets 0 bytes 0 drop',
         `~ chain ${n.webPolicy}`,
@@ -187,14 +189,18 @@ test('a deleted table is reported whole and recreated', async () => {
         '+ chain input_egress (4 rules)',
         '+ chain default_deny_in (3 rules)',
         '+ chain default_deny_out (3 rules)',
-        '+ chain prerouting_source (2 rules)',
+        '+ chain prerouting_source (4 rules)',
         '+ chain spoofed_source (1 rules)',
         `+ chain ${n.webPolicy} (2 rules)`,
         `+ chain ${n.denyPolicy} (0 rules)`,
         `+ chain ${n.webIn} (2 rules)`,
         `+ chain ${n.clientOut} (2 rules)`,
         '+ set local_src_v4 (3 elements)',
+        '+ set bound_src_v4 (0 elements)',
+        '+ set local_mac_v4 (0 elements)',
         '+ set local_src_v6 (1 elements)',
+        '+ set bound_src_v6 (0 elements)',
+        '+ set local_mac_v6 (0 elements)',
         '+ set ingress_v4 (1 elements)',
         '+ set ingress_v6 (1 elements)',
         '+ set egress_v4 (1 elements)',

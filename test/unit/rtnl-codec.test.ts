@@ -1,12 +1,12 @@
 /** rtnetlink codec: golden bytes laid out by hand from linux/netlink.h, rtnetlink.h, if_link.h,
- * if_addr.h and veth.h, and decoders that refuse malformed bytes with DecodeError. */
+ * if_addr.h, neighbour.h and veth.h, and decoders that refuse malformed bytes with DecodeError. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DecodeError } from '../../src/netlink/errors';
 import { AF_INET, AF_INET6, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST } from '../../src/netlink/message';
-import { decodeAddr, decodeLink, decodeRoute, encodeAddrMessage, encodeDumpRequest, encodeLinkMessage, encodeRouteMessage } from '../../src/rtnl/codec';
+import { decodeAddr, decodeLink, decodeNeighbour, decodeRoute, encodeAddrMessage, encodeDumpRequest, encodeLinkMessage, encodeRouteMessage } from '../../src/rtnl/codec';
 import {
-  IFA_F_NODAD, IFF_UP, IN6_ADDR_GEN_MODE_NONE, IPV4_DEVCONF_FORWARDING, RT_SCOPE_LINK, RTM_GETLINK, RTM_NEWADDR,
+  IFA_F_NODAD, IFF_UP, IN6_ADDR_GEN_MODE_NONE, IPV4_DEVCONF_FORWARDING, NUD_STALE, RT_SCOPE_LINK, RTM_GETLINK, RTM_GETNEIGH, RTM_NEWADDR,
   RTM_NEWLINK, RTM_NEWROUTE,
 } from '../../src/rtnl/constants';
 
@@ -102,4 +102,19 @@ test('decoders read what the kernel sends and refuse truncated or overlong bytes
   assert.throws(() => decodeAddr(hex('02 20 00 00 05000000  0700 0200 c61200')), DecodeError);
   assert.throws(() => decodeRoute(hex('02 20 00 00 fe 04 00 01 00000000  0600 0100 c612')), DecodeError);
   assert.throws(() => decodeLink(Buffer.alloc(16)), /IFLA_IFNAME/);
+});
+
+test('RTM_GETNEIGH dump request and RTM_NEWNEIGH decoding; malformed neighbour entries refused', () => {
+  assert.deepEqual(encodeDumpRequest(RTM_GETNEIGH, 9), hex('1c000000 1e00 0103 09000000 00000000  00 00 0000 00000000 0000 00 00'));
+  // ndmsg: family 2, ifindex 4, state NUD_STALE (4), flags 0, type 1; NDA_DST, NDA_LLADDR.
+  assert.deepEqual(decodeNeighbour(hex('02 00 0000 04000000 0400 00 01  0800 0100 c6120002  0a00 0200 020000000002 0000')), {
+    family: AF_INET, index: 4, state: NUD_STALE, address: '198.18.0.2', lladdr: hex('020000000002'),
+  });
+  // An entry without a link-layer address (NUD_INCOMPLETE) decodes without one.
+  assert.deepEqual(decodeNeighbour(hex('0a 00 0000 04000000 0100 00 01  1400 0100 20010db8 00000000 00000000 00000002')), {
+    family: AF_INET6, index: 4, state: 1, address: '2001:db8::2',
+  });
+  assert.throws(() => decodeNeighbour(Buffer.alloc(8)), DecodeError);
+  assert.throws(() => decodeNeighbour(hex('02 00 0000 04000000 0400 00 01')), /NDA_DST/);
+  assert.throws(() => decodeNeighbour(hex('02 00 0000 04000000 0400 00 01  0700 0100 c61200 00')), DecodeError);
 });

@@ -9,7 +9,7 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { listTables } from '../../nft/readback';
 import { Agent, AgentObserver, DEFAULT_TABLE_CHECK_MS } from '../../pipeline/agent';
 import { batchTestHooks } from '../../pipeline/batches';
-import { Command } from '../command';
+import { Command, RunContext } from '../command';
 import { UsageError } from '../usage-error';
 import { policyRecord, proxyRecord } from '../table-record';
 import { denyAction, nodeName, OptionTable, parse, parseDuration, tableName, usageText } from '../options';
@@ -151,6 +151,7 @@ const command: Command = {
         initialErrors = sourceErrors;
         stage = 'the first sync was not committed';
         await agent.start(snapshot);
+        if (choice.policy) await watchNeighbours(agent, policy, logger, ctx);
         await agent.idle();
         await proxyOnce?.settle();
       }, () => `agent --once: not done within --timeout ${v.timeout ?? '60s'} of starting: ${stage}${lastSourceError ? `; last source error: ${lastSourceError}` : ''}`);
@@ -185,6 +186,7 @@ const command: Command = {
     for (const ns of snapshot.namespaces.values()) warnMode(ns);
     drops?.load(snapshot);
     await agent.start(snapshot);
+    if (choice.policy) await watchNeighbours(agent, policy, logger, ctx);
     ready = true;
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
@@ -197,6 +199,14 @@ const command: Command = {
     return 0;
   },
 };
+
+/** Binds local pods' addresses to their MACs from the node's neighbour table (source-check.ts)
+ * for as long as the agent runs. */
+async function watchNeighbours(agent: Agent, policy: PolicyComponent, logger: Logger, ctx: RunContext): Promise<void> {
+  const { bindNeighbours } = require('../../agent/neighbour-watch') as typeof import('../../agent/neighbour-watch');
+  const watch = await bindNeighbours(agent, policy, { logger });
+  ctx.defer(() => watch.close());
+}
 
 /** Runs `work`, or fails with `message()` when it is not done `ms` after the process started. */
 async function withDeadline(ms: number, work: () => Promise<void>, message: () => string): Promise<void> {

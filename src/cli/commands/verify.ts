@@ -2,6 +2,7 @@
  * them, canonically, with what the cluster state says they must be. Exit 0 only when they are
  * equal. The agent's planner decides. */
 import { Renderer } from '../../agent/render';
+import { adoptBindings } from '../../agent/source-check';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listMarkedTable } from '../../nft/ownership';
@@ -66,12 +67,14 @@ export async function desiredTables(v: OptionValues, ctx: RunContext): Promise<{
   return { models, ir };
 }
 
-/** The kernel's copy of `desired`'s table, and what it would take to reach `desired`. */
+/** The kernel's copy of `desired`'s table, and what it would take to reach `desired` (which takes
+ * the kernel's MAC bindings of local pods' addresses: see adoptBindings). */
 export async function compareTable(socket: NetlinkSocket, desired: RulesetModel): Promise<{ back: TableContents | undefined; kernel: RulesetModel | undefined; flags: string | undefined; plan: Plan }> {
   const table = desired.table;
   const back = await listMarkedTable(socket, table.family, table.name);
   const kernel = back ? modelFromKernel(back) : undefined;
   const flags = back ? tableFlagsProblem(back.table) : undefined;
+  if (kernel) adoptBindings(desired, kernel);
   return { back, kernel, flags, plan: plan(kernel, flags, desired, false) };
 }
 
