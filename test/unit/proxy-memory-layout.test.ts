@@ -5,11 +5,17 @@
  *   as a five-field literal (a field added after the literal goes to a property array of its
  *   own, ~40 bytes more);
  * - an 8-byte element key (a hairpin element) is one flat string, not a tree of joined pieces
- *   (two more string headers, ~60 bytes, kept by the model's map for every element). */
+ *   (two more string headers, ~60 bytes, kept by the model's map for every element);
+ * - an endpoint-map element keeps its numbers, not three buffers (~300 bytes): its bytes, spelt
+ *   when read, are the key, range end and data of the endpoint's share. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { drawKey, drawShareKey, endpointData } from '../../src/proxy/render';
+import { ProxyComponent } from '../../src/proxy/component';
+import { elementKey } from '../../src/ruleset/model';
+import { endpoint, node, NODE, service, slice, snapshotOf } from '../proxy/fixtures';
 
 const SRC = join(__dirname, '..', '..', 'src');
 
@@ -47,4 +53,27 @@ test('the key of an 8-byte element is one flat string', () => {
     console.log(JSON.stringify({ spelt: key === 'c6120001c6120001', flat: %HaveSameMap(key, flat) }));
   `);
   assert.deepEqual(out, { spelt: true, flat: true });
+});
+
+test("an endpoint-map element holds no buffers, and reads as its endpoint's share", () => {
+  const addresses = ['198.18.0.1', '198.18.0.2', '198.18.0.3'];
+  const proxy = new ProxyComponent({ nodeName: NODE });
+  proxy.start(snapshotOf([service('ns', 'web', { clusterIPs: ['198.19.0.10'] })], [slice('ns', 'web-a', 'web', { endpoints: addresses.map((a) => endpoint(a, NODE)) })], [node(NODE, { podCIDRs: ['198.18.0.0/24'] })]));
+  const draws = [...proxy.desired.sets.values()].filter((s) => s.set.name.startsWith('endpoint-draws-v4-'));
+  const elements = draws.flatMap((s) => [...s.elements]);
+  assert.equal(elements.length, addresses.length);
+  const seen = new Set<string>();
+  for (const [k, e] of elements) {
+    assert.deepEqual(Object.values(e).filter((v) => Buffer.isBuffer(v)), [], 'no buffer kept');
+    const id = e.key.readUInt16BE(0);
+    const first = e.key.readUInt16BE(2);
+    const last = e.keyEnd!.readUInt16BE(2);
+    assert.deepEqual([e.key, e.keyEnd], [drawKey(id, first), drawKey(id, last)]);
+    assert.equal(k, drawShareKey(id, first, last));
+    assert.equal(elementKey(e), k);
+    const i = addresses.findIndex((a) => e.data!.equals(endpointData(a, 8080)));
+    assert.ok(i >= 0, `data ${e.data!.toString('hex')} is an endpoint's`);
+    seen.add(addresses[i]);
+  }
+  assert.equal(seen.size, addresses.length, 'one share per endpoint');
 });
