@@ -260,6 +260,16 @@ export function hairpinKey(ip: string): Buffer {
   return out;
 }
 
+/** An endpoint's hairpin element, `address . address`: the key is spelt when read, as a
+ * DrawShare's bytes are (a buffer is ~100 bytes of heap, one element per endpoint). */
+export class HairpinElement implements SetElement {
+  constructor(private readonly ip: string) {}
+
+  get key(): Buffer {
+    return hairpinKey(this.ip);
+  }
+}
+
 /** The draw rule's body after its protocol match: `id . draw` into NFT_REG_1, in network order,
  * looked up in the block's map, which writes the address to NFT_REG_1 and the port right after it
  * (the next 32-bit register for IPv4, NFT_REG_2 for IPv6: the registers nft picks, so nft's
@@ -586,7 +596,7 @@ export class ProxyRenderer {
     }
     // A pod reaching itself through the service is masqueraded (in nat-postrouting).
     const hairpin = N.hairpin(f);
-    for (const ep of cat.reachable) el(hairpin, hairpinKey(ep.ip), undefined);
+    for (const ep of cat.reachable) out.elements.push([hairpin, new HairpinElement(ep.ip)]);
     let viaChains = false;
     const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {
       const list = rules(chain);

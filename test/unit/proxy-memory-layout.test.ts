@@ -6,13 +6,14 @@
  *   own, ~40 bytes more);
  * - an 8-byte element key (a hairpin element) is one flat string, not a tree of joined pieces
  *   (two more string headers, ~60 bytes, kept by the model's map for every element);
- * - an endpoint-map element keeps its numbers, not three buffers (~300 bytes): its bytes, spelt
- *   when read, are the key, range end and data of the endpoint's share. */
+ * - an endpoint-map element keeps its numbers, not three buffers (~300 bytes), and a hairpin
+ *   element its address, not a buffer (~100 bytes): their bytes, spelt when read, are the
+ *   endpoint's share and `address . address`. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { drawKey, drawShareKey, endpointData } from '../../src/proxy/render';
+import { drawKey, drawShareKey, endpointData, hairpinKey } from '../../src/proxy/render';
 import { ProxyComponent } from '../../src/proxy/component';
 import { elementKey } from '../../src/ruleset/model';
 import { endpoint, node, NODE, service, slice, snapshotOf } from '../proxy/fixtures';
@@ -55,7 +56,7 @@ test('the key of an 8-byte element is one flat string', () => {
   assert.deepEqual(out, { spelt: true, flat: true });
 });
 
-test("an endpoint-map element holds no buffers, and reads as its endpoint's share", () => {
+test("endpoint-map and hairpin elements hold no buffers, and read as their endpoint's", () => {
   const addresses = ['198.18.0.1', '198.18.0.2', '198.18.0.3'];
   const proxy = new ProxyComponent({ nodeName: NODE });
   proxy.start(snapshotOf([service('ns', 'web', { clusterIPs: ['198.19.0.10'] })], [slice('ns', 'web-a', 'web', { endpoints: addresses.map((a) => endpoint(a, NODE)) })], [node(NODE, { podCIDRs: ['198.18.0.0/24'] })]));
@@ -76,4 +77,7 @@ test("an endpoint-map element holds no buffers, and reads as its endpoint's shar
     seen.add(addresses[i]);
   }
   assert.equal(seen.size, addresses.length, 'one share per endpoint');
+  const hairpin = [...proxy.desired.sets.get('hairpin-v4')!.elements];
+  assert.deepEqual(hairpin.map(([k]) => k).sort(), addresses.map((a) => elementKey({ key: hairpinKey(a) })).sort());
+  for (const [, e] of hairpin) assert.deepEqual(Object.values(e).filter((v) => Buffer.isBuffer(v)), [], 'no buffer kept');
 });
