@@ -3,7 +3,9 @@
  * endpoints, one endpoint change (nfkube: scoped diff and commit; kube-proxy style: the partial
  * sync transaction it would write, through nft), and headless-service churn (nfkube: CPU per
  * event, messages written). Sizes: 1k and 10k services x 5, and 5k x 50 = 250k endpoints
- * (PROXY_BENCH_SIZES=1000x5,... picks sizes). Each in its own network namespace.
+ * (PROXY_BENCH_SIZES=1000x5,... picks sizes; 44125x2 is kubernetes#139513's Service count;
+ * PROXY_BENCH_NFT_MAX_ENDPOINTS, default 100000, the largest size `nft -f` is run at). Each in
+ * its own network namespace.
  * These rows are in-process (the component and the commit, no process start or parsing); the
  * end-to-end row runs `nfkube agent --once --manifests DIR --proxy --no-policy` as a new process
  * in its own namespace over Service + EndpointSlice YAML (CPU and peak RSS from bench/probe.js). */
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { stringify } from 'yaml';
 import type { EndpointSliceInfo, ServiceInfo } from '../src/k8s/service-model';
+import type { ClusterChange } from '../src/k8s/source';
 import { commit, Transaction } from '../src/nft/transaction';
 import { ChangeScope } from '../src/pipeline/scope';
 import { ProxyComponent } from '../src/proxy/component';
@@ -65,6 +68,14 @@ function kubeProxyPartial(svc: ServiceInfo, eps: { address: string }[]): string 
   ].join('\n') + '\n';
 }
 
+/** kube-proxy's published full syncs at these sizes: kubernetes#135639 (5,006 Services / 250k
+ * endpoints, 13 min) and kubernetes#139513 (44,125 Services, 16m44s). */
+function published(n: number, perService: number): { what: string; ms: number } | undefined {
+  if (n >= 44_125) return { what: '44,125 Services, 16m44s', ms: 1_004_000 };
+  if (n * perService >= 250_000) return { what: '250k endpoints, 13 min', ms: 780_000 };
+  return undefined;
+}
+
 async function run(n: number, perService: number): Promise<string[][]> {
   const { services, slices } = cluster(n, perService);
   const headless = service('ns', 'headless', { headless: true });
@@ -96,6 +107,7 @@ async function run(n: number, perService: number): Promise<string[][]> {
   const grown = { ...target, endpoints: [...target.endpoints, endpoint('100.127.255.254', 'node-2')] };
   const cpu: number[] = [];
   const kernel: number[] = [];
+  const totals: number[] = [];
   const change = await median(101, async () => {
     const c0 = performance.now();
     const scope = new ChangeScope();
@@ -108,8 +120,42 @@ async function run(n: number, perService: number): Promise<string[][]> {
     await commit(sb.socket, t, { echo: false });
     kernel.push(performance.now() - c1);
     applyDiff(committed, proxy.desired, d);
+    totals.push(performance.now() - c0);
     grow = !grow;
   });
+  totals.sort((a, b) => a - b);
+  const changeP99 = totals[Math.floor(totals.length * 0.99)];
+
+  // nfkube: one Service and its slice added (timed), then removed (not timed), 21 times.
+  const commitChanges = async (changes: ClusterChange[]) => {
+    const scope = new ChangeScope();
+    for (const c of changes) proxy.apply(c, scope);
+    const d = diffRulesets(committed, proxy.desired, scope);
+    await commit(sb.socket, diffTransaction(committed, proxy.desired, d), { echo: false });
+    applyDiff(committed, proxy.desired, d);
+  };
+  let added = 0;
+  const addService = await median(
+    21,
+    async () => {
+      const svc = service('ns', `added-${added}`, { clusterIPs: [`10.254.0.${added + 1}`] });
+      const eps = Array.from({ length: perService }, (_, k) => endpoint(`100.125.${added}.${k + 1}`, k === 0 ? NODE : 'node-2'));
+      await commitChanges([
+        { kind: 'Service', type: 'upsert', key: `ns/${svc.name}`, object: svc },
+        { kind: 'EndpointSlice', type: 'upsert', key: `ns/${svc.name}-a`, object: slice('ns', `${svc.name}-a`, svc.name, { endpoints: eps }) },
+      ]);
+    },
+    async () => {
+      if (added > 0) {
+        const name = `added-${added - 1}`;
+        await commitChanges([
+          { kind: 'EndpointSlice', type: 'delete', key: `ns/${name}-a`, object: slice('ns', `${name}-a`, name) },
+          { kind: 'Service', type: 'delete', key: `ns/${name}`, object: service('ns', name, { clusterIPs: [`10.254.0.${added}`] }) },
+        ]);
+      }
+      added++;
+    },
+  );
 
   // nfkube: headless churn (CPU per event, messages).
   let headlessMessages = 0;
@@ -125,14 +171,18 @@ async function run(n: number, perService: number): Promise<string[][]> {
   await sb.close();
 
   // kube-proxy style through nft: beyond 100k endpoints it runs for many minutes (10k x 5 took
-  // over 2 min on the shared machine), past what a bench run may take here.
-  if (n * perService > 100_000) {
+  // over 2 min on the shared machine), past what a bench run may take here
+  // (PROXY_BENCH_NFT_MAX_ENDPOINTS moves the bound).
+  if (n * perService > Number(process.env.PROXY_BENCH_NFT_MAX_ENDPOINTS ?? 100_000)) {
     const label = `${n} x ${perService}`;
     rows.push([label, 'full sync (in-process)', `${ms(fullMs)} (render ${ms(renderMs)}, ${res.messages} msgs; ${fullCpuText})`, 'not run', '-']);
-    rows.push([label, 'full sync vs kube-proxy published (13 min)', ms(fullMs), '780000 ms', ratio(780_000, fullMs)]);
+    const ref = published(n, perService);
+    if (ref) rows.push([label, `full sync vs kube-proxy published (${ref.what})`, ms(fullMs), ms(ref.ms), ratio(ref.ms, fullMs)]);
     cpu.sort((a, b) => a - b);
     kernel.sort((a, b) => a - b);
     rows.push([label, 'one endpoint change p50 (in-process)', `${ms(change)} (${messages} msgs; apply + diff + encode ${ms(cpu[cpu.length >> 1])}, kernel exchange ${ms(kernel[kernel.length >> 1])})`, 'not run', '-']);
+    rows.push([label, 'one endpoint change p99 (in-process)', ms(changeP99), 'not run', '-']);
+    rows.push([label, 'one Service added p50 (in-process)', ms(addService), 'not run', '-']);
     return rows;
   }
   const kb = openSandbox();
@@ -159,8 +209,10 @@ async function run(n: number, perService: number): Promise<string[][]> {
     ms(kpChange),
     ratio(kpChange, change),
   ]);
-  // kubernetes#135639: 5,006 services / 250k endpoints, full sync 13 min.
-  if (n * perService >= 250_000) rows.push([label, 'full sync vs kube-proxy published (13 min)', ms(fullMs), '780000 ms', ratio(780_000, fullMs)]);
+  rows.push([label, 'one endpoint change p99 (in-process)', ms(changeP99), '-', '-']);
+  rows.push([label, 'one Service added p50 (in-process)', ms(addService), '-', '-']);
+  const ref = published(n, perService);
+  if (ref) rows.push([label, `full sync vs kube-proxy published (${ref.what})`, ms(fullMs), ms(ref.ms), ratio(ref.ms, fullMs)]);
   rows.push([label, 'headless endpoint change (in-process)', `${(headlessMs * 1000).toFixed(1)} µs CPU, ${headlessMessages} msgs / ${events} events`, '-', '-']);
   return rows;
 }
@@ -241,7 +293,7 @@ async function main(): Promise<void> {
   process.stdout.write(`## Service proxy (nfkube vs a kube-proxy-style nft -f)\n\n`);
   process.stdout.write(
     table(['services x endpoints', 'operation', 'nfkube', 'kube-proxy style (nft -f, new process)', 'nft / nfkube'], rows) +
-      '\n\nkube-proxy style = the text its nftables proxier writes, loaded by `nft -f` (its partial sync for one endpoint; kube-proxy also re-reads the table with `nft --json list`, not counted). Published: 5,006 services / 250k endpoints full sync 13 min (kubernetes#135639).\n',
+      '\n\nkube-proxy style = the text its nftables proxier writes, loaded by `nft -f` (its partial sync for one endpoint; kube-proxy also re-reads the table with `nft --json list`, not counted). Published: 5,006 services / 250k endpoints full sync 13 min (kubernetes#135639); 44,125 Services 16m44s (kubernetes#139513). One Service added: a ClusterIP Service of one TCP port and its slice, then removed again before the next.\n',
   );
 }
 

@@ -220,6 +220,32 @@ export function endpointData(ip: string, port: number): Buffer {
   return out;
 }
 
+/** An endpoint's share [first, last] of chain `id`'s draws, as its endpoint-map element. The
+ * bytes are spelt when read (encoded, compared) rather than kept: three buffers are ~300 bytes of
+ * heap, most of what an endpoint costs, and a full sync holds one element per endpoint (250k at
+ * 5k Services x 50). */
+export class DrawShare implements SetElement {
+  constructor(
+    private readonly id: number,
+    private readonly first: number,
+    private readonly last: number,
+    private readonly ip: string,
+    private readonly port: number,
+  ) {}
+
+  get key(): Buffer {
+    return drawKey(this.id, this.first);
+  }
+
+  get keyEnd(): Buffer {
+    return drawKey(this.id, this.last);
+  }
+
+  get data(): Buffer {
+    return endpointData(this.ip, this.port);
+  }
+}
+
 /** The key `address . address` of the hairpin set. Addresses are 4 or 16 bytes: the two fields
  * need no padding. */
 export function hairpinKey(ip: string): Buffer {
@@ -232,6 +258,16 @@ export function hairpinKey(ip: string): Buffer {
   out.writeUInt32BE(v4);
   out.writeUInt32BE(v4, 4);
   return out;
+}
+
+/** An endpoint's hairpin element, `address . address`: the key is spelt when read, as a
+ * DrawShare's bytes are (a buffer is ~100 bytes of heap, one element per endpoint). */
+export class HairpinElement implements SetElement {
+  constructor(private readonly ip: string) {}
+
+  get key(): Buffer {
+    return hairpinKey(this.ip);
+  }
 }
 
 /** The draw rule's body after its protocol match: `id . draw` into NFT_REG_1, in network order,
@@ -560,7 +596,7 @@ export class ProxyRenderer {
     }
     // A pod reaching itself through the service is masqueraded (in nat-postrouting).
     const hairpin = N.hairpin(f);
-    for (const ep of cat.reachable) el(hairpin, hairpinKey(ep.ip), undefined);
+    for (const ep of cat.reachable) out.elements.push([hairpin, new HairpinElement(ep.ip)]);
     let viaChains = false;
     const loadBalance = (chain: string, map: string, endpoints: ProxyEndpoint[]) => {
       const list = rules(chain);
@@ -584,7 +620,7 @@ export class ProxyRenderer {
       for (let i = 0; i < n; i++) {
         const first = shareStart(i, n);
         const last = shareStart(i + 1, n) - 1;
-        elements[i] = { key: drawKey(slot.id, first), keyEnd: drawKey(slot.id, last), data: endpointData(endpoints[i].ip, endpoints[i].port) };
+        elements[i] = new DrawShare(slot.id, first, last, endpoints[i].ip, endpoints[i].port);
         keys[i] = drawShareKey(slot.id, first, last);
       }
       out.owned.push({ set: N.endpointDraws(f, slot.block), elements, keys });

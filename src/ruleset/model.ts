@@ -37,9 +37,12 @@ export function elementKey(e: SetElement): string {
 const HEX_BYTES = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /** Lower-case hex of a key. Short keys (an IPv4 address, a port) are spelt in JavaScript: a
- * full sync spells one per element, and Buffer's toString is a call into C++ each time. */
+ * full sync spells one per element, and Buffer's toString is a call into C++ each time. Past 6
+ * bytes a string joined in JavaScript is a tree of pieces (V8 joins 13 characters or more
+ * lazily), which a model keeps for each of its keys (a hairpin element: 8 bytes): toString's is
+ * one flat string. */
 function hex(b: Buffer): string {
-  if (b.length > 8) return b.toString('hex');
+  if (b.length > 6) return b.toString('hex');
   let s = '';
   for (let i = 0; i < b.length; i++) s += HEX_BYTES[b[i]];
   return s;
