@@ -45,8 +45,8 @@ export function sourceCheckRules(): Expr[][] {
   return [
     [...b.matchAddrInSet('ip saddr', SOURCE_SETS.v4), ...b.sourceRouteMissing(), b.goto(SPOOFED_CHAIN)],
     [...b.matchAddrInSet('ip6 saddr', SOURCE_SETS.v6), ...b.sourceRouteMissing(), b.goto(SPOOFED_CHAIN)],
-    [...b.matchAddrInSet('ip saddr', BOUND_SETS.v4), ...b.addrMacNotInSet('ip saddr', MAC_SETS.v4), b.goto(SPOOFED_CHAIN)],
-    [...b.matchAddrInSet('ip6 saddr', BOUND_SETS.v6), ...b.addrMacNotInSet('ip6 saddr', MAC_SETS.v6), b.goto(SPOOFED_CHAIN)],
+    [...b.matchAddrInSet('ip saddr', BOUND_SETS.v4), ...b.addrMacNotInSet('ip saddr', MAC_SETS.v4, true), b.goto(SPOOFED_CHAIN)],
+    [...b.matchAddrInSet('ip6 saddr', BOUND_SETS.v6), ...b.addrMacNotInSet('ip6 saddr', MAC_SETS.v6, true), b.goto(SPOOFED_CHAIN)],
   ];
 }
 

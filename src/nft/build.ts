@@ -251,9 +251,10 @@ export function setCtMark(value: number): Expr[] {
 }
 
 /** `ip saddr . ether saddr != @set` (ip6 likewise): the packet's source address is not bound
- * to its source MAC in the set. `meta iiftype ether` first, as nft adds it: only an Ethernet
- * interface gives a link-layer header to read. */
-export function addrMacNotInSet(field: 'ip saddr' | 'ip6 saddr', set: string): Expr[] {
+ * to its source MAC in the set. `meta iiftype ether` before the link-layer load, as nft adds it:
+ * only an Ethernet interface gives a link-layer header to read. `l3Checked`: the rule already
+ * matched the address family before this, so the nfproto check is left out, as nft leaves it. */
+export function addrMacNotInSet(field: 'ip saddr' | 'ip6 saddr', set: string, l3Checked = false): Expr[] {
   const f = FIELDS[field];
   const addrRegs = f.len / 4;
   const macReg = canonicalRegister(C.NFT_REG32_00 + addrRegs);
@@ -261,9 +262,9 @@ export function addrMacNotInSet(field: 'ip saddr' | 'ip6 saddr', set: string): E
   if (HOST_LE) iiftypeEther.writeUInt16LE(ARPHRD_ETHER);
   else iiftypeEther.writeUInt16BE(ARPHRD_ETHER);
   return [
+    ...(l3Checked ? [] : nfproto(f.l3)),
     { type: 'meta', key: C.NFT_META_IIFTYPE, dreg: REG },
     { type: 'cmp', sreg: REG, op: 'eq', data: iiftypeEther },
-    ...nfproto(f.l3),
     load(field, canonicalRegister(C.NFT_REG32_00)),
     { type: 'payload', base: 'll', offset: 6, len: 6, dreg: macReg },
     lookup(set, canonicalRegister(C.NFT_REG32_00), true),
