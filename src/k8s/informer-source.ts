@@ -5,9 +5,15 @@
  * non-410 error, so the loop is ours: it lists page by page as raw JSON through the kubeconfig
  * (raw-list.ts: client-node's typed models cost a quarter of the CPU to the first commit), reads
  * watch streams the same way (raw-watch.ts: client-node's Watch costs a third of an event's
- * latency), and keeps only normalized objects (ClusterState). A watch that ends is resumed from the last resourceVersion seen (bookmarks included); one that is expired
- * (410 Gone) is replaced by a re-list that is diffed against the cache, so enforcement never
- * drops state and only real differences are delivered. Connection failures are retried with backoff. */
+ * latency), and keeps only normalized objects (ClusterState). The initial state comes, as
+ * client-go's reflector gets it, from a WatchList (a watch with sendInitialEvents: the current
+ * objects as ADDED events up to a BOOKMARK annotated k8s.io/initial-events-end, then changes on
+ * the same stream), which spares the server a LIST; when that fails (a server with the WatchList
+ * gate off answers 422, an expired resume point 410) it is read by paged LIST instead. A watch
+ * that ends is resumed from the last resourceVersion seen (bookmarks included); one that is
+ * expired (410 Gone) is replaced by a new initial state that is diffed against the cache, so
+ * enforcement never drops state and only real differences are delivered. Connection failures are
+ * retried with backoff. */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { findKubeconfig, loadChosenKubeconfig } from './kubeconfig-path';
 import { createLogger } from '../log';
@@ -64,6 +70,8 @@ export interface InformerSourceOptions extends SourceHandlers {
   retry?: { initialMs: number; maxMs: number };
   /** The kinds watched (default POLICY_KINDS; add PROXY_KINDS for the service proxy). */
   kinds?: readonly ObjectKind[];
+  /** Read the initial state with WatchList where the server offers it (default true). */
+  watchList?: boolean;
 }
 
 const DEFAULT_PAGE_SIZE = 100;
@@ -127,6 +135,17 @@ interface WatchEnd {
   events: number;
 }
 
+/** The bookmark that ends a WatchList's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+/** A WatchList's objects until its initial-events-end bookmark; `unsupported` when the server
+ * showed it ignores sendInitialEvents (a bookmark without the annotation came first). */
+interface InitialEvents {
+  objects: Map<string, never>;
+  complete: boolean;
+  unsupported: boolean;
+}
+
 class SourceStopped extends Error {
   constructor() {
     super('source stopped before its initial state was complete');
@@ -135,8 +154,10 @@ class SourceStopped extends Error {
 
 /** Keeps one kind of ClusterState equal to the server's. */
 class Reflector {
-  /** Resumption point; empty means a (re-)list is needed. */
+  /** Resumption point; empty means a new initial state is needed. */
   private resourceVersion = '';
+  /** False once the server refused WatchList for good (400/422, or ignored it). */
+  private watchList: boolean;
   private stopped = false;
   private controller?: AbortController;
   private wakeUp?: () => void;
@@ -151,6 +172,7 @@ class Reflector {
     private readonly state: ClusterState,
     private readonly opts: InformerSourceOptions,
   ) {
+    this.watchList = opts.watchList ?? true;
     this.synced = new Promise((resolve, reject) => {
       this.resolveSynced = resolve;
       this.rejectSynced = reject;
@@ -175,14 +197,25 @@ class Reflector {
     let failures = 0;
     while (!this.stopped) {
       try {
+        let initial: InitialEvents | undefined;
         if (!this.resourceVersion) {
-          await this.relist();
-          this.resolveSynced();
+          if (this.watchList) initial = { objects: new Map<string, never>(), complete: false, unsupported: false };
+          else {
+            await this.relist();
+            this.resolveSynced();
+          }
         }
         const started = Date.now();
-        const end = await this.watchOnce();
+        const end = await this.watchOnce(initial);
         if (this.stopped) break;
-        if (end.expired) this.resourceVersion = '';
+        if (initial && !initial.complete) {
+          await this.fallBackToList(end, initial);
+          continue;
+        }
+        if (end.expired) {
+          this.resourceVersion = '';
+          this.notice(`${this.access.kind} watch expired (410 Gone): reading the state again`);
+        }
         if (end.error !== undefined) throw end.error;
         // A watch that ends at once without news counts as a failure, so we never spin.
         failures = end.events > 0 || Date.now() - started >= 1000 ? 0 : failures + 1;
@@ -194,6 +227,23 @@ class Reflector {
       }
       if (failures > 0) await this.sleep(this.backoff(failures));
     }
+  }
+
+  /** A WatchList that ended before its initial state: as client-go does, a paged LIST instead,
+   * this time; for good when the server refused the parameters or ignored them. */
+  private async fallBackToList(end: WatchEnd, initial: InitialEvents): Promise<void> {
+    const status = (end.error as { statusCode?: number } | undefined)?.statusCode;
+    const refused = status === 400 || status === 422;
+    if (refused || initial.unsupported) this.watchList = false;
+    const why = initial.unsupported ? 'the server ignored sendInitialEvents'
+      : end.expired ? '410 Gone' : end.error !== undefined ? sourceErrorFrom(end.error).message : 'the watch ended first';
+    this.notice(`${this.access.kind} WatchList gave no initial state (${why}): reading it by LIST${this.watchList ? '' : ' from now on'}`);
+    await this.relist();
+    this.resolveSynced();
+  }
+
+  private notice(message: string): void {
+    this.opts.onNotice?.(message);
   }
 
   private backoff(failures: number): number {
@@ -246,7 +296,8 @@ class Reflector {
     }
   }
 
-  private watchOnce(): Promise<WatchEnd> {
+  /** One watch; with `initial`, a WatchList whose initial events build the kind's state. */
+  private watchOnce(initial?: InitialEvents): Promise<WatchEnd> {
     return new Promise((resolve) => {
       let expired = false;
       let failure: unknown;
@@ -267,20 +318,48 @@ class Reflector {
           else failure = new Error(`watch error: ${status?.message ?? JSON.stringify(obj)}`);
           return;
         }
-        this.onWatchEvent(type, obj);
+        if (initial && !initial.complete) this.onInitialEvent(initial, type, obj);
+        else this.onWatchEvent(type, obj);
+        if (initial?.unsupported) this.controller?.abort();
       };
       const timeoutSeconds = this.opts.watchTimeoutSeconds ?? Math.floor(300 + Math.random() * 300);
-      this.watcher
-        .watch(this.access.watchPath, { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds }, onEvent, done)
-        .then(
-          (controller) => {
-            if (ended) return;
-            if (this.stopped) controller.abort();
-            else this.controller = controller;
-          },
-          (err) => done(err),
-        );
+      const query = initial
+        ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds }
+        : { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds };
+      this.watcher.watch(this.access.watchPath, query, onEvent, done).then(
+        (controller) => {
+          if (ended) return;
+          if (this.stopped || initial?.unsupported) controller.abort();
+          else this.controller = controller;
+        },
+        (err) => done(err),
+      );
     });
+  }
+
+  /** An event of a WatchList's initial phase: collected until the initial-events-end bookmark,
+   * which makes the kind equal to what was collected. */
+  private onInitialEvent(initial: InitialEvents, type: string, raw: unknown): void {
+    if (type === 'BOOKMARK') {
+      const metadata = (raw as { metadata?: { resourceVersion?: unknown; annotations?: Record<string, unknown> } } | null)?.metadata;
+      if (metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true' || typeof metadata.resourceVersion !== 'string' || !metadata.resourceVersion) {
+        initial.unsupported = true;
+        return;
+      }
+      initial.complete = true;
+      this.state.replaceKind(this.access.kind, initial.objects);
+      this.resourceVersion = metadata.resourceVersion;
+      this.resolveSynced();
+    } else if (type === 'ADDED' || type === 'MODIFIED') {
+      const normalized = this.normalize(raw);
+      if (normalized) initial.objects.set(normalized.key, normalized.object as never);
+    } else if (type === 'DELETED') {
+      try {
+        initial.objects.delete(objectId(this.access.kind, raw).key);
+      } catch (err) {
+        this.opts.onError(sourceErrorFrom(err));
+      }
+    }
   }
 
   private onWatchEvent(type: string, raw: unknown): void {

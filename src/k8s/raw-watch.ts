@@ -36,6 +36,9 @@ export class WatchError extends Error {
 
 export interface WatchQuery {
   resourceVersion?: string;
+  /** WatchList: the current objects as ADDED events first (with resourceVersionMatch NotOlderThan). */
+  sendInitialEvents?: boolean;
+  resourceVersionMatch?: string;
   allowWatchBookmarks?: boolean;
   timeoutSeconds?: number;
 }

@@ -69,6 +69,9 @@ export interface SourceHandlers {
   onError(err: SourceError): void;
   /** What does not affect enforcement but may be a mistake (a kind nfkube does not read). */
   onWarning?(warning: SourceError): void;
+  /** What the source did that an operator may want to know: a re-read after 410 Gone, a
+   * fallback from WatchList to LIST. */
+  onNotice?(message: string): void;
 }
 
 export interface ClusterSource {

@@ -1,5 +1,6 @@
 /** The agent's watches against the real apiserver and etcd: both killed and restarted under a
- * running agent; a resume point compacted away (410 Gone, then a re-list); the ServiceAccount
+ * running agent; the initial state read by WatchList (sendInitialEvents), not LIST; a resume
+ * point compacted away (410 Gone, then a new initial state); the ServiceAccount
  * token rotated in its file while the old one is revoked. After each, a write through the API
  * must reach the kernel (`nfkube verify` as the oracle). */
 import { after, before, describe, test } from 'node:test';
@@ -31,10 +32,13 @@ describe('watches against kube-apiserver and etcd under a running agent', () => 
     await desired.set([...base, ...policies.map(policy)]);
     await waitFor(`the kernel to enforce ${what}`, async () => (await verified()) || undefined, deadlineMs, 250);
   };
-  /** LISTs of `resource` received since `since` (the audit log is the apiserver's, restarted or not). */
-  const lists = (resource: string, since: Date): number =>
-    cp.auditEvents(accountUsername(daemonSetAccount(deployed))).filter((e) => e.verb === 'list' && e.requestURI.startsWith(`${resource}?`)
-      && (e.responseStatus?.code ?? 0) === 200 && new Date(e.requestReceivedTimestamp) >= since).length;
+  /** The agent's requests of `verb` on `resource` answered 200 since `since` (the audit log is
+   * the apiserver's, restarted or not). */
+  const requests = (verb: string, resource: string, since: Date): string[] =>
+    cp.auditEvents(accountUsername(daemonSetAccount(deployed))).filter((e) => e.verb === verb && e.requestURI.startsWith(`${resource}?`)
+      && (e.responseStatus?.code ?? 0) === 200 && new Date(e.requestReceivedTimestamp) >= since).map((e) => e.requestURI);
+  const POLICIES = '/apis/networking.k8s.io/v1/networkpolicies';
+  const watchLists = (since: Date): string[] => requests('watch', POLICIES, since).filter((uri) => uri.includes('sendInitialEvents=true'));
 
   before(async () => {
     cp = await ControlPlane.start();
@@ -54,9 +58,13 @@ describe('watches against kube-apiserver and etcd under a running agent', () => 
   });
 
   test('kube-apiserver killed and restarted, then etcd stopped and restarted: the agent resumes and enforces later writes', async () => {
+    const started = new Date();
     agent = AgentProcess.start(node.netnsPath, NODE_NAME, node.agentKubeconfig, ['--table', TABLE]);
     await agent.waitForFirstSync();
     await enforced('policy a', ['a']);
+    // WatchList is on by default in 1.36: the initial state came from a watch, not a LIST.
+    assert.ok(watchLists(started).length > 0, 'a NetworkPolicy watch with sendInitialEvents');
+    assert.deepEqual(requests('list', POLICIES, started), [], 'no NetworkPolicy LIST');
     await cp.killApiserver();
     await cp.startApiserver();
     await enforced('policy b after the apiserver restart', ['a', 'b']);
@@ -67,10 +75,11 @@ describe('watches against kube-apiserver and etcd under a running agent', () => 
     assert.ok(agent.running);
   });
 
-  test('history compacted while the agent was paused: after the resume (410 Gone and a re-list) the kernel holds exactly the API\'s state', async (t) => {
+  test('history compacted while the agent was paused: after the resume, 410 Gone, a new initial state, and the kernel holds exactly the API\'s state', async () => {
     assert.ok(agent?.running, 'runs after the previous test');
-    // The agent makes no request while stopped: every LIST from now on is its re-list.
+    // The agent makes no request while stopped: every request from now on is its resume.
     const paused = new Date();
+    const seen = agent!.lines.length;
     agent!.child.kill('SIGSTOP');
     try {
       await desired.set([...base, policy('b'), policy('c'), policy('d')]);
@@ -81,10 +90,11 @@ describe('watches against kube-apiserver and etcd under a running agent', () => 
     } finally {
       agent!.child.kill('SIGCONT');
     }
-    await waitFor('the kernel to match the API after the re-list', async () => (await verified()) || undefined, 120_000, 250);
-    // Most runs see the 410 and a re-list; some resume without one (the restarted apiserver served
-    // the resume): either way the kernel must end equal to the API, checked above.
-    t.diagnostic(`NetworkPolicy LISTs after the pause: ${lists('/apis/networking.k8s.io/v1/networkpolicies', paused)}`);
+    await agent!.waitForLine('the agent to report the NetworkPolicy watch expired (410 Gone)',
+      (l) => /^NetworkPolicy (watch expired|WatchList gave no initial state) \(410 Gone\)/.test(String(l.msg)), seen, 120_000);
+    await waitFor('the kernel to match the API after the new initial state', async () => (await verified()) || undefined, 120_000, 250);
+    const reread = watchLists(paused).length + requests('list', POLICIES, paused).length;
+    assert.ok(reread > 0, 'the NetworkPolicy state was read again (WatchList or LIST) after the 410');
   });
 
   test('the ServiceAccount token rotated in its file while the old one is revoked: the agent keeps working', async () => {

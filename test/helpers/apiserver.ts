@@ -1,7 +1,8 @@
 /** An in-process Kubernetes API server for tests, on 127.0.0.1 over plain http, that behaves as
  * kube-apiserver does for what nfkube uses: pods, namespaces, networking.k8s.io/v1
  * networkpolicies, services, discovery.k8s.io/v1 endpointslices and nodes; LIST with resourceVersion and limit/continue pages; WATCH as chunked JSON
- * lines from a resourceVersion, with bookmarks on request and timeoutSeconds; 410 Gone (an ERROR
+ * lines from a resourceVersion, with bookmarks on request and timeoutSeconds, and WatchList
+ * (sendInitialEvents: the current state, then a bookmark annotated initial-events-end); 410 Gone (an ERROR
  * event carrying a Status of code 410) for a resourceVersion older than the last compaction;
  * 409 Conflict for an update with a stale resourceVersion; no-op updates that bump nothing; PATCH
  * as a JSON merge patch.
@@ -144,6 +145,9 @@ function mergePatch(target: KObject, patch: KObject): KObject {
   return out;
 }
 
+/** The annotation of the BOOKMARK that ends a WatchList's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
 export class TestApiServer {
   /** Called for every authorised request; a returned Fault is applied to it. */
   faults?: (ctx: FaultContext) => Fault | undefined;
@@ -176,6 +180,9 @@ export class TestApiServer {
   };
   readonly token = 'nfkube-test-token';
   port = 0;
+  /** How a WATCH with sendInitialEvents is met: served (a WatchList, as 1.32+ servers do),
+   * refused (422, as a server with the WatchList gate off), or ignored (as servers before 1.27). */
+  watchList: 'served' | 'refused' | 'ignored' = 'served';
 
   static async start(port = 0): Promise<TestApiServer> {
     const s = new TestApiServer();
@@ -420,11 +427,11 @@ export class TestApiServer {
     this.lastSentAt = process.hrtime.bigint();
   }
 
-  private sendBookmark(w: Watcher): void {
+  private sendBookmark(w: Watcher, annotations?: Record<string, string>): void {
     const info = RESOURCES[w.resource];
     this.send(w, {
       type: 'BOOKMARK',
-      object: { kind: info.kind, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.revision) } },
+      object: { kind: info.kind, apiVersion: info.apiVersion, metadata: { resourceVersion: String(this.revision), ...(annotations ? { annotations } : {}) } },
     });
   }
 
@@ -590,6 +597,15 @@ export class TestApiServer {
   }
 
   private watch(route: Route, query: URLSearchParams, res: ServerResponse): void {
+    const watchList = query.get('sendInitialEvents') === 'true' && this.watchList !== 'ignored';
+    if (watchList) {
+      if (this.watchList === 'refused') {
+        throw new ApiStatusError(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled');
+      }
+      if (query.get('resourceVersionMatch') !== 'NotOlderThan' || query.get('allowWatchBookmarks') !== 'true') {
+        throw new ApiStatusError(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true');
+      }
+    }
     this.counts.watch[route.resource] += 1;
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.flushHeaders();
@@ -600,7 +616,11 @@ export class TestApiServer {
       res,
     };
     const from = query.get('resourceVersion') ?? '';
-    if (from === '' || from === '0') {
+    if (watchList) {
+      // The current state is not older than any resourceVersion asked for, then its end.
+      for (const obj of this.selected(route)) this.send(w, { type: 'ADDED', object: obj });
+      this.sendBookmark(w, { [INITIAL_EVENTS_END]: 'true' });
+    } else if (from === '' || from === '0') {
       // No starting point: the current state as ADDED events, then changes.
       for (const obj of this.selected(route)) this.send(w, { type: 'ADDED', object: obj });
     } else {

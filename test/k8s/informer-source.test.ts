@@ -74,6 +74,9 @@ describe('InformerSource', () => {
 
   before(async () => {
     server = await TestApiServer.start();
+    // A server with the WatchList gate off: the source falls back to the paged LISTs these
+    // tests are about (the WatchList cases follow in their own suite).
+    server.watchList = 'refused';
     server.create(namespace('x', { ns: 'x' }));
     server.create(namespace('y', { ns: 'y' }));
     server.create(pod('x', 'a', '198.18.0.10', { pod: 'a' }));
@@ -347,3 +350,70 @@ describe('InformerSource start()', () => {
 async function waitUntil(cond: () => boolean): Promise<void> {
   while (!cond()) await new Promise((r) => setTimeout(r, 5));
 }
+
+describe('InformerSource with WatchList (sendInitialEvents)', () => {
+  let server: TestApiServer;
+
+  before(async () => {
+    server = await TestApiServer.start();
+    server.create(namespace('x', { ns: 'x' }));
+    server.create(pod('x', 'a', '198.18.0.10', { pod: 'a' }));
+    server.create(pod('x', 'b', '198.18.0.11', { pod: 'b' }));
+    server.create(allowFromB);
+  });
+
+  after(() => server.close());
+
+  test('the initial state comes from the watch, no LIST; a 410 re-initialises by WatchList and delivers only the differences', T, async () => {
+    const notices: string[] = [];
+    const rec = new Recorder();
+    const source = new InformerSource({ kubeConfig: loadKubeConfig(server.writeKubeconfig()), retry: { initialMs: 10, maxMs: 100 }, onNotice: (m) => notices.push(m), ...rec });
+    try {
+      const initial = await source.start();
+      assert.deepEqual([...initial.pods.keys()].sort(), ['x/a', 'x/b']);
+      assert.deepEqual([...initial.policies.keys()], ['x/allow-from-b']);
+      assert.deepEqual(rec.changes, [], 'the initial events are the snapshot, not changes');
+      assert.equal(server.counts.list.pods + server.counts.list.namespaces + server.counts.list.networkpolicies, 0, 'no LIST');
+
+      const mark = rec.changes.length;
+      const kept = source.snapshot().pods.get('x/b');
+      server.expireWatches();
+      server.delete('Pod', 'x', 'a');
+      server.create(pod('x', 'c', '198.18.0.12', { pod: 'c' }));
+      await Promise.all([rec.change(isKey('Pod', 'x/a', 'delete'), mark), rec.change(isKey('Pod', 'x/c', 'upsert'), mark)]);
+      await waitUntil(() => notices.some((n) => /Pod watch expired \(410 Gone\)/.test(n)));
+      assert.deepEqual(rec.summary(mark).filter((c) => c.includes('Pod')).sort(), ['delete Pod x/a', 'upsert Pod x/c']);
+      assert.equal(source.snapshot().pods.get('x/b'), kept, 'an unchanged object is not even replaced');
+      assert.equal(server.counts.list.pods, 0, 're-initialised by WatchList, not by LIST');
+
+      // Changes after the re-initialisation arrive on the same stream.
+      const mark2 = rec.changes.length;
+      server.create(pod('x', 'd', '198.18.0.13'));
+      await rec.change(isKey('Pod', 'x/d', 'upsert'), mark2);
+      assert.deepEqual(rec.errors, []);
+    } finally {
+      await source.stop();
+    }
+  });
+
+  test('a server that ignores sendInitialEvents (a bookmark without initial-events-end): the initial state by LIST, from then on', T, async () => {
+    server.watchList = 'ignored';
+    const lists = server.counts.list.pods;
+    const notices: string[] = [];
+    const rec = new Recorder();
+    const source = new InformerSource({ kubeConfig: loadKubeConfig(server.writeKubeconfig()), watchTimeoutSeconds: 1, retry: { initialMs: 10, maxMs: 100 },
+      onNotice: (m) => notices.push(m), ...rec });
+    try {
+      const initial = await source.start();
+      assert.deepEqual([...initial.pods.keys()].sort(), ['x/b', 'x/c', 'x/d']);
+      assert.ok(server.counts.list.pods > lists, 'listed');
+      assert.ok(notices.some((n) => /Pod WatchList gave no initial state \(the server ignored sendInitialEvents\): reading it by LIST from now on/.test(n)), notices.join(' | '));
+      const mark = rec.changes.length;
+      server.create(pod('x', 'e', '198.18.0.14'));
+      await rec.change(isKey('Pod', 'x/e', 'upsert'), mark);
+    } finally {
+      await source.stop();
+      server.watchList = 'served';
+    }
+  });
+});

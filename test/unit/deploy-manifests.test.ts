@@ -68,7 +68,7 @@ test('ClusterRole grants exactly what the policy agent uses: list and watch of p
   const role = byKind.get('ClusterRole')!;
   const verbsOf = (group: string, resource: string) =>
     role.rules.filter((r: Obj) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r: Obj) => r.verbs as string[]);
-  // src/k8s/informer-source.ts: a paged LIST then a WATCH per kind; it never GETs one object.
+  // src/k8s/informer-source.ts: a WatchList, or a paged LIST then a WATCH, per kind; it never GETs one object.
   for (const [group, resource] of [['', 'pods'], ['', 'namespaces'], ['networking.k8s.io', 'networkpolicies']]) {
     assert.deepEqual(verbsOf(group, resource).sort(), ['list', 'watch'], resource);
   }

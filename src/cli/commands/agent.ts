@@ -129,6 +129,7 @@ const command: Command = {
         latency.deliver(c, () => agent.onChange(c));
       },
       onWarning: (w) => logger.warn({ object: w.object, file: w.file, document: w.document }, w.message),
+      onNotice: (message) => logger.info(message),
       onError: (e) => {
         lastSourceError = e.message;
         // A lost connection is retried by the source: a warning until --timeout or /healthz
