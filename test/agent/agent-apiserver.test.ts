@@ -19,6 +19,8 @@ async function until(cond: () => Promise<boolean> | boolean, what: string, timeo
 
 test('the agent enforces through client-node informers: initial list, watch, and re-list after 410 Gone', async () => {
   const api = await TestApiServer.start();
+  // The LIST path: a server with the WatchList gate off (the WatchList path: test/k8s/informer-source).
+  api.watchList = 'refused';
   try {
     await withSandbox(async (sb) => {
       api.create(namespace('x'));
