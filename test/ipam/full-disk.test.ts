@@ -154,8 +154,10 @@ test('SIGKILL at random points of many ADDs on a nearly full tmpfs never hands o
       await Promise.all([worker(), worker(), worker(), worker()]);
       await (killing ?? current.kill());
       kills++;
-      assertWhole(fs, 'crash-node');
+      // A SIGKILL can cut an append short (the kernel stops a write for a fatal signal): the
+      // restart repairs the tail before it serves anything.
       agent = await fs.startAgent(kubeconfig, 'crash-node', sock);
+      assertWhole(fs, 'crash-node');
     }
     for (const id of [...handed.keys()]) record(id, await add(sock, 'n', id));
     assert.equal(handed.size, total, 'every ADD was answered in the end');
