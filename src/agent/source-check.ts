@@ -27,14 +27,13 @@ import { PodInfo } from '../k8s/model';
 import { podFacts, podKey } from '../policy/objects';
 import { ChangeScope } from '../pipeline/scope';
 import { elementKey, RulesetModel } from '../ruleset/model';
-import { DropLogOptions } from '../deny/tail';
+import { DropLogOptions, SPOOFED_LOG_PREFIX } from '../deny/tail';
 import { ipv4, ipv6 } from '../net/ip-bytes';
 import { concatKey } from '../nft/values';
 
 export const SOURCE_CHAIN = 'prerouting_source';
 export const SPOOFED_CHAIN = 'spoofed_source';
 export const SOURCE_SETS = { v4: 'local_src_v4', v6: 'local_src_v6' } as const;
-export const SPOOFED_LOG_PREFIX = 'nfkube spoofed';
 /** Local pod addresses bound to a MAC (key: the address). */
 export const BOUND_SETS = { v4: 'bound_src_v4', v6: 'bound_src_v6' } as const;
 /** The bindings themselves (key: address . ether_addr). */

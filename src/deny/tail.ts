@@ -40,6 +40,9 @@ export const AUDIT_SETS = { v4: 'audit_v4', v6: 'audit_v6' } as const;
 type Fam = 'v4' | 'v6';
 const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };
 const PREFIX = /^nfkube (in|out) ([a-z0-9_]{1,32})$/;
+/** The log prefix of the source check's drops (src/agent/source-check.ts), beside the deny
+ * chains' prefixes the drop log parses. */
+export const SPOOFED_LOG_PREFIX = 'nfkube spoofed';
 
 /** The per-address counter sets: `deny_<in|out>_<v4|v6>` count what the default deny caught,
  * `audited_<in|out>_<v4|v6>` what audit mode let through instead. Each holds the addresses of

@@ -4,8 +4,7 @@
  * which allowed it. In audit mode the same line says the packet was let through. */
 import type { Logger } from 'pino';
 import { PolicyModes, namespaceOf } from '../deny/modes';
-import { parseDropLogPrefix } from '../deny/tail';
-import { SPOOFED_LOG_PREFIX } from '../agent/source-check';
+import { parseDropLogPrefix, SPOOFED_LOG_PREFIX } from '../deny/tail';
 import { DecodeError } from '../netlink/errors';
 import { NflogPacket } from './codec';
 import { ClusterView } from './cluster-view';
