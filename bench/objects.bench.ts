@@ -7,10 +7,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Renderer } from '../src/agent/render';
+import { Renderer } from '../src/policy/render/render';
 import { listTable } from '../src/nft/readback';
 import { commit, Transaction } from '../src/nft/transaction';
-import { compileFull } from '../src/policy/compile';
+import { compileFull } from '../src/policy/engine/compile';
 import { diffRulesets, diffTransaction } from '../src/ruleset/diff';
 import { emptyModel } from '../src/ruleset/model';
 import { openSandbox, Sandbox } from '../test/helpers/netns';
