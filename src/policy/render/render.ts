@@ -19,7 +19,8 @@
  *   policy chain: one rule per (rule entry x peer x port match) that accepts; a rule entry of
  *                   several port matches has them in one set, ports_<hash of its content>
  *                   (meta l4proto . th dport ranges, shared by the entries of the same ports),
- *                   and one rule per peer
+ *                   and one rule per peer. Only for the directions in which the policy isolates
+ *                   a pod of this node: it exists while a combination chain jumps to it.
  *   prerouting_source hook prerouting prio -150, and spoofed_source: a local pod's source
  *                   address coming in by another interface than its route's, or from another
  *                   MAC than the one it is bound to, is dropped (src/policy/render/source-check.ts); sets
