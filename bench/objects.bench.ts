@@ -59,7 +59,6 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   const clusters: [string, Cluster][] = [
     ['mixed, 5k pods / 500 policies', buildMixedCluster(5000, 500, 28)],
-    ['mixed, 20k pods / 2000 policies', buildMixedCluster(20000, 2000, 28)],
     ['bench, 5k pods / 500 policies', buildCluster(5000, 500, 42)],
     ['bench, 20k pods / 2000 policies', buildCluster(20000, 2000, 42)],
   ];
