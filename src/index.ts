@@ -21,7 +21,7 @@ export { ServiceInfo, EndpointSliceInfo, NodeInfo } from './k8s/service-model';
 
 // NetworkPolicy: the component, audit mode, the drop log
 export { PolicyComponent, PolicyComponentOptions, policyTable } from './policy/component';
-export { PolicyModes, PolicyMode } from './policy/modes';
+export { PolicyModes, PolicyMode, DenyAction } from './policy/modes';
 export { startDropLogging, DropLogging, DropLoggingOptions, DropRecord } from './policy/droplog';
 
 // The service proxy
