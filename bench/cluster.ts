@@ -114,3 +114,12 @@ export function buildMixedCluster(podCount: number, policyCount: number, seed: n
   for (let k = 0; k < policyCount; k++) policies.push(w.policy(`ns-${k % nsCount}`, `np-${k}`));
   return { namespaces, pods, policies };
 }
+
+/** The cluster as the Agent starts from it: objects keyed as the sources key them. */
+export function snapshotOf(cluster: Cluster) {
+  return {
+    pods: new Map(cluster.pods.map((p) => [`${p.namespace}/${p.name}`, p])),
+    namespaces: new Map(cluster.namespaces.map((n) => [n.name, n])),
+    policies: new Map(cluster.policies.map((p) => [`${p.namespace}/${p.name}`, p])),
+  };
+}

@@ -13,7 +13,7 @@ import { commit, Transaction } from '../src/nft/transaction';
 import { Agent } from '../src/pipeline/agent';
 import { PolicyComponent } from '../src/policy/component';
 import { openSandbox } from '../test/helpers/netns';
-import { buildCluster, NODE } from './cluster';
+import { buildCluster, NODE, snapshotOf } from './cluster';
 import { ms, table } from './harness';
 
 const ROUNDS = 300;
@@ -25,11 +25,7 @@ function percentile(sorted: number[], p: number): number {
 async function main(): Promise<void> {
   const [pods, policies] = [20000, 2000];
   const cluster = buildCluster(pods, policies, 42);
-  const snapshot = {
-    pods: new Map(cluster.pods.map((p) => [`${p.namespace}/${p.name}`, p])),
-    namespaces: new Map(cluster.namespaces.map((n) => [n.name, n])),
-    policies: new Map(cluster.policies.map((p) => [`${p.namespace}/${p.name}`, p])),
-  };
+  const snapshot = snapshotOf(cluster);
   const sb = openSandbox();
   const component = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger: pino({ level: 'silent' }) });
   const agent = new Agent({ socket: sb.socket, logger: pino({ level: 'silent' }), components: [component] });
