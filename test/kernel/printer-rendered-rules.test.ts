@@ -4,14 +4,14 @@
  * back is the rule rendered (canonical expressions and comment) and prints to the same text. So
  * the per-kind printers write what nft parses into exactly the rendered expressions: a printer
  * whose text changed meaning would load as another rule, or print differently after the round
- * trip. */
+ * trip. The printer's goldens in nft syntax (not debug notation) load back as themselves too. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Renderer } from '../../src/agent/render';
 import { PolicyModes } from '../../src/deny/modes';
 import { sameRuleBody } from '../../src/nft/canonical';
-import { formatRuleBody, formatTable } from '../../src/nft/format';
-import { listTable } from '../../src/nft/readback';
+import { formatRuleBody, formatSet, formatTable } from '../../src/nft/format';
+import { listRules, listTable } from '../../src/nft/readback';
 import { Rule } from '../../src/nft/types';
 import { compileFull } from '../../src/policy/compile';
 import { ProxyComponent } from '../../src/proxy/component';
@@ -19,6 +19,7 @@ import { modelToContents, RulesetModel } from '../../src/ruleset/model';
 import { withSandbox } from '../helpers/netns';
 import { mulberry32 as rng } from '../helpers/prng';
 import { NODE, randomChange, World } from '../helpers/random-cluster';
+import { PRINTER_GOLDEN_SETS, PRINTER_GOLDENS } from '../helpers/printer-goldens';
 import { ServiceWorld } from '../proxy/fixtures';
 
 const byChain = (rules: Rule[]) => {
@@ -75,4 +76,18 @@ test('every rule of random service proxy tables prints as nft syntax that loads 
     for (const k of await roundTrip(proxy.desired, `proxy seed ${seed}`)) kinds.add(k);
   }
   for (const k of ['payload', 'meta', 'ct', 'bitwise', 'cmp', 'lookup', 'immediate', 'reject', 'fib', 'dynset', 'nat', 'numgen', 'byteorder', 'masq']) assert.ok(kinds.has(k), `${k} rendered and compared`);
+});
+
+test('the printer goldens in nft syntax load back with nft as the rules they print', async () => {
+  const goldens = PRINTER_GOLDENS.filter((g) => g.nftSyntax !== false);
+  const script = ['table inet golden {', ...PRINTER_GOLDEN_SETS.map((s) => formatSet(s)), '\tchain target { }', '\tchain rules {', ...goldens.map((g) => `\t\t${g.text}`), '\t}', '}', ''].join('\n');
+  await withSandbox(async (sb) => {
+    sb.run('nft', ['-f', '-'], script);
+    const back = await listRules(sb.socket, 'inet', 'golden', 'rules');
+    assert.equal(back.length, goldens.length);
+    back.forEach((r, i) => {
+      assert.ok(sameRuleBody(r, { exprs: goldens[i].exprs }), `"${goldens[i].text}" read back as "${formatRuleBody(r.exprs)}"`);
+      assert.equal(formatRuleBody(r.exprs), goldens[i].text);
+    });
+  });
 });
