@@ -7,13 +7,13 @@
  * trip. The printer's goldens in nft syntax (not debug notation) load back as themselves too. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Renderer } from '../../src/agent/render';
-import { PolicyModes } from '../../src/deny/modes';
+import { Renderer } from '../../src/policy/render/render';
+import { PolicyModes } from '../../src/policy/modes';
 import { sameRuleBody } from '../../src/nft/canonical';
 import { formatRuleBody, formatSet, formatTable } from '../../src/nft/format';
 import { listRules, listTable } from '../../src/nft/readback';
 import { Rule } from '../../src/nft/types';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { ProxyComponent } from '../../src/proxy/component';
 import { modelToContents, RulesetModel } from '../../src/ruleset/model';
 import { withSandbox } from '../helpers/netns';
