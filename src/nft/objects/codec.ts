@@ -66,8 +66,8 @@ export interface ObjectCodec<K extends ObjectKind> {
   format(op: OperationOf<K>): string;
   /** The objects the operation needs to exist before it. */
   references(op: OperationOf<K>): Reference[];
-  /** The object the operation creates or removes; absent or undefined: none (a rule, a flush). */
-  defines?(op: OperationOf<K>): Definition | undefined;
+  /** The object the operation creates or removes; undefined: none (a rule, elements, a flush). */
+  defines(op: OperationOf<K>): Definition | undefined;
   /** Throws a SetTypeError for a value the operation puts in or matches against a set that does
    * not fit the set's types; absent: the operation has none. */
   check?(op: OperationOf<K>, sets: SetsInScope): void;

@@ -203,6 +203,8 @@ export const element: ObjectCodec<'element'> = {
 
   references: (op) => [tableReference(op.set.family, op.set.table), { kind: 'set', family: op.set.family, table: op.set.table, name: op.set.name, role: 'the set' }],
 
+  defines: () => undefined,
+
   // The operation carries its set's declaration: nothing to resolve.
   check: (op) => fit.checkElements(op.set, op.elements, isRemoval(op.verb)),
 };

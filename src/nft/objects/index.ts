@@ -45,7 +45,7 @@ export function operationReferences(op: Operation): Reference[] {
 
 /** The object an operation creates or removes, if any. */
 export function operationDefinition(op: Operation): Definition | undefined {
-  return codecOf(op).defines?.(op);
+  return codecOf(op).defines(op);
 }
 
 /** Throws a SetTypeError for a value of the operation that does not fit its set. */

@@ -112,6 +112,9 @@ export const rule: ObjectCodec<'rule'> = {
     return refs;
   },
 
+  // Rules are named by handle, never referenced by other operations.
+  defines: () => undefined,
+
   check(op, sets) {
     const r = op.rule;
     if (!isRemoval(op.verb)) checkRuleLookups(r.exprs, (name) => sets(r.family, r.table, name));
