@@ -9,9 +9,11 @@ import * as C from '../../src/nft/constants';
 import { Expr, NftSet } from '../../src/nft/types';
 import { ipv4, ipv6 } from '../../src/net/ip-bytes';
 import { NFPROTO_IPV4, NFPROTO_IPV6 } from '../../src/net/protocols';
-import { hostU32 } from '../../src/nft/values';
+import { HOST_LE, hostU32 } from '../../src/nft/values';
 
 const be16 = (n: number) => Buffer.from([n >> 8, n & 0xff]);
+/** ARPHRD_ETHER as meta iiftype holds it: a host-order u16. */
+const ETHER = HOST_LE ? Buffer.from([1, 0]) : Buffer.from([0, 1]);
 const meta = (key: number, dreg = 1): Expr => ({ type: 'meta', key, dreg });
 const eq = (data: Buffer, sreg = 1): Expr => ({ type: 'cmp', sreg, op: 'eq', data });
 const l4 = (proto: number): Expr[] => [meta(C.NFT_META_L4PROTO), eq(Buffer.from([proto]))];
@@ -30,6 +32,7 @@ export const PRINTER_GOLDENS: PrinterGolden[] = [
   { kind: 'payload', exprs: [...b.matchAddr('ip saddr', '198.18.0.1'), b.accept()], text: 'ip saddr 198.18.0.1 accept' },
   { kind: 'payload', exprs: [...b.matchAddr('ip6 daddr', '2001:db8::1')], text: 'ip6 daddr 2001:db8::1' },
   { kind: 'payload', exprs: [...b.addrMacNotInSet('ip saddr', 'bound')], text: 'ip saddr . ether saddr != @bound' },
+  { kind: 'payload', exprs: [meta(C.NFT_META_IIFTYPE), eq(ETHER), { type: 'payload', base: 'll', offset: 6, len: 6, dreg: 1 }, eq(Buffer.from([2, 0, 0, 0, 0, 0x1f]))], text: 'ether saddr 02:00:00:00:00:1f' },
   { kind: 'payload', exprs: [...b.nfproto('ipv6'), ...l4(58), { type: 'payload', base: 'transport', offset: 0, len: 1, dreg: 1 }, eq(Buffer.from([135]))], text: 'meta nfproto ipv6 icmpv6 type 135' },
   { kind: 'payload', exprs: [{ type: 'payload', base: 'transport', offset: 4, len: 4, dreg: 1 }, eq(Buffer.from([0, 0, 0, 1]))], text: '@th,32,32 0x00000001' },
   { kind: 'payload', exprs: [{ type: 'payload', base: 'network', offset: 10, len: 2, sreg: 1, csumType: 1, csumOffset: 10, csumFlags: 0 }], text: '[ payload write reg 1 => 2b @ network header + 10 csum_type 1 csum_off 10 csum_flags 0x0 ]', nftSyntax: false },
@@ -37,7 +40,7 @@ export const PRINTER_GOLDENS: PrinterGolden[] = [
   { kind: 'meta', exprs: [...b.iifname('veth*'), ...b.oifname('eth0')], text: 'iifname "veth*" oifname "eth0"' },
   { kind: 'meta', exprs: [...b.setMark(0x4000)], text: 'meta mark set 0x00004000' },
   { kind: 'meta', exprs: [...b.nfproto('ipv6'), b.drop()], text: 'meta nfproto ipv6 drop' },
-  { kind: 'meta', exprs: [meta(C.NFT_META_IIFTYPE), eq(hostU32(1).subarray(0, 2))], text: 'meta iiftype ether' },
+  { kind: 'meta', exprs: [meta(C.NFT_META_IIFTYPE), eq(ETHER)], text: 'meta iiftype ether' },
   { kind: 'meta', exprs: [meta(C.NFT_META_CPU), eq(hostU32(1))], text: 'meta key 20 0x01000000', nftSyntax: false },
   // ct
   { kind: 'ct', exprs: [...b.ctState(['established', 'related']), b.accept()], text: 'ct state established,related accept' },

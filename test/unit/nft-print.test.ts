@@ -2,8 +2,9 @@
  * and each shape the fold carries state across, prints as it did; every kind has one. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatRuleBody } from '../../src/nft/format';
+import { formatElement, formatRuleBody } from '../../src/nft/format';
 import { Expr } from '../../src/nft/types';
+import { ipv4 } from '../../src/net/ip-bytes';
 import { PRINTER_GOLDENS } from '../helpers/printer-goldens';
 
 for (const g of PRINTER_GOLDENS) {
@@ -20,4 +21,10 @@ const KINDS: { [K in Expr['type']]: true } = {
 
 test('every expression kind has a golden', () => {
   assert.deepEqual([...new Set(PRINTER_GOLDENS.map((g) => g.kind))].sort(), Object.keys(KINDS).sort());
+});
+
+test('a link-layer address prints as nft parses it, in rules and in set elements (an address bound to its MAC)', () => {
+  const mac = Buffer.from([0x02, 0, 0, 0, 0, 0x1f]);
+  const key = Buffer.concat([ipv4('198.18.0.5'), mac, Buffer.alloc(2)]);
+  assert.equal(formatElement({ key: ['ipv4_addr', 'ether_addr'] }, { key }), '198.18.0.5 . 02:00:00:00:00:1f');
 });

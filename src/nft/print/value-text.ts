@@ -90,6 +90,9 @@ export function formatValue(b: Buffer, kind: ValueKind): string {
     }
     case 'mark':
       return `0x${b.readUInt32LE(0).toString(16).padStart(8, '0')}`;
+    case 'ether_addr':
+      // nft parses a link-layer address only in this form (`Invalid LL address` for hex).
+      return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
     case 'integer':
       // Four-byte integers (numgen and hash results) are in host byte order.
       if (b.length === 4) return String(readHostU32(b));
