@@ -21,7 +21,10 @@ export function parseByteSize(text: string, flag: string): number {
   return n;
 }
 
-export function denyAction(v: string | boolean | undefined): 'drop' | 'reject' {
+/** What happens to traffic no policy allows: --deny-action. */
+export type DenyAction = 'drop' | 'reject';
+
+export function denyAction(v: string | boolean | undefined): DenyAction {
   const a = (v as string | undefined) ?? 'drop';
   if (a !== 'drop' && a !== 'reject') throw new Error(`--deny-action: "${a}" is not drop or reject`);
   return a;

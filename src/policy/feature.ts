@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { NamespaceInfo } from '../k8s/model';
 import { POLICY_KINDS, type ClusterSnapshot } from '../k8s/source';
 import type { OptionValues } from '../options/table';
-import { denyAction, tableName } from '../options/values';
+import { type DenyAction, denyAction, tableName } from '../options/values';
 import type { Feature } from '../pipeline/feature';
 import { logCoexistence } from './coexist';
 import { PolicyComponent, policyTable } from './component';
@@ -15,7 +15,7 @@ import { policyRecord } from './table-record';
 
 export interface PolicySettings {
   table: string;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
   log?: DropLogOptions;
   policyMode?: string;
 }

@@ -24,7 +24,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['explain'],
   ['node'],
   ['demo'],
-  ['cli', 'index.ts'],
+  ['cli', 'index.ts', 'netfilter.ts'],
 ];
 
 type Graph = Map<string, Set<string>>;

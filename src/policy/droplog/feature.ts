@@ -2,7 +2,7 @@
  * nfnetlink_log becomes one log line, a counter and an entry of /drops. It keeps its own view of
  * the cluster (pods, namespaces and their audit modes) from the change stream. */
 import type { OptionValues } from '../../options/table';
-import { denyAction } from '../../options/values';
+import { type DenyAction, denyAction } from '../../options/values';
 import type { Feature } from '../../pipeline/feature';
 import { PolicyModes } from '../modes';
 import { dropLogOptions, policyModes } from '../options';
@@ -10,7 +10,7 @@ import type { DropLogOptions } from '../render/tail';
 
 export interface DropLogSettings {
   log: DropLogOptions;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
 }
 
 export const dropLogFeature: Feature<DropLogSettings> = {
