@@ -4,6 +4,7 @@
 import { buildInfo } from '../build-info';
 import type { ClusterSnapshot } from '../k8s/source';
 import { createLogger } from '../log';
+import type { Netns } from '../netlink/netns';
 import { NetlinkSocket } from '../netlink/socket';
 import { listTables } from '../nft/readback';
 import type { AgentMetrics } from '../observe/metrics';
@@ -37,6 +38,8 @@ export interface NodeRunContext {
   defer(close: () => unknown): void;
   /** When it settles, a long-running node stops (default: SIGTERM or SIGINT). */
   stopped?: Promise<unknown>;
+  /** The network namespace to program (default: the process's own). */
+  netns?: Netns | string;
   /** The features to choose from (default: every feature, src/node/features.ts). */
   features?: readonly Feature<unknown>[];
 }
@@ -55,10 +58,11 @@ export async function runNode(values: OptionValues, ctx: NodeRunContext): Promis
   const alone = enabled.length === 1 ? enabled[0] : undefined;
   if (alone?.feature.runAlone) return alone.feature.runAlone(alone.settings, { values, nodeName: node, logger });
 
+  if (!enabled.some(({ feature }) => feature.ownedTable)) throw new Error(`${enabled.map((e) => e.feature.name).join(', ')} own no table: enable NetworkPolicy (drop --no-policy) or --proxy`);
   const { version, revision } = buildInfo();
   const tables = enabled.flatMap(({ feature }) => feature.ownedTable?.(values) ?? []).map(tableText);
   logger.info({ version, revision, node, source: describeSource(values), tables, resyncPeriod: values['resync-period'] ?? '5m', denyAction: denyAction(values['deny-action']), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
-  const socket = NetlinkSocket.open();
+  const socket = NetlinkSocket.open({ netns: ctx.netns });
   ctx.defer(() => socket.close());
   // One small dump first: without CAP_NET_ADMIN this fails at once, before anything else runs.
   await listTables(socket, 'inet');
@@ -67,7 +71,7 @@ export async function runNode(values: OptionValues, ctx: NodeRunContext): Promis
   // manifests directory starts without prom-client.
   const needsMetrics = !once || enabled.some(({ feature, settings }) => feature.needsMetrics?.(settings));
   const metrics: AgentMetrics | undefined = needsMetrics ? new (require('../observe/metrics') as typeof import('../observe/metrics')).AgentMetrics() : undefined;
-  const featureContext: FeatureContext = { values, nodeName: node, logger, once, socket, metrics, defer: (close) => ctx.defer(close) };
+  const featureContext: FeatureContext = { values, nodeName: node, logger, once, socket, netns: ctx.netns, metrics, defer: (close) => ctx.defer(close) };
   const runs: FeatureRun[] = [];
   for (const { feature, settings } of enabled) runs.push(await feature.open(settings, featureContext));
 
@@ -163,7 +167,7 @@ export async function runNode(values: OptionValues, ctx: NodeRunContext): Promis
   if (server) {
     ctx.defer(() => server.close());
     // Counters are read on their own socket so a scrape never queues behind a sync.
-    const counterSocket = NetlinkSocket.open();
+    const counterSocket = NetlinkSocket.open({ netns: ctx.netns });
     ctx.defer(() => counterSocket.close());
     for (const r of runs) r.serving?.(served, counterSocket);
     logger.info({ address: `${server.address.host}:${server.address.port}` }, 'serving /metrics, /healthz, /readyz');

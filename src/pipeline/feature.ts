@@ -5,6 +5,7 @@
  * in src/node/features.ts. */
 import type { Logger } from 'pino';
 import type { ClusterChange, ClusterSnapshot, ObjectKind } from '../k8s/source';
+import type { Netns } from '../netlink/netns';
 import type { NetlinkSocket } from '../netlink/socket';
 import type { AgentMetrics } from '../observe/metrics';
 import type { DropFeed } from '../observe/server';
@@ -21,6 +22,8 @@ export interface FeatureContext {
   once: boolean;
   /** The socket the pipeline commits with. */
   socket: NetlinkSocket;
+  /** The network namespace the node programs (default: the process's own). */
+  netns?: Netns | string;
   /** The node's metrics registry: present when the agent keeps running, or when a feature's
    * `needsMetrics` asks for it with --once. */
   metrics?: AgentMetrics;

@@ -76,7 +76,7 @@ export const policyFeature: Feature<PolicySettings> = {
         // Binds local pods' addresses to their MACs from the node's neighbour table
         // (render/source-check.ts) for as long as the agent runs.
         const { bindNeighbours } = require('./neighbour-watch') as typeof import('./neighbour-watch');
-        const watch = await bindNeighbours(agent, policy, { logger: ctx.logger });
+        const watch = await bindNeighbours(agent, policy, { netns: ctx.netns, logger: ctx.logger });
         ctx.defer(() => watch.close());
       },
       serving(metrics, counterSocket) {

@@ -28,7 +28,7 @@ export const dropLogFeature: Feature<DropLogSettings> = {
     const { startDropLogging } = require('./index') as typeof import('./index');
     // Without --policy-mode the table enforces everywhere, annotations or not.
     const audit = policyModes(ctx.values);
-    const drops = await startDropLogging({ log: s.log, nodeName: ctx.nodeName, modes: audit ?? new PolicyModes(), denyAction: s.denyAction, logger: ctx.logger, registry: ctx.metrics?.registry });
+    const drops = await startDropLogging({ log: s.log, nodeName: ctx.nodeName, modes: audit ?? new PolicyModes(), denyAction: s.denyAction, logger: ctx.logger, registry: ctx.metrics?.registry, netns: ctx.netns });
     ctx.defer(() => drops.close());
     return {
       drops: drops.ring,
