@@ -9,8 +9,9 @@ export { NetlinkError, DecodeError, isNotFound, isAlreadyExists, isBusy, isGener
 // nf_tables: objects, expressions, transactions, read-back, formatting
 export * from './nft/types';
 export * as nftBuild from './nft/build';
-export { Transaction, commit, CommitOptions, CommitResult, OperationEncodeError } from './nft/transaction';
-export { getGeneration, NftTransport } from './nft/generation';
+export { Transaction, commit, commitBatch, CommitLookups, CommitOptions, CommitResult, OperationEncodeError } from './nft/transaction';
+export { getGeneration } from './nft/generation';
+export { NftTransport } from './nft/transport';
 export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead } from './nft/readback';
 export { formatTable, formatRule, formatRuleBody, formatSet, formatElement } from './nft/format';
 export { formatOperation } from './nft/objects';

@@ -13,10 +13,9 @@
  *   drift in one transaction, guarded by the generation it was read at. */
 import type { Logger } from 'pino';
 import { DecodeError, isGenerationMismatch, NetlinkError } from '../netlink/errors';
-import { NetlinkSocket } from '../netlink/socket';
-import { listChainRules, listTables } from '../nft/readback';
 import { heldBy, markedTable, readOwnTable } from '../nft/ownership';
-import { commit, CommitResult, Transaction } from '../nft/transaction';
+import type { TableStore } from '../nft/table-store';
+import { CommitResult, Transaction } from '../nft/transaction';
 import { ClusterChange } from '../k8s/source';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
 import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
@@ -124,7 +123,8 @@ export class Lane {
 export interface TableSyncOptions {
   /** Hold the table with NFT_TABLE_F_OWNER|PERSIST while running (src/nft/ownership.ts). */
   holdTable?: boolean;
-  socket: NetlinkSocket;
+  /** Where the table lives: the kernel (KernelTableStore), or a FakeTableStore in tests. */
+  store: TableStore;
   logger: Logger;
   component: Component;
   lane: Lane;
@@ -307,7 +307,7 @@ export class TableSync {
           if (isEmptyDiff(d)) return discard();
           const tx = diffTransaction(this.committed, desired, d);
           stamp('diffed');
-          const res = await commit(this.opts.socket, tx, { echo: false });
+          const res = await this.opts.store.commit(tx, { echo: false });
           applyDiff(this.committed, desired, d);
           this.succeeded();
           for (const name of d.addChains) this.unverified.add(name);
@@ -381,7 +381,7 @@ export class TableSync {
     const meant = names.filter((name) => this.committed.chains.has(name));
     if (meant.length === 0) return;
     stamp('readback');
-    const back = await listChainRules(this.opts.socket, this.table.family, this.table.name, meant);
+    const back = await this.opts.store.listChainRules(this.table.family, this.table.name, meant);
     stamp('verified');
     for (const name of meant) {
       if (sameRules(back.get(name) ?? [], this.committed.chains.get(name)!.rules)) continue;
@@ -444,11 +444,11 @@ export class TableSync {
    * the kernel refuses ends the sync, and the next reconcile reads back and plans again from what
    * is committed. */
   private async commitPlanned(tx: Transaction | undefined, batches: Transaction[] | undefined, genId: number | undefined): Promise<{ res: CommitResult; batchKernelMs?: number[] }> {
-    if (!batches) return { res: await commit(this.opts.socket, tx!, { echo: false, genId }) };
+    if (!batches) return { res: await this.opts.store.commit(tx!, { echo: false, genId }) };
     const batchKernelMs: number[] = [];
     const total: CommitResult = { messages: 0, bytes: 0, ruleHandles: new Map(), byType: new Map(), timings: { checkMs: 0, encodeMs: 0, kernelMs: 0 } };
     for (let i = 0; i < batches.length; i++) {
-      const res = await commit(this.opts.socket, batches[i], { echo: false, genId: i === 0 ? genId : undefined });
+      const res = await this.opts.store.commit(batches[i], { echo: false, genId: i === 0 ? genId : undefined });
       this.batchesCommitted++;
       batchKernelMs.push(res.timings.kernelMs);
       total.messages += res.messages;
@@ -468,7 +468,7 @@ export class TableSync {
    * off, this runs that resync now and returns its report. */
   async checkTable(): Promise<SyncReport | undefined> {
     if (!this.started || this.stopped) return undefined;
-    const tables = await listTables(this.opts.socket, this.table.family);
+    const tables = await this.opts.store.listTables(this.table.family);
     const own = tables.find((t) => t.name === this.table.name);
     const problem = own ? tableFlagsProblem(own) : 'missing';
     if (!problem) return undefined;
@@ -497,11 +497,11 @@ export class TableSync {
       let held = false;
       let readMs: number;
       try {
-        const read = await readOwnTable(this.opts.socket, this.table.family, this.table.name, this.opts.holdTable);
+        const read = await readOwnTable(this.opts.store, this.table.family, this.table.name, this.opts.holdTable);
         genId = read.genId;
         kernel = read.value ? modelFromKernel(read.value) : undefined;
         flags = read.value ? (tableFlagsProblem(read.value.table) ?? recordProblem(read.value.table, this.opts.recordedOptions)) : undefined;
-        held = !!read.value && heldBy(read.value.table, this.opts.socket);
+        held = !!read.value && heldBy(read.value.table, this.opts.store);
         readMs = performance.now() - t0;
       } catch (err) {
         if (!(err instanceof DecodeError)) {
