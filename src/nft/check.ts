@@ -4,11 +4,9 @@
  * After a refusal (ENOENT, EINVAL), names the reference that does not exist by resolving the
  * failing operation's table, chain, sets and jump targets against the transaction and the
  * kernel. */
-import { NetlinkSocket } from '../netlink/socket';
 import { formatElement } from './format';
-import { listChains, listSets, listTables } from './readback';
 import { operationReferences } from './objects';
-import { Expr, Family, NftSet, NftTypeName, Operation, SetElement } from './types';
+import { Chain, Expr, Family, NftSet, NftTypeName, Operation, SetElement, Table } from './types';
 import { dataLength, keyLength, typeText } from './values';
 
 /** A value that does not fit the set it is meant for. Nothing was sent. */
@@ -138,9 +136,16 @@ export function checkTransaction(operations: readonly Operation[], known: readon
   }
 }
 
-/** The definitions, read from the kernel, of the sets the transaction's rules look up without
+/** What the checks read of the store a transaction goes to (a TableStore is one). */
+export interface ReferenceReader {
+  listTables(family?: Family): Promise<Table[]>;
+  listChains(family: Family, table: string): Promise<Chain[]>;
+  listSets(family: Family, table: string): Promise<NftSet[]>;
+}
+
+/** The definitions, read from the store, of the sets the transaction's rules look up without
  * adding them: one set dump per table concerned, only when some rule looks an address up. */
-export async function kernelSetsReferenced(socket: NetlinkSocket, operations: readonly Operation[]): Promise<NftSet[]> {
+export async function kernelSetsReferenced(reader: ReferenceReader, operations: readonly Operation[]): Promise<NftSet[]> {
   const added = new Set<string>();
   const tables = new Map<string, { family: Family; table: string }>();
   for (const op of operations) {
@@ -156,7 +161,7 @@ export async function kernelSetsReferenced(socket: NetlinkSocket, operations: re
   const out: NftSet[] = [];
   for (const t of tables.values()) {
     try {
-      out.push(...(await listSets(socket, t.family, t.table)));
+      out.push(...(await reader.listSets(t.family, t.table)));
     } catch {
       // A table that does not exist yet has no sets to check against.
     }
@@ -164,21 +169,21 @@ export async function kernelSetsReferenced(socket: NetlinkSocket, operations: re
   return out;
 }
 
-/** The first object operation `index` refers to that neither exists in the kernel nor is
+/** The first object operation `index` refers to that neither exists in the store nor is
  * created earlier in the transaction, described in words; undefined when all exist (or the
- * kernel cannot be read). The batch failed, so the kernel still holds the state before it. */
-export async function findMissingReference(socket: NetlinkSocket, operations: readonly Operation[], index: number): Promise<string | undefined> {
+ * store cannot be read). The batch failed, so the store still holds the state before it. */
+export async function findMissingReference(reader: ReferenceReader, operations: readonly Operation[], index: number): Promise<string | undefined> {
   const refs = operationReferences(operations[index]);
   if (refs.length === 0) return undefined;
   const exists = new Map<string, boolean>();
   const id = (kind: string, family: Family, table: string, name: string) => `${kind} ${family} ${table} ${name}`;
   try {
     for (const family of new Set(refs.map((r) => r.family))) {
-      for (const table of await listTables(socket, family)) {
+      for (const table of await reader.listTables(family)) {
         exists.set(id('table', family, table.name, table.name), true);
         if (!refs.some((r) => r.table === table.name && r.kind !== 'table')) continue;
-        for (const c of await listChains(socket, family, table.name)) exists.set(id('chain', family, table.name, c.name), true);
-        for (const s of await listSets(socket, family, table.name)) exists.set(id('set', family, table.name, s.name), true);
+        for (const c of await reader.listChains(family, table.name)) exists.set(id('chain', family, table.name, c.name), true);
+        for (const s of await reader.listSets(family, table.name)) exists.set(id('set', family, table.name, s.name), true);
       }
     }
   } catch {

@@ -1,6 +1,6 @@
 /** Where nf_tables objects live, as the pipeline sees it: read with the generation the read saw,
  * commit a transaction all or nothing, guarded by a generation. The kernel is one
- * (kernel-store.ts); FakeTableStore (fake-store.ts) holds the same objects in memory, so code
+ * (kernel-store.ts); FakeTableStore (src/pipeline/fake-store.ts) holds the same objects in memory, so code
  * above it is tested without root. */
 import type { CommitOptions, CommitResult, Transaction } from './transaction';
 import type { Chain, Family, NftSet, Rule, SetElement, Table, TableContents } from './types';

@@ -4,11 +4,12 @@ import { AttrWriter } from '../netlink/attr';
 import { NetlinkError } from '../netlink/errors';
 import { NFNL_BATCH_GENID, NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END, NFNL_SUBSYS_NFTABLES, NLM_F_ACK, NLM_F_ECHO, NLM_F_REQUEST } from '../netlink/message';
 import { NetlinkSocket } from '../netlink/socket';
-import { checkTransaction, findMissingReference, kernelSetsReferenced } from './check';
+import { checkTransaction, findMissingReference, kernelSetsReferenced, ReferenceReader } from './check';
 import * as C from './constants';
 import { BatchWriter, codecOf, describeOperation, formatOperation, messageKind } from './objects';
 import { msg, OBJECT_BYTES } from './objects/codec';
 import { decodeRule } from './objects/rule';
+import { listChains, listSets, listTables } from './readback';
 import { NftTransport } from './transport';
 import { Chain, NFPROTO, NftSet, Operation, Rule, SetElement, Table } from './types';
 
@@ -232,11 +233,20 @@ export interface CommitLookups {
   missingReference(operations: readonly Operation[], opIndex: number): Promise<string | undefined>;
 }
 
-/** The lookups of a kernel reached through `socket`. */
-export function kernelLookups(socket: NetlinkSocket): CommitLookups {
+/** The lookups of a store read through `reader`. */
+export function storeLookups(reader: ReferenceReader): CommitLookups {
   return {
-    setsReferenced: (operations) => kernelSetsReferenced(socket, operations),
-    missingReference: (operations, opIndex) => findMissingReference(socket, operations, opIndex),
+    setsReferenced: (operations) => kernelSetsReferenced(reader, operations),
+    missingReference: (operations, opIndex) => findMissingReference(reader, operations, opIndex),
+  };
+}
+
+/** The kernel behind `socket`, read as the lookups need. */
+function socketReader(socket: NetlinkSocket): ReferenceReader {
+  return {
+    listTables: (family) => listTables(socket, family),
+    listChains: (family, table) => listChains(socket, family, table),
+    listSets: (family, table) => listSets(socket, family, table),
   };
 }
 
@@ -244,7 +254,7 @@ export function kernelLookups(socket: NetlinkSocket): CommitLookups {
  * applied, and the error names the failing operation, its object, the kernel's errno,
  * extended-ack text and the missing object it refers to. */
 export function commit(socket: NetlinkSocket, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
-  return commitBatch(socket, tx, opts, kernelLookups(socket));
+  return commitBatch(socket, tx, opts, storeLookups(socketReader(socket)));
 }
 
 /** commit over any transport: `lookups` answer what only the store behind it knows. */
