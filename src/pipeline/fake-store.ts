@@ -6,7 +6,8 @@
  * Faults can be queued, each taken by the next batch: a refusal (EBUSY, ERESTART, any errno) of
  * the whole batch or of message N, or a race (another writer commits just before the batch, so
  * a generation guard refuses it). `peer()` is a second writer on the same tables, with its own
- * port id. What was committed and read is recorded. Not answered: echoes of new rules' handles
+ * port id. `pause()` holds commits back, as a slow kernel would. What was committed and read is
+ * recorded in order. Not answered: echoes of new rules' handles
  * (CommitResult.ruleHandles stays empty). */
 import { Ack, TransactReply } from '../netlink/socket';
 import { decodeNfMessages } from '../netlink/message';
@@ -32,12 +33,16 @@ export interface ReceivedBatch {
   outcome: 'committed' | FakeErrno;
 }
 
+/** One thing a fake was asked, in the order asked. */
+export type FakeEvent = { read: string } | { batch: ReceivedBatch };
+
 /** What every writer of one fake shares: the tables, the queued faults, the records. */
 interface FakeKernel {
   state: FakeRuleset;
   faults: FakeFault[];
-  received: ReceivedBatch[];
-  reads: string[];
+  journal: FakeEvent[];
+  /** Resolves when commits may proceed (pause). */
+  open: Promise<void>;
   lastPort: number;
 }
 
@@ -46,7 +51,7 @@ export class FakeTableStore implements TableStore {
   private readonly kernel: FakeKernel;
 
   constructor(kernel?: FakeKernel) {
-    this.kernel = kernel ?? { state: emptyRuleset(), faults: [], received: [], reads: [], lastPort: 0 };
+    this.kernel = kernel ?? { state: emptyRuleset(), faults: [], journal: [], open: Promise.resolve(), lastPort: 0 };
     this.portId = ++this.kernel.lastPort;
   }
 
@@ -65,14 +70,27 @@ export class FakeTableStore implements TableStore {
     this.kernel.faults.push(...faults);
   }
 
+  /** Commits wait (a slow kernel) until the function returned is called. */
+  pause(): () => void {
+    let resume!: () => void;
+    const open = new Promise<void>((resolve) => (resume = resolve));
+    this.kernel.open = this.kernel.open.then(() => open);
+    return resume;
+  }
+
+  /** Every read and every batch that reached the store, in order, whoever asked. */
+  get journal(): readonly FakeEvent[] {
+    return this.kernel.journal;
+  }
+
   /** Every batch that reached the store, in order, whoever sent it. */
-  get received(): readonly ReceivedBatch[] {
-    return this.kernel.received;
+  get received(): ReceivedBatch[] {
+    return this.kernel.journal.flatMap((e) => ('batch' in e ? [e.batch] : []));
   }
 
   /** Every read, in order: `tables inet`, `table inet t`, `rules inet t c1,c2`, ... */
-  get reads(): readonly string[] {
-    return this.kernel.reads;
+  get reads(): string[] {
+    return this.kernel.journal.flatMap((e) => ('read' in e ? [e.read] : []));
   }
 
   /** The whole state, as plain data (read-only: change it with commits). */
@@ -81,7 +99,7 @@ export class FakeTableStore implements TableStore {
   }
 
   private read(what: string): FakeRuleset {
-    this.kernel.reads.push(what);
+    this.kernel.journal.push({ read: what });
     return this.kernel.state;
   }
 
@@ -129,7 +147,8 @@ export class FakeTableStore implements TableStore {
     return [...(t?.sets.get(set.name)?.elements.values() ?? [])];
   }
 
-  commit(tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
+  async commit(tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
+    await this.kernel.open;
     let seq = 0;
     const transport = {
       nextSeq: () => ++seq,
@@ -148,7 +167,7 @@ export class FakeTableStore implements TableStore {
     // Which operation each message carries: the batch is encoded again, as deterministically.
     let scratch = 0;
     const opOf = tx.encodeBatch(() => ++scratch, opts).messages.map((m) => m.opIndex);
-    const record = (outcome: ReceivedBatch['outcome']) => k.received.push({ operations: [...tx.operations], genId: opts.genId, writer: this.portId, outcome });
+    const record = (outcome: ReceivedBatch['outcome']) => k.journal.push({ batch: { operations: [...tx.operations], genId: opts.genId, writer: this.portId, outcome } });
     const refuse = (code: FakeErrno, seqOf: number, extAck?: string): TransactReply => {
       record(code);
       return { acks: [{ seq: seqOf, errno: FAKE_ERRNO[code], code, extAck }], messages: [] };
