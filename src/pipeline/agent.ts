@@ -14,10 +14,12 @@ import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { RulesetModel } from '../ruleset/model';
 import { BatchLimits } from './batches';
 import { Component, tableText } from './component';
-import { AgentObserver, Lane, SyncReport, SyncTotals, TableSync } from './table-sync';
+import { Lane } from './lane';
+import type { AgentObserver, SyncReport, SyncTotals } from './sync-report';
+import { TableSync } from './table-sync';
 import { ChangeScope } from './scope';
 
-export type { AgentObserver, SyncReport, SyncSizes, SyncTotals } from './table-sync';
+export type { AgentObserver, SyncReport, SyncSizes, SyncTotals } from './sync-report';
 
 /** How often `nfkube agent` checks that each table is still there and awake: a foreign `flush
  * ruleset` ends all enforcement at once, so waiting for the next full resync is too long. */
