@@ -38,6 +38,9 @@ export { PolicyComponent } from './policy/component';
 
 // The pipeline: components -> desired state -> planner -> transaction -> read-back
 export { Agent, AgentOptions, AgentObserver, SyncReport } from './pipeline/agent';
+export { TableStore, GenerationRead } from './nft/table-store';
+export { KernelTableStore } from './nft/kernel-store';
+export { FakeTableStore, FakeFault, ReceivedBatch } from './pipeline/fake-store';
 export { Component, SyncKind, TableRef } from './pipeline/component';
 export { ChangeScope } from './pipeline/scope';
 export { plan, Plan } from './pipeline/plan';

@@ -14,7 +14,8 @@ import { decodeNfMessages } from '../netlink/message';
 import type { GenerationRead, TableStore } from '../nft/table-store';
 import { commitBatch, CommitOptions, CommitResult, storeLookups, Transaction } from '../nft/transaction';
 import type { Chain, Family, NftSet, Operation, Rule, SetElement, Table, TableContents } from '../nft/types';
-import { applyBatch, emptyRuleset, FAKE_ERRNO, FakeErrno, FakeRefusal, FakeRuleset, fakeContents, fakeTable, fakeTables, releaseWriter } from './fake-tables';
+import { modelToContents } from '../ruleset/model';
+import { applyBatch, emptyRuleset, FAKE_ERRNO, FakeErrno, FakeRefusal, FakeRuleset, fakeTable, fakeTables, releaseWriter } from './fake-tables';
 
 export type FakeFault =
   /** Refuse the batch with `code`: at message `atMessage` (as NetlinkError.msgIndex counts), or
@@ -119,7 +120,7 @@ export class FakeTableStore implements TableStore {
   async readTable(family: Family, name: string): Promise<GenerationRead<TableContents | undefined>> {
     const state = this.read(`table ${family} ${name}`);
     const t = fakeTable(state, family, name);
-    return { value: t && fakeContents(t), genId: state.generation };
+    return { value: t && modelToContents(t), genId: state.generation };
   }
 
   async listChains(family: Family, table: string): Promise<Chain[]> {

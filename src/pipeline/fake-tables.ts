@@ -1,4 +1,4 @@
-/** The nf_tables semantics nfkube relies on, over plain data: the state FakeTableStore holds and
+/** The nf_tables semantics nfkube relies on, over plain data: the state RulesetModelStore holds and
  * how one batch changes it, all or nothing. Each rule is the kernel's (nf_tables_api.c), and
  * test/kernel/fake-store-agrees.test.ts applies the same random batches to both and compares what
  * they refuse and what they read back.
@@ -10,30 +10,13 @@
  * overlaps are refused), handles, and the generation, bumped by a batch that changed anything.
  * Not modelled: expressions' own validation, chain loops, timeouts, stateful objects. */
 import { NFT_SET_INTERVAL, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
-import { Chain, Family, NftSet, ObjectKind, Operation, OperationOf, Rule, SetElement, Table, TableContents } from '../nft/types';
-import { elementKey, sameChainDefinition, sameElementValue, sameSetDefinition } from '../ruleset/model';
-
-export interface FakeChain {
-  chain: Chain;
-  rules: Rule[];
-}
-
-export interface FakeSet {
-  set: NftSet;
-  /** By elementKey, in insertion order. */
-  elements: Map<string, SetElement>;
-}
-
-export interface FakeTable {
-  table: Table;
-  chains: Map<string, FakeChain>;
-  sets: Map<string, FakeSet>;
-}
+import { Chain, Family, NftSet, ObjectKind, Operation, OperationOf, Rule, SetElement, Table } from '../nft/types';
+import { ChainModel, elementKey, RulesetModel, sameChainDefinition, sameElementValue, sameSetDefinition, SetModel } from '../ruleset/model';
 
 export interface FakeRuleset {
   generation: number;
-  /** By `family name`. */
-  tables: Map<string, FakeTable>;
+  /** By `family name`, each as plain data (its elements in insertion order). */
+  tables: Map<string, RulesetModel>;
   /** The last handle given: chains, rules and sets (and tables) are numbered from one counter. */
   lastHandle: bigint;
 }
@@ -86,7 +69,7 @@ export function applyBatch(state: FakeRuleset, operations: readonly Operation[],
 }
 
 function cloneRuleset(s: FakeRuleset): FakeRuleset {
-  const tables = new Map<string, FakeTable>();
+  const tables = new Map<string, RulesetModel>();
   for (const [k, t] of s.tables) {
     tables.set(k, {
       table: t.table,
@@ -102,20 +85,20 @@ function nextHandle(ctx: BatchContext): bigint {
 }
 
 /** The table an operation names; EPERM when another writer holds it (nft_table_lookup). */
-function tableFor(ctx: BatchContext, family: Family, name: string): FakeTable {
+function tableFor(ctx: BatchContext, family: Family, name: string): RulesetModel {
   const t = ctx.state.tables.get(tableKey(family, name));
   if (!t) throw new FakeRefusal('ENOENT', `no table ${family} ${name}`);
   if (((t.table.flags ?? 0) & NFT_TABLE_F_OWNER) !== 0 && t.table.owner !== ctx.writer) throw new FakeRefusal('EPERM', `table ${family} ${name} is held by port ${t.table.owner}`);
   return t;
 }
 
-function chainFor(t: FakeTable, name: string): FakeChain {
+function chainFor(t: RulesetModel, name: string): ChainModel {
   const c = t.chains.get(name);
   if (!c) throw new FakeRefusal('ENOENT', `no chain ${name}`);
   return c;
 }
 
-function setFor(t: FakeTable, name: string): FakeSet {
+function setFor(t: RulesetModel, name: string): SetModel {
   const s = t.sets.get(name);
   if (!s) throw new FakeRefusal('ENOENT', `no set ${name}`);
   return s;
@@ -139,18 +122,18 @@ function ruleSets(r: Rule): string[] {
 }
 
 /** Whether a rule or a verdict map's element jumps to `chain` (the kernel's chain use count). */
-function chainReferenced(t: FakeTable, chain: string): boolean {
+function chainReferenced(t: RulesetModel, chain: string): boolean {
   for (const c of t.chains.values()) if (c.chain.name !== chain && c.rules.some((r) => ruleJumps(r).includes(chain))) return true;
   for (const s of t.sets.values()) for (const e of s.elements.values()) if (e.verdict && 'chain' in e.verdict && e.verdict.chain === chain) return true;
   return false;
 }
 
-function setReferenced(t: FakeTable, set: string): boolean {
+function setReferenced(t: RulesetModel, set: string): boolean {
   for (const c of t.chains.values()) if (c.rules.some((r) => ruleSets(r).includes(set))) return true;
   return false;
 }
 
-function dropRules(ctx: BatchContext, c: FakeChain): void {
+function dropRules(ctx: BatchContext, c: ChainModel): void {
   if (c.rules.length) ctx.changed = true;
   c.rules = [];
 }
@@ -301,7 +284,7 @@ const APPLY: { [K in ObjectKind]: (ctx: BatchContext, op: OperationOf<K>) => voi
 /** A table's flags changed by NEWTABLE on an existing table (nf_tables_updtable): its user data
  * stays as created; an owner cannot be dropped or changed, nor persistence switched, and only
  * an orphan can be taken. */
-function updateTableFlags(ctx: BatchContext, t: FakeTable, flags: number): void {
+function updateTableFlags(ctx: BatchContext, t: RulesetModel, flags: number): void {
   const old = t.table.flags ?? 0;
   if (flags === old) return;
   const owned = (old & NFT_TABLE_F_OWNER) !== 0;
@@ -315,7 +298,7 @@ function updateTableFlags(ctx: BatchContext, t: FakeTable, flags: number): void 
 /** NEWCHAIN on an existing chain (nf_tables_updchain): a base chain's policy may change; its
  * hook, priority and type may not, nor may a regular chain get a hook. Without a hook it changes
  * nothing, and is still a change to commit. */
-function updateChain(ctx: BatchContext, c: FakeChain, to: Chain): void {
+function updateChain(ctx: BatchContext, c: ChainModel, to: Chain): void {
   const from = c.chain.base;
   if (to.base && from && (from.hook !== to.base.hook || from.priority !== to.base.priority || from.type !== to.base.type || from.device !== to.base.device)) {
     throw new FakeRefusal('EEXIST', `chain ${to.name} exists with another hook`);
@@ -346,7 +329,7 @@ function storedElement(e: SetElement, interval: boolean): SetElement {
   return out;
 }
 
-function overlaps(s: FakeSet, e: SetElement): boolean {
+function overlaps(s: SetModel, e: SetElement): boolean {
   const end = e.keyEnd ?? e.key;
   for (const x of s.elements.values()) if (Buffer.compare(e.key, x.keyEnd ?? x.key) <= 0 && Buffer.compare(x.key, end) <= 0) return true;
   return false;
@@ -358,21 +341,8 @@ export function fakeTables(state: FakeRuleset, family?: Family): Table[] {
   return [...state.tables.values()].filter((t) => !family || t.table.family === family).map((t) => t.table);
 }
 
-export function fakeTable(state: FakeRuleset, family: Family, name: string): FakeTable | undefined {
+export function fakeTable(state: FakeRuleset, family: Family, name: string): RulesetModel | undefined {
   return state.tables.get(tableKey(family, name));
-}
-
-/** Everything in one table, as the kernel's read-back gives it. */
-export function fakeContents(t: FakeTable): TableContents {
-  const chains = [...t.chains.values()];
-  const sets = [...t.sets.values()];
-  return {
-    table: t.table,
-    chains: chains.map((c) => c.chain),
-    rules: chains.flatMap((c) => c.rules),
-    sets: sets.map((s) => s.set),
-    elements: new Map(sets.map((s) => [s.set.name, [...s.elements.values()]])),
-  };
 }
 
 /** What a writer's socket closing does to the tables it holds: a persistent one stays, without
