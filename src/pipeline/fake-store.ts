@@ -9,18 +9,19 @@
  * port id. `pause()` holds commits back, as a slow kernel would. What was committed and read is
  * recorded in order. Not answered: echoes of new rules' handles
  * (CommitResult.ruleHandles stays empty). */
+import { constants } from 'node:os';
 import { Ack, TransactReply } from '../netlink/socket';
 import { decodeNfMessages } from '../netlink/message';
 import type { GenerationRead, TableStore } from '../nft/table-store';
 import { commitBatch, CommitOptions, CommitResult, storeLookups, Transaction } from '../nft/transaction';
 import type { Chain, Family, NftSet, Operation, Rule, SetElement, Table, TableContents } from '../nft/types';
 import { modelToContents } from '../ruleset/model';
-import { applyBatch, emptyRuleset, FAKE_ERRNO, FakeErrno, FakeRefusal, FakeRuleset, fakeTable, fakeTables, releaseWriter } from './fake-tables';
+import { applyBatch, emptyRuleset, FAKE_ERRNO, FakeRefusal, FakeRuleset, fakeTable, fakeTables, releaseWriter } from './fake-tables';
 
 export type FakeFault =
-  /** Refuse the batch with `code`: at message `atMessage` (as NetlinkError.msgIndex counts), or
-   * the whole batch (its BEGIN) when absent. */
-  | { refuse: FakeErrno; atMessage?: number }
+  /** Refuse the batch with errno `refuse` (a name: EBUSY, ENOSPC, ERESTART...): at message
+   * `atMessage` (as NetlinkError.msgIndex counts), or the whole batch (its BEGIN) when absent. */
+  | { refuse: string; atMessage?: number }
   /** Another writer commits just before the batch arrives: the generation moves. */
   | { race: true };
 
@@ -30,8 +31,8 @@ export interface ReceivedBatch {
   genId?: number;
   /** The port id of the writer that sent it. */
   writer: number;
-  /** 'committed', or the errno it was refused with. */
-  outcome: 'committed' | FakeErrno;
+  /** 'committed', or the name of the errno it was refused with. */
+  outcome: string;
 }
 
 /** One thing a fake was asked, in the order asked. */
@@ -68,6 +69,7 @@ export class FakeTableStore implements TableStore {
 
   /** Queues faults; each is taken by the next batch any writer sends. */
   inject(...faults: FakeFault[]): void {
+    for (const f of faults) if ('refuse' in f) errnoOf(f.refuse);
     this.kernel.faults.push(...faults);
   }
 
@@ -169,14 +171,18 @@ export class FakeTableStore implements TableStore {
     let scratch = 0;
     const opOf = tx.encodeBatch(() => ++scratch, opts).messages.map((m) => m.opIndex);
     const record = (outcome: ReceivedBatch['outcome']) => k.journal.push({ batch: { operations: [...tx.operations], genId: opts.genId, writer: this.portId, outcome } });
-    const refuse = (code: FakeErrno, seqOf: number, extAck?: string): TransactReply => {
+    const refuse = (code: string, seqOf: number, extAck?: string): TransactReply => {
       record(code);
-      return { acks: [{ seq: seqOf, errno: FAKE_ERRNO[code], code, extAck }], messages: [] };
+      return { acks: [{ seq: seqOf, errno: errnoOf(code), code, extAck }], messages: [] };
     };
     const fault = k.faults.shift();
     if (fault && 'race' in fault) k.state = { ...k.state, generation: k.state.generation + 1 };
     if (opts.genId !== undefined && opts.genId !== k.state.generation) return refuse('ERESTART', begin.seq);
-    if (fault && 'refuse' in fault) return refuse(fault.refuse, fault.atMessage === undefined ? begin.seq : body[fault.atMessage].seq);
+    if (fault && 'refuse' in fault) {
+      const at = fault.atMessage === undefined ? begin : body[fault.atMessage];
+      if (!at) throw new Error(`fake store: a fault refuses message ${fault.atMessage}, and the batch has ${body.length}`);
+      return refuse(fault.refuse, at.seq);
+    }
     try {
       k.state = applyBatch(k.state, tx.operations, this.portId);
     } catch (err) {
@@ -187,4 +193,11 @@ export class FakeTableStore implements TableStore {
     const acks: Ack[] = [{ seq: body[body.length - 1].seq, errno: 0 }];
     return { acks, messages: [] };
   }
+}
+
+/** The number of an errno name (ERESTART, which Node does not list, among them). */
+function errnoOf(name: string): number {
+  const errno = (FAKE_ERRNO as Record<string, number>)[name] ?? (constants.errno as Record<string, number>)[name];
+  if (errno === undefined) throw new Error(`fake store: ${JSON.stringify(name)} is not an errno name`);
+  return errno;
 }
