@@ -10,7 +10,7 @@
  * overlaps are refused), handles, and the generation, bumped by a batch that changed anything.
  * Not modelled: expressions' own validation, chain loops, timeouts, stateful objects. */
 import { NFT_SET_INTERVAL, NFT_TABLE_F_OWNER, NFT_TABLE_F_PERSIST } from '../nft/constants';
-import { Chain, Family, NftSet, ObjectKind, Operation, OperationOf, Rule, SetElement, Table } from '../nft/types';
+import { Chain, Family, NftSet, NftObjectKind, Operation, OperationOf, Rule, SetElement, Table } from '../nft/types';
 import { ChainModel, elementKey, RulesetModel, sameChainDefinition, sameElementValue, sameSetDefinition, SetModel } from '../ruleset/model';
 
 export interface FakeRuleset {
@@ -138,7 +138,7 @@ function dropRules(ctx: BatchContext, c: ChainModel): void {
   c.rules = [];
 }
 
-const APPLY: { [K in ObjectKind]: (ctx: BatchContext, op: OperationOf<K>) => void } = {
+const APPLY: { [K in NftObjectKind]: (ctx: BatchContext, op: OperationOf<K>) => void } = {
   table(ctx, op) {
     const { family, name } = op.table;
     const key = tableKey(family, name);
