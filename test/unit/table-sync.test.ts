@@ -164,7 +164,8 @@ test('a burst offered together is one commit; changes arriving during a commit a
   assert.equal(await drift(h), '');
 });
 
-test('a refused commit leaves the change pending, is retried with a growing backoff, and the third failure in a row brings a full resync', async () => {
+// A bound on the wait for the resync (not an assertion on time): a broken retry fails, never hangs.
+test('a refused commit leaves the change pending, is retried with a growing backoff, and the third failure in a row brings a full resync', { timeout: 60_000 }, async () => {
   const h = harness();
   await started(h);
   h.store.inject({ refuse: 'EBUSY' }, { refuse: 'EBUSY' }, { refuse: 'EBUSY' });
