@@ -170,6 +170,8 @@ export class FakeTableStore implements TableStore {
     // Which operation each message carries: the batch is encoded again, as deterministically.
     let scratch = 0;
     const opOf = tx.encodeBatch(() => ++scratch, opts).messages.map((m) => m.opIndex);
+    // An operation that sends no message (no elements) never reaches the kernel.
+    const sent = [...new Set(opOf)];
     const record = (outcome: ReceivedBatch['outcome']) => k.journal.push({ batch: { operations: [...tx.operations], genId: opts.genId, writer: this.portId, outcome } });
     const refuse = (code: string, seqOf: number, extAck?: string): TransactReply => {
       record(code);
@@ -184,10 +186,14 @@ export class FakeTableStore implements TableStore {
       return refuse(fault.refuse, at.seq);
     }
     try {
-      k.state = applyBatch(k.state, tx.operations, this.portId);
+      k.state = applyBatch(
+        k.state,
+        sent.map((i) => tx.operations[i]),
+        this.portId,
+      );
     } catch (err) {
       if (!(err instanceof FakeRefusal)) throw err;
-      return refuse(err.code, body[opOf.indexOf(err.opIndex)].seq, err.reason);
+      return refuse(err.code, body[opOf.indexOf(sent[err.opIndex])].seq, err.reason);
     }
     record('committed');
     const acks: Ack[] = [{ seq: body[body.length - 1].seq, errno: 0 }];

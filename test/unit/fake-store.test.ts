@@ -42,6 +42,16 @@ test('a batch refused at any operation changes nothing, and the error names the 
   );
 });
 
+test('an operation that sends no message is not applied, and a refusal after it names the right message', async () => {
+  const store = new FakeTableStore();
+  await store.commit(new Transaction().addTable(table));
+  const set = { family: 'inet', table: 't', name: 'missing', key: ['ipv4_addr'] } as const;
+  const err = refusal(await store.commit(new Transaction().addChain(chain('a')).add({ kind: 'element', verb: 'add', set: { ...set, key: [...set.key] }, elements: [] }).deleteChain(chain('b'))).catch((e) => e));
+  assert.equal(err.code, 'ENOENT');
+  assert.equal(err.msgIndex, 1);
+  assert.equal(err.object, 'chain inet t b');
+});
+
 test('create-only objects are refused when they exist; deletes of missing objects and of referenced ones are refused', async () => {
   const store = new FakeTableStore();
   await store.commit(new Transaction().addTable(table).addChain(chain('a')).addChain(chain('b')).addRule(rule('a', b.jump('b'))));
