@@ -39,7 +39,7 @@ export interface Reconciled {
   problems: string[];
 }
 
-export function reconcilePublished(blocks: PublishedBlock[], claims: ClaimObject[], pools: Map<string, Pool>, local: Map<string, Allocation>, nodeName: string): Reconciled {
+export function reconcilePublished(blocks: PublishedBlock[], claims: ClaimObject[], pools: Pick<ReadonlyMap<string, Pool>, 'get'>, local: Map<string, Allocation>, nodeName: string): Reconciled {
   const adopted = new Map<string, Allocation>();
   const problems: string[] = [];
   const held = new Set<string>();
