@@ -1,6 +1,6 @@
 /** One node's IPAM state in memory: the blocks it holds (a use mark per ordinal) and its
- * allocations by handle. Every change here is synchronous, so two requests in one agent can never
- * pick the same ordinal; durability and the API are the agent's job. */
+ * allocations by handle. Every change here is synchronous, so two requests in one process can never
+ * pick the same ordinal; durability is ledger.ts's job, the API the other parts'. */
 import { formatIp, IpFamily, parseIp, ParsedCidr } from '../net/ip';
 import type { IpamUsage } from './metrics';
 import { PodRef } from './objects';
