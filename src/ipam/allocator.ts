@@ -7,6 +7,7 @@
  * be on disk, in which case its addresses stay marked until a restart replays the record; a handle
  * between choosing addresses and answering is `inflight`, and GC leaves it alone; a released
  * address is marked free only after the release is on disk. */
+import { CNI_ERR, IpamRequest } from '../cni/protocol';
 import { IpFamily } from '../net/ip';
 import { BlockClaims } from './block-claims';
 import { ConfirmedApi } from './confirmed-api';
@@ -16,7 +17,6 @@ import { Lending } from './lending';
 import { PLURALS, PodRef } from './objects';
 import { Pool } from './pool';
 import { PoolCatalog } from './pool-catalog';
-import { CNI_ERR, IpamRequest } from './protocol';
 import { Publisher } from './publisher';
 import { AllocatedIp, Allocation } from './state';
 

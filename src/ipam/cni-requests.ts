@@ -5,12 +5,12 @@
  * untrusted); a request never throws to the socket, it is answered (an unexpected failure is
  * logged and answered "try again later"); nothing is answered once the service stopped; work on
  * one handle runs one request at a time. */
+import { CNI_ERR, IpamIp, IpamReply, IpamRequest } from '../cni/protocol';
 import { Allocator } from './allocator';
 import { IpamContext, IpamError } from './context';
 import { HandleQueue } from './handle-queue';
 import { PoolError } from './pool';
 import { PoolCatalog } from './pool-catalog';
-import { CNI_ERR, IpamIp, IpamReply, IpamRequest } from './protocol';
 import { RequestProblem, requestProblem } from './request';
 import { AllocatedIp, Allocation, BlockState, handleKey } from './state';
 

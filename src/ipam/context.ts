@@ -4,9 +4,9 @@
  * Invariant: once the service stopped or crashed, no part writes to the API or the record, or
  * answers a request (`alive()` throws at each step that would). */
 import type { Logger } from 'pino';
+import { CNI_ERR } from '../cni/protocol';
 import type { IpamApi } from './api';
 import type { IpamMetrics } from './metrics';
-import { CNI_ERR } from './protocol';
 import type { NodeState } from './state';
 
 /** A request that failed with a CNI error code. */

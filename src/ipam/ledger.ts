@@ -4,8 +4,8 @@
  * Invariants: an allocation is on disk before ADD answers, and one whose line is known not
  * written is not held; a released handle leaves the map only once its release is on disk (so its
  * addresses are reused only then); a failed write leaves the map as it was before the call. */
+import { CNI_ERR } from '../cni/protocol';
 import { IpamContext, IpamError } from './context';
-import { CNI_ERR } from './protocol';
 import { Allocation } from './state';
 import { Wal, WalError } from './wal';
 

@@ -4,10 +4,10 @@
  * Invariants: an invalid pool, or two pools that overlap, are never used (both are refused and
  * named); a request gets a pool only if the pool selects this node; a request naming a pool not
  * known yet re-reads the pools once before it is refused. */
+import { CNI_ERR } from '../cni/protocol';
 import { IpamContext, IpamError } from './context';
 import { PLURALS } from './objects';
 import { overlappingPools, parsePool, Pool, poolSelectsNode } from './pool';
-import { CNI_ERR } from './protocol';
 
 export class PoolCatalog {
   private pools = new Map<string, Pool>();

@@ -16,6 +16,7 @@
  * nothing. */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { IpamReply, IpamRequest } from '../cni/protocol';
 import { Allocator, watermarkFor } from './allocator';
 import { IpamApi } from './api';
 import { BlockClaims } from './block-claims';
@@ -29,7 +30,6 @@ import { Lending } from './lending';
 import { IpamMetrics, IpamUsage } from './metrics';
 import { ClaimObject, readBlock, readClaim } from './objects';
 import { PoolCatalog } from './pool-catalog';
-import { IpamReply, IpamRequest } from './protocol';
 import { Publisher } from './publisher';
 import { PublishedBlock, reconcilePublished } from './reconcile';
 import { CniRequests } from './cni-requests';

@@ -8,7 +8,7 @@ import { checkProblem } from '../../src/ipam/cni-requests';
 import { HandleQueue } from '../../src/ipam/handle-queue';
 import { lendFromAfterTakeBack, lendTarget } from '../../src/ipam/lending';
 import { blockCidr, blockName, parsePool, Pool } from '../../src/ipam/pool';
-import { CNI_ERR, IpamRequest } from '../../src/ipam/protocol';
+import { CNI_ERR, IpamRequest } from '../../src/cni/protocol';
 import { statusAllocations } from '../../src/ipam/publisher';
 import { Allocation, BlockState, NodeState } from '../../src/ipam/state';
 
