@@ -4,9 +4,11 @@
  *
  * Invariants: a live pod's address is never released: an allocation is judged only by a pod list
  * that began after it was made, and the release re-checks that under the handle's queue; an
- * inflight handle is never judged; a deleted Node's objects are released only after the grace
- * period, only while no pod is bound to it, and by one agent alone (the first live Node, by name,
- * that holds blocks). One pass runs at a time. */
+ * inflight handle is never judged; a claim is deleted as an orphan only if no allocation holds it
+ * and no ADD under way may, judged after every await (an ADD recording meanwhile keeps its
+ * claim); a deleted Node's objects are released only after the grace period, only while no pod
+ * is bound to it, and by one agent alone (the first live Node, by name, that holds blocks). One
+ * pass runs at a time. */
 import { Allocator } from './allocator';
 import { NodeInfo, PodInfo } from './api';
 import { BlockClaims } from './block-claims';
@@ -130,12 +132,14 @@ export class GarbageCollector {
     this.ctx.life.alive();
     // Claims this node made that no allocation holds (a crash between create and record).
     const claims = (await api.list(PLURALS.claims)).map(readClaim);
-    const held = heldClaimUids(state.allocations.values());
+    let held = heldClaimUids(state.allocations.values());
     for (const c of claims) {
       if (!isOrphanClaim(c, nodeName, held, this.parts.allocator.inflight)) continue;
       await this.parts.confirmed.deleteConfirmed(PLURALS.claims, c.name, c.uid);
       this.ctx.metrics?.gcReleases.inc({ reason: 'orphan-claim' });
       report.orphanClaims++;
+      // An ADD in flight at the list may have recorded its claim (and left inflight) meanwhile.
+      held = heldClaimUids(state.allocations.values());
     }
     const listSeq = this.parts.blocks.beginList();
     const blocks = (await api.list(PLURALS.blocks)).map(readBlock);
