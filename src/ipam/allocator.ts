@@ -54,7 +54,7 @@ export class Allocator {
     private readonly watermark: number | undefined,
   ) {}
 
-  watermarkOf(blockSize: number): number {
+  private watermarkOf(blockSize: number): number {
     return watermarkFor(this.watermark, blockSize);
   }
 
