@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { CONFIG_ENV, CONFIG_OPTION, layered, OptionValues, readConfigFile } from './config';
 import type { OptionInfo, OptionTable } from './option-table';
 import { didYouMean, UsageError } from './usage-error';
+import type { DenyAction } from '../policy/modes';
 
 export type { OptionInfo, OptionTable } from './option-table';
 
@@ -77,7 +78,7 @@ export function parseByteSize(text: string, flag: string): number {
   return n;
 }
 
-export function denyAction(v: string | boolean | undefined): 'drop' | 'reject' {
+export function denyAction(v: string | boolean | undefined): DenyAction {
   const a = (v as string | undefined) ?? 'drop';
   if (a !== 'drop' && a !== 'reject') throw new Error(`--deny-action: "${a}" is not drop or reject`);
   return a;

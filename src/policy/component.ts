@@ -9,14 +9,14 @@ import { ChangeScope } from '../pipeline/scope';
 import { RulesetModel } from '../ruleset/model';
 import { DesiredTable } from './render/desired';
 import { Renderer } from './render/render';
-import { PolicyModes } from './modes';
+import { PolicyModes, type DenyAction } from './modes';
 import { DropLogOptions } from './render/tail';
 
 export interface PolicyComponentOptions {
   nodeName: string;
   /** The table's name (see policyTable). */
   table: string;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
   /** Deny rules log to nfnetlink_log. */
   log?: DropLogOptions;
   /** Audit mode support (global and per namespace). */

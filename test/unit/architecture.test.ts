@@ -23,7 +23,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['policy', 'proxy', 'ipam'],
   ['explain'],
   ['demo'],
-  ['cli', 'index.ts'],
+  ['cli', 'index.ts', 'netfilter.ts'],
 ];
 
 type Graph = Map<string, Set<string>>;

@@ -39,14 +39,15 @@ import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, Peer
 import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../../ruleset/model';
 import { formatLabel } from './labels';
 import { PodInfo } from '../../k8s/model';
-import { PolicyModes } from '../modes';
+import { PolicyModes, type DenyAction } from '../modes';
 import { auditElements } from './audit-entries';
 import { BOUND_SETS, LocalSources, MAC_SETS, SOURCE_CHAIN, SOURCE_SETS, sourceCheckRules, SPOOFED_CHAIN, spoofedRules } from './source-check';
 import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from './tail';
+import type { IpFamily } from '../../net/ip';
 
 export interface RenderOptions {
   table: string;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
   /** Deny rules log to nfnetlink_log (src/policy/render/tail.ts). */
   log?: DropLogOptions;
   /** Audit mode support: the audit sets, and an audit accept before each deny; a target's
@@ -70,7 +71,6 @@ export class RenderError extends Error {
   }
 }
 
-type Fam = 'v4' | 'v6';
 const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };
 const PROTO: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
 
@@ -123,8 +123,8 @@ export function comboId(policies: readonly string[]): string {
   return id;
 }
 export const comboChainName = (policies: readonly string[], dir: Direction) => `combo_${comboId(policies)}_${DIR_SUFFIX[dir]}`;
-export const peerSetName = (id: string, fam: Fam) => `${id}_${fam}`;
-export const namedPortSetName = (id: string, fam: Fam) => `${id}_${fam}`;
+export const peerSetName = (id: string, fam: IpFamily) => `${id}_${fam}`;
+export const namedPortSetName = (id: string, fam: IpFamily) => `${id}_${fam}`;
 /** A set of port matches, named by its content: rule entries of the same ports share it. */
 export const portSetName = (elements: Iterable<string>) => `ports_${hash('sha1', [...elements].sort().join(' '), 'hex').slice(0, 12)}`;
 
@@ -356,7 +356,7 @@ export class Renderer {
   private acceptRules(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>, portSet?: string): Expr[][] {
     const peerField = dir === 'ingress' ? 'saddr' : 'daddr';
     // Peer alternatives, each tagged with the address family it pins (undefined: any).
-    const peers: { fam?: Fam; exprs: Expr[] }[] = [];
+    const peers: { fam?: IpFamily; exprs: Expr[] }[] = [];
     if (entry.peers === 'any') peers.push({ exprs: [] });
     else {
       for (const ref of entry.peers) {
