@@ -26,3 +26,11 @@ export { startDropLogging, DropLogging, DropLoggingOptions, DropRecord } from '.
 
 // The service proxy
 export { ProxyComponent, ProxyOptions } from './proxy/component';
+
+// The node composition: the enabled features over one source and one pipeline, as `nfkube agent` runs them
+export { runNode, NodeRunContext, NODE_OPTIONS } from './node/run';
+export { FEATURES } from './node/features';
+export { enabledFeatures, ownedTables } from './node/enabled';
+export { desiredComponents, desiredTables } from './node/desired';
+export { Feature, FeatureContext, FeatureRun, EnabledFeature, InputReport } from './pipeline/feature';
+export { OptionInfo, OptionTable, OptionValues } from './options/table';

@@ -6,7 +6,7 @@ import { AttrWriter } from '../../src/netlink/attr';
 import { decodeTextUdata, textUdata, UDATA_TABLE_COMMENT, UDATA_TABLE_NFKUBE_OPTIONS, commentUdata, decodeComment } from '../../src/nft/objects/codec';
 import { encodeTable } from '../../src/nft/objects/table';
 import { policyRecord, proxyRecord, readRecord, withRecorded, POLICY_RECORDED } from '../../src/cli/table-record';
-import { closest } from '../../src/cli/usage-error';
+import { closest } from '../../src/options/usage-error';
 import { editDistance } from '../../src/edit-distance';
 import { textLine } from '../../src/log-format';
 import { DropRing } from '../../src/policy/droplog/drop-ring';
