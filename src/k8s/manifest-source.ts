@@ -26,6 +26,7 @@ import { describeObject, failClosedPolicy, FIELDS_READ, normalizers, objectId, t
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 import type { FieldsOf, FieldTree } from './yaml-block';
 import { fastYamlDocuments } from './yaml-documents';
+import { jsonListItems, splitJsonList } from './json-list';
 import { editDistance } from '../edit-distance';
 
 export interface ManifestSourceOptions extends SourceHandlers {
@@ -69,6 +70,9 @@ interface Defined {
 
 /** What define() reads of an object of a kind this agent does not read: its kind alone. */
 const KIND_ONLY: FieldTree = Object.freeze({});
+
+/** Where define() reports a bad object. */
+type Reports = Pick<SourceHandlers, 'onError' | 'onWarning'>;
 
 /** `Kind key`: one object's identity across files. */
 type Ident = string;
@@ -183,6 +187,10 @@ export class ManifestSource implements ClusterSource {
 
   /** The file's objects, or undefined when it does not parse and its previous objects stay. */
   private parseFile(file: string, text: string): Map<Ident, Defined> | undefined {
+    if (isJsonName(file)) {
+      const list = splitJsonList(text, MAX_DEPTH);
+      if (list) return this.parseJsonList(file, text, list.spans);
+    }
     const { documents, broken } = this.parseDocuments(file, text);
     // A file read before keeps its last good objects; one read for the first time serves what
     // it can, and each broken document that names a NetworkPolicy fails closed.
@@ -209,6 +217,32 @@ export class ManifestSource implements ClusterSource {
       this.opts.onError(sourceErrorFrom(err, { file, document: index }));
       defs.set(ident, { kind: 'NetworkPolicy', key: failed.key, object: err.replacement });
     }
+    return defs;
+  }
+
+  /** A JSON List's objects, each item parsed and normalized before the next is parsed (its raw
+   * object dies young). What define() reports waits until every item has parsed: a file with a
+   * syntax error is reported once and defines nothing, as when it was parsed whole. */
+  private parseJsonList(file: string, text: string, spans: readonly number[]): Map<Ident, Defined> | undefined {
+    const defs = new Map<Ident, Defined>();
+    const held: (() => void)[] = [];
+    const reports: Reports = {
+      onError: (err) => held.push(() => this.opts.onError(err)),
+      onWarning: (warning) => held.push(() => this.opts.onWarning?.(warning)),
+    };
+    const items = jsonListItems(text, spans);
+    for (let j = 0; ; j++) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = items.next();
+      } catch (err) {
+        this.opts.onError(sourceErrorFrom(err, { file, document: 0 }));
+        return this.files.has(file) ? undefined : new Map();
+      }
+      if (next.done) break;
+      this.define(defs, file, 0, next.value, `items[${j}].`, reports);
+    }
+    for (const deliver of held) deliver();
     return defs;
   }
 
@@ -269,10 +303,10 @@ export class ManifestSource implements ClusterSource {
 
   /** Normalizes one object of a document into defs; a malformed one is reported and keeps its
    * previous definition from this file, if there was one. */
-  private define(defs: Map<Ident, Defined>, file: string, document: number, raw: unknown, fieldPrefix: string): void {
+  private define(defs: Map<Ident, Defined>, file: string, document: number, raw: unknown, fieldPrefix: string, reports: Reports = this.opts): void {
     const report = (err: unknown) => {
       if (err instanceof K8sObjectError) err = new K8sObjectError(err.object, fieldPrefix + err.field, err.problem);
-      this.opts.onError(sourceErrorFrom(err, { file, document }));
+      reports.onError(sourceErrorFrom(err, { file, document }));
     };
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       report(new K8sObjectError('(document)', fieldPrefix.replace(/\.$/, '') || '(top level)', `expected an object, got ${Array.isArray(raw) ? 'a list' : typeof raw}`));
@@ -288,7 +322,7 @@ export class ManifestSource implements ClusterSource {
     if (!Object.hasOwn(API_VERSIONS, kind)) {
       const near = nearKind(kind);
       if (near) report(new K8sObjectError(`${kind} (document)`, 'kind', `unknown kind ${JSON.stringify(kind)}; did you mean ${near}? ignored`));
-      else this.opts.onWarning?.({ ...sourceErrorFrom(new Error(`kind ${JSON.stringify(kind)} is not one nfkube reads (${Object.keys(API_VERSIONS).join(', ')}); ignored`), { file, document }), severity: 'warning' });
+      else reports.onWarning?.({ ...sourceErrorFrom(new Error(`kind ${JSON.stringify(kind)} is not one nfkube reads (${Object.keys(API_VERSIONS).join(', ')}); ignored`), { file, document }), severity: 'warning' });
       return;
     }
     // A kind nfkube reads, but not this agent (Services without --proxy).

@@ -8,9 +8,11 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { jsonListItems, splitJsonList } from './json-list';
 
 export interface ListPage {
-  items?: unknown[];
+  /** Parsed one at a time as they are read (json-list.ts), so a page's raw objects die young. */
+  items?: Iterable<unknown>;
   metadata?: { resourceVersion?: string; _continue?: string };
 }
 
@@ -41,8 +43,10 @@ export function rawLister(kc: KubeConfig, path: string): (page: PageRequest) => 
     if (page._continue) url.searchParams.set('continue', page._continue);
     const opts = withPagingAgent(await getOptions(kc));
     const body = await get(url, opts);
-    const list = JSON.parse(body) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
-    return { items: list.items ?? [], metadata: { resourceVersion: list.metadata?.resourceVersion, _continue: list.metadata?.continue } };
+    const split = splitJsonList(body, Number.POSITIVE_INFINITY);
+    const list = (split?.envelope ?? JSON.parse(body)) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
+    const items = split ? jsonListItems(body, split.spans) : (list.items ?? []);
+    return { items, metadata: { resourceVersion: list.metadata?.resourceVersion, _continue: list.metadata?.continue } };
   };
 }
 
