@@ -20,7 +20,7 @@ import type { Component, SyncKind, TableRef } from '../pipeline/component';
 import { parseCidr } from '../net/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
 import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
-import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DrawSlot, drawSlot, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
+import { BaseContents, CLAIMED_BY, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DrawSlot, drawSlot, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
 import { Fam, familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
 
 export interface ProxyOptions {
@@ -60,8 +60,10 @@ export interface ServiceEventSink {
 interface Rendered {
   chains: Map<string, ChainModel>;
   sets: Map<string, SetModel>;
-  /** Its elements of the shared maps, and their keys (elementKey) at the same index. */
-  entries: [string, SetElement][];
+  /** Its elements of the shared maps: each one's map, element and key (elementKey) at the same
+   * index of three arrays (a [map, element] pair each was ~64 bytes more per endpoint). */
+  entrySets: string[];
+  entryElements: SetElement[];
   entryKeys: string[];
   /** Its elements of the endpoint maps, under its draw slots, by map (no claims: no one else
    * writes them). */
@@ -97,7 +99,8 @@ class FullRenderScope extends ChangeScope {
 const EMPTY: Rendered = {
   chains: new Map(),
   sets: new Map(),
-  entries: [],
+  entrySets: [],
+  entryElements: [],
   entryKeys: [],
   owned: [],
   endpoints: 0,
@@ -343,7 +346,7 @@ export class ProxyComponent implements Component {
     let proxied = 0;
     for (const r of this.rendered.values()) {
       endpoints += r.endpoints;
-      if (r.chains.size > 0 || r.entries.length > 0 || r.owned.length > 0) proxied++;
+      if (r.chains.size > 0 || r.entryElements.length > 0 || r.owned.length > 0) proxied++;
     }
     return { services: this.services.size, proxiedServices: proxied, endpointSlices: this.slices.size, endpoints, chains: this.desired.chains.size };
   }
@@ -447,7 +450,7 @@ export class ProxyComponent implements Component {
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
     const decision = this.claims.decide(key);
-    const out: Rendered = { ...EMPTY, chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], udp: new Map(), drawChains: new Map(), refusals: decision.refusals };
+    const out: Rendered = { ...EMPTY, chains: new Map(), sets: new Map(), entrySets: [], entryElements: [], entryKeys: [], owned: [], udp: new Map(), drawChains: new Map(), refusals: decision.refusals };
     out.healthCheckRefused = !decision.healthCheckNodePort();
     // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses of
     // ready local endpoints that some service port uses, so a dual-stack pod counts once.
@@ -482,9 +485,10 @@ export class ProxyComponent implements Component {
       const c: Contribution = this.renderer.servicePort(view, this.env, drawId);
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
-      for (const x of c.elements) {
-        out.entries.push(x);
-        out.entryKeys.push(elementKey(x[1]));
+      for (const [set, e] of c.elements) {
+        out.entrySets.push(set);
+        out.entryElements.push(e);
+        out.entryKeys.push(elementKey(e));
       }
       for (const g of c.owned) out.owned.push(g);
       if (view.port.protocol === 'UDP') {
@@ -543,7 +547,7 @@ export class ProxyComponent implements Component {
       scope.sets.add(name);
     }
     // A first render (every service at start-up) has nothing to compare with.
-    if (old.entries.length === 0) now.entries.forEach(([set, e], i) => this.claim(set, now.entryKeys[i], key, e, scope));
+    if (old.entryElements.length === 0) now.entryElements.forEach((e, i) => this.claim(now.entrySets[i], now.entryKeys[i], key, e, scope));
     else {
       const was = (old.entryIndex ??= entriesBySet(old));
       const next = entriesBySet(now);
@@ -676,23 +680,21 @@ export class ProxyComponent implements Component {
 /** The reason of the Events recorded for a refused claim. */
 export const REFUSAL_REASON = 'ServiceClaimRefused';
 
-/** The services claiming a shared-map element, kept on the element in force: the service key, or
- * the keys, sorted, when several render the same key (the first one's element is in force). On
- * the element rather than in a map of its own: a full sync claims a hairpin element per endpoint,
- * and a second map of 250k entries cost more than all the rest of their rendering. A symbol, so
- * it is no field of the element as nft and the diff see it. */
-const CLAIMED_BY = Symbol('claimedBy');
+/** The services claiming a shared-map element (CLAIMED_BY), kept on the element in force: the
+ * service key, or the keys, sorted, when several render the same key (the first one's element is
+ * in force). On the element rather than in a map of its own: a full sync claims a hairpin element
+ * per endpoint, and a second map of 250k entries cost more than all the rest of their rendering. */
 type Claimed = SetElement & { [CLAIMED_BY]?: string | string[] };
 
 /** A render's shared-map elements by map and key (the last of equal ones, as a later element of
  * a render replaces an earlier one in the model), to compare two renders of one service. */
 function entriesBySet(r: Rendered): Map<string, Map<string, SetElement>> {
   const m = new Map<string, Map<string, SetElement>>();
-  for (let i = 0; i < r.entries.length; i++) {
-    const [set, e] = r.entries[i];
+  for (let i = 0; i < r.entryElements.length; i++) {
+    const set = r.entrySets[i];
     let byKey = m.get(set);
     if (!byKey) m.set(set, (byKey = new Map()));
-    byKey.set(r.entryKeys[i], e);
+    byKey.set(r.entryKeys[i], r.entryElements[i]);
   }
   return m;
 }
@@ -733,7 +735,7 @@ function ownedBySet(r: Rendered): Map<string, Map<string, SetElement>> {
  * has built one, else by a walk of its entries. */
 function lastEntry(r: Rendered, set: string, k: string): SetElement | undefined {
   if (r.entryIndex) return r.entryIndex.get(set)?.get(k);
-  for (let i = r.entries.length - 1; i >= 0; i--) if (r.entries[i][0] === set && r.entryKeys[i] === k) return r.entries[i][1];
+  for (let i = r.entryElements.length - 1; i >= 0; i--) if (r.entrySets[i] === set && r.entryKeys[i] === k) return r.entryElements[i];
   return undefined;
 }
 

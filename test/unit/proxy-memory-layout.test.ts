@@ -81,3 +81,17 @@ test("endpoint-map and hairpin elements hold no buffers, and read as their endpo
   assert.deepEqual(hairpin.map(([k]) => k).sort(), addresses.map((a) => elementKey({ key: hairpinKey(a) })).sort());
   for (const [, e] of hairpin) assert.deepEqual(Object.values(e).filter((v) => Buffer.isBuffer(v)), [], 'no buffer kept');
 });
+
+test('a claimed hairpin element keeps its claim in the object: the same hidden class as an unclaimed one', () => {
+  const out = inV8(`
+    const { ProxyComponent } = require(process.env.NFKUBE_SRC + '/proxy/component');
+    const { HairpinElement } = require(process.env.NFKUBE_SRC + '/proxy/render');
+    const { endpoint, service, slice, snapshotOf } = require(process.env.NFKUBE_SRC + '/../test/proxy/fixtures');
+    const snapshot = snapshotOf([service('ns', 'web', { clusterIPs: ['198.19.0.10'] })], [slice('ns', 'web-a', 'web', { endpoints: [endpoint('198.18.0.1', 'n')] })], []);
+    const proxy = new ProxyComponent({ nodeName: 'n' });
+    proxy.start(snapshot);
+    const [claimed] = [...proxy.desired.sets.get('hairpin-v4').elements.values()];
+    console.log(JSON.stringify({ hairpin: claimed instanceof HairpinElement, claimed: Object.getOwnPropertySymbols(claimed).some((s) => claimed[s] === 'ns/web'), sameMap: %HaveSameMap(claimed, new HairpinElement('198.18.0.2')) }));
+  `);
+  assert.deepEqual(out, { hairpin: true, claimed: true, sameMap: true });
+});
