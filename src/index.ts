@@ -30,22 +30,22 @@ export { diffRulesets, diffTransaction, formatDiff, isEmptyDiff, RuleSetDiff } f
 export * as ipset from './ipset';
 
 // NetworkPolicy
-export { compileFull } from './policy/compile';
-export { PolicyEngine } from './policy/engine';
-export { Renderer } from './agent/render';
-export { PolicyComponent } from './agent/policy-component';
+export { compileFull } from './policy/engine/compile';
+export { PolicyEngine } from './policy/engine/engine';
+export { Renderer } from './policy/render/render';
+export { PolicyComponent } from './policy/component';
 
 // The pipeline: components -> desired state -> planner -> transaction -> read-back
 export { Agent, AgentOptions, AgentObserver, SyncReport } from './pipeline/agent';
 export { Component, SyncKind, TableRef } from './pipeline/component';
 export { ChangeScope } from './pipeline/scope';
 export { plan, Plan } from './pipeline/plan';
-export { RenderError } from './agent/render';
-export { formatLabel, parseLabel, RuleLabel } from './agent/labels';
+export { RenderError } from './policy/render/render';
+export { formatLabel, parseLabel, RuleLabel } from './policy/render/labels';
 
 // Drop logs (nfnetlink_log), audit mode, explain
 export { NflogSubscription } from './nflog/subscription';
 export { decodePacket as decodeNflogPacket, NflogPacket } from './nflog/codec';
 export { decodeHeaders, PacketHeaders } from './nflog/headers';
-export { PolicyModes } from './deny/modes';
+export { PolicyModes } from './policy/modes';
 export { explainFlow, formatExplanation } from './explain/explain';

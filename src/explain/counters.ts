@@ -2,11 +2,11 @@
  * policy's accepts are its own rules' counters; its drops (and audit-mode passes) are the
  * default-deny (and audit accept) counts of the pods it selects in that direction: every policy
  * selecting a pod shares them, none of them allowed the packet. */
-import { PodAt, readPolicyCounters } from '../agent/metrics-bridge';
+import { PodAt, readPolicyCounters } from '../policy/metrics-bridge';
 import { printable } from '../log';
 import type { NetlinkSocket } from '../netlink/socket';
 import type { PolicyCounterRow } from '../observe/metrics';
-import type { PolicyIR } from '../policy/ir';
+import type { PolicyIR } from '../policy/engine/ir';
 
 export interface PolicyCounters {
   policy: string;

@@ -11,7 +11,7 @@
  * and newly needed sets. Nothing iterates the cluster. `state()` equals `compileFull` of the same
  * objects (the property tests hold it to that). */
 
-import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from '../k8s/model';
+import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from '../../k8s/model';
 import { DeltaRecorder, type DeltaSources } from './delta-recorder';
 import { samePodFacts } from './equality';
 import { IpBlockSetIndex } from './index/ip-blocks';
@@ -22,7 +22,7 @@ import { PolicyIndex } from './index/policies';
 import { emptyDelta, type PolicyDelta, type PolicyIR, type Target } from './ir';
 import { namespaceLabels, podFacts, podKey, type PodFacts } from './objects';
 import { compilePolicy, type PolicyPlan } from './rules';
-import { matches } from './selector';
+import { matches } from '../../k8s/selector';
 
 /** What a call nested in another returns (its changes are in the outer call's delta): one
  * shared, frozen value, so a batch of many events does not allocate one per event. */

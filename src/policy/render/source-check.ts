@@ -14,22 +14,22 @@
  *
  * On a bridge the route to every pod is the bridge itself, so the route does not tell pods on one
  * bridge apart: there each address is also bound to the pod's MAC, the last one the node's
- * neighbour table had for that address (src/agent/neighbour-watch.ts):
+ * neighbour table had for that address (src/policy/neighbour-watch.ts):
  *                      ip saddr @bound_src_v4 ip saddr . ether saddr != @local_mac_v4 goto spoofed_source
  * The binding follows the table (a pod's sandbox recreated with a new veth keeps its address) and
  * outlives its entry's expiry. Moving the entry takes a forged ARP or NDP packet, that is an
  * AF_PACKET socket, which could forge the Ethernet source as well: this stops raw IP sockets.
  * Spoofed packets are always dropped, never rejected (an ICMP error
  * would go to the pod whose address was forged) and never let through by audit mode. */
-import * as b from '../nft/build';
-import { Expr, SetElement } from '../nft/types';
-import { PodInfo } from '../k8s/model';
-import { podFacts, podKey } from '../policy/objects';
-import { ChangeScope } from '../pipeline/scope';
-import { elementKey, RulesetModel } from '../ruleset/model';
-import { DropLogOptions, SPOOFED_LOG_PREFIX } from '../deny/tail';
-import { ipv4, ipv6 } from '../net/ip-bytes';
-import { concatKey } from '../nft/values';
+import * as b from '../../nft/build';
+import { Expr, SetElement } from '../../nft/types';
+import { PodInfo } from '../../k8s/model';
+import { podFacts, podKey } from '../engine/objects';
+import { ChangeScope } from '../../pipeline/scope';
+import { elementKey, RulesetModel } from '../../ruleset/model';
+import { DropLogOptions, SPOOFED_LOG_PREFIX } from './tail';
+import { ipv4, ipv6 } from '../../net/ip-bytes';
+import { concatKey } from '../../nft/values';
 
 export const SOURCE_CHAIN = 'prerouting_source';
 export const SPOOFED_CHAIN = 'spoofed_source';

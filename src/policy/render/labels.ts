@@ -5,7 +5,7 @@
  *   jump    `<ns>/<policy>`                          a combination chain's jump to a policy chain
  *   deny    `default deny <direction>`               a combination chain's default deny
  *   audit   `audit <direction>`                      its audit accepts
- * (Denies and audit accepts are counted per pod address in the counter sets, src/deny/tail.ts.)
+ * (Denies and audit accepts are counted per pod address in the counter sets, src/policy/render/tail.ts.)
  *
  * Names come from cluster objects, so a label is made safe before it is written:
  * - sanitised: control characters (the kernel keeps a comment only up to its first NUL), lone

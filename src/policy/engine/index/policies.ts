@@ -1,12 +1,12 @@
 /** The policies the engine holds: each as given and as planned, filed by namespace and pod
  * selector, and which of them select each local pod. */
 
-import type { NetworkPolicyInfo } from '../../k8s/model';
+import type { NetworkPolicyInfo } from '../../../k8s/model';
 import { samePolicyInput } from '../equality';
 import type { CompiledPolicy, Target } from '../ir';
 import { shortId, type PodFacts } from '../objects';
 import type { PolicyPlan } from '../rules';
-import { SelectorIndex, matches } from '../selector';
+import { SelectorIndex, matches } from '../../../k8s/selector';
 import { addTo, removeFrom } from './collections';
 
 export class PolicyIndex {

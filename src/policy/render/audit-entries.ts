@@ -2,16 +2,22 @@
  * namespaces switch mode. Two local pods may briefly share an address (one leaving, one
  * arriving), and one audit check serves whichever pod holds the address's dispatch: so an
  * address is audited only while every pod holding it is in audit mode (fail closed). */
-import type { ChangeScope } from '../pipeline/scope';
-import type { Renderer } from '../agent/render';
-import type { Target } from '../policy/ir';
-import type { SetElement } from '../nft/types';
-import { elementKey, RulesetModel } from '../ruleset/model';
-import { namespaceOf } from './modes';
+import type { ChangeScope } from '../../pipeline/scope';
+import type { Target } from '../engine/ir';
+import type { SetElement } from '../../nft/types';
+import { elementKey, RulesetModel } from '../../ruleset/model';
+import { namespaceOf, type PolicyModes } from '../modes';
+
+/** What the audit entries read of the Renderer (render.ts, which imports this module): the
+ * namespaces' modes and each target's audit entries. */
+export interface AuditSource {
+  readonly opts: { modes?: PolicyModes };
+  auditEntries(t: Target): [string, SetElement][];
+}
 
 /** The audit elements of a whole table: entry (`set key`) -> element, for addresses whose every
  * holder is in audit mode. */
-export function auditElements(renderer: Renderer, targets: Iterable<Target>): Map<string, [string, SetElement]> {
+export function auditElements(renderer: AuditSource, targets: Iterable<Target>): Map<string, [string, SetElement]> {
   const all = new Map<string, { at: [string, SetElement]; audit: boolean }>();
   for (const t of targets) {
     const audit = renderer.opts.modes?.mode(namespaceOf(t.key)) === 'audit';
@@ -34,7 +40,7 @@ export class AuditEntries {
   private readonly held = new Map<string, [string, SetElement][]>();
 
   constructor(
-    private readonly renderer: Renderer,
+    private readonly renderer: AuditSource,
     private readonly model: RulesetModel,
   ) {}
 

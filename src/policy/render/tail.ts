@@ -21,10 +21,10 @@
  * cannot reach the agent, which names the pod by the packet's address. A pod's mode is the
  * membership of its addresses in the audit sets: switching a namespace is one transaction of
  * element changes, no chain is rendered again. Egress chains match saddr. */
-import { formatLabel } from '../agent/labels';
-import * as b from '../nft/build';
-import { Expr } from '../nft/types';
-import { Direction } from '../policy/ir';
+import { formatLabel } from './labels';
+import * as b from '../../nft/build';
+import { Expr } from '../../nft/types';
+import { Direction } from '../engine/ir';
 
 export interface DropLogOptions {
   /** nfnetlink_log group the deny rules log to. */
@@ -40,7 +40,7 @@ export const AUDIT_SETS = { v4: 'audit_v4', v6: 'audit_v6' } as const;
 type Fam = 'v4' | 'v6';
 const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };
 const PREFIX = /^nfkube (in|out) ([a-z0-9_]{1,32})$/;
-/** The log prefix of the source check's drops (src/agent/source-check.ts), beside the deny
+/** The log prefix of the source check's drops (src/policy/render/source-check.ts), beside the deny
  * chains' prefixes the drop log parses. */
 export const SPOOFED_LOG_PREFIX = 'nfkube spoofed';
 

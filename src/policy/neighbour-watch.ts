@@ -5,7 +5,7 @@
  * or NDP for its gateway, a kubelet probe). */
 import type { Logger } from 'pino';
 import type { Agent } from '../pipeline/agent';
-import type { PolicyComponent } from './policy-component';
+import type { PolicyComponent } from './component';
 import { decodeNfMessages } from '../netlink/message';
 import { Netns } from '../netlink/netns';
 import { NetlinkSocket } from '../netlink/socket';

@@ -2,20 +2,20 @@
  * packet into one log line and a counter. */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
-import type { Netns } from '../netlink/netns';
-import { PolicyModes } from '../deny/modes';
-import { DropLogOptions } from '../deny/tail';
+import type { ClusterChange, ClusterSnapshot } from '../../k8s/source';
+import type { Netns } from '../../netlink/netns';
+import { PolicyModes } from '../modes';
+import { DropLogOptions } from '../render/tail';
 import { ClusterView } from './cluster-view';
 import { DropLog } from './drop-log';
 import { DropRing } from './drop-ring';
 import { DropLogMetrics } from './metrics';
-import { NflogSubscription } from './subscription';
+import { NflogSubscription } from '../../nflog/subscription';
 
 export { ClusterView } from './cluster-view';
 export { DropLog, DropRecord, describe as describeDrop } from './drop-log';
-export { NflogSubscription } from './subscription';
-export { DropRing, TimedDrop, concernsPod } from './drop-ring';
+export { NflogSubscription } from '../../nflog/subscription';
+export { DropRing, TimedDrop } from './drop-ring';
 
 export interface DropLoggingOptions {
   log: DropLogOptions;

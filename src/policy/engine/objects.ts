@@ -2,9 +2,10 @@
  * ports; namespace labels with the API server's implicit name label; stable short ids. */
 
 import { hash } from 'node:crypto';
-import type { ContainerPortInfo, NamespaceInfo, PodInfo } from '../k8s/model';
+import type { ContainerPortInfo, NamespaceInfo, PodInfo } from '../../k8s/model';
 import type { PortTriple, Protocol } from './ir';
-import { canonicalIp } from '../net/ip';
+import { canonicalIp } from '../../net/ip';
+import { compact } from '../../k8s/selector';
 
 export const PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP']);
 
@@ -69,12 +70,6 @@ export function podFacts(pod: PodInfo, nodeName: string): PodFacts {
     local: eligible && pod.nodeName === nodeName,
     namedPorts: namedPortsOf(pod.ports ?? []),
   };
-}
-
-/** `list` without spare room, for arrays kept as long as their pod or policy (an array grown by
- * push reserves room for 16 more elements). */
-export function compact<T>(list: T[]): T[] {
-  return list.length === 0 ? list : list.slice();
 }
 
 function appended<T>(list: T[], item: T): T[] {

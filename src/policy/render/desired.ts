@@ -1,17 +1,17 @@
 /** The desired table, kept current event by event: a PolicyDelta is applied by re-rendering only
  * the parts it names, and every chain, set and element it changed is recorded in a scope so the
  * next diff against the committed table looks at nothing else. */
-import { CompiledPolicy, IpBlockSet, PolicyDelta, PolicyIR, Target } from '../policy/ir';
-import { ChangeScope } from '../pipeline/scope';
-import { elementKey, RulesetModel, SetModel } from '../ruleset/model';
-import { SetElement } from '../nft/types';
-import { ipv4, ipv6 } from '../net/ip-bytes';
-import { AuditEntries } from '../deny/audit-entries';
-import { namespaceOf } from '../deny/modes';
+import { CompiledPolicy, IpBlockSet, PolicyDelta, PolicyIR, Target } from '../engine/ir';
+import { ChangeScope } from '../../pipeline/scope';
+import { elementKey, RulesetModel, SetModel } from '../../ruleset/model';
+import { SetElement } from '../../nft/types';
+import { ipv4, ipv6 } from '../../net/ip-bytes';
+import { AuditEntries } from './audit-entries';
+import { namespaceOf } from '../modes';
 import { comboChainName, VMAPS, namedPortSetName, peerElement, peerSetName, policyChainName, policyLabel, Renderer, tripleElement } from './render';
-import { Direction } from '../policy/ir';
-import { PodInfo } from '../k8s/model';
-import { ChangeOf } from '../k8s/source';
+import { Direction } from '../engine/ir';
+import { PodInfo } from '../../k8s/model';
+import { ChangeOf } from '../../k8s/source';
 import { LocalSources } from './source-check';
 
 export class DesiredTable {
@@ -34,7 +34,7 @@ export class DesiredTable {
   private readonly policySets = new Map<string, string[]>();
   private readonly portSetUsers = new Map<string, Set<string>>();
 
-  /** Every local pod's addresses, in the source sets (src/agent/source-check.ts). */
+  /** Every local pod's addresses, in the source sets (src/policy/render/source-check.ts). */
   private readonly sources: LocalSources;
 
   constructor(private readonly renderer: Renderer, ir: PolicyIR, pods: Iterable<PodInfo> = []) {

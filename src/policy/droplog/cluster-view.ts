@@ -2,12 +2,12 @@
  * enforces: pods by address (cluster-wide, and this node's own, whose default deny logged), and the
  * policies of each namespace with their compiled pod selectors. Each change costs work for that
  * object only; a lookup costs the policies of one namespace. */
-import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
-import type { PodInfo } from '../k8s/model';
-import type { Direction } from '../policy/ir';
-import { podFacts, type PodFacts } from '../policy/objects';
-import { compilePolicy, type PolicyPlan } from '../policy/rules';
-import { matches } from '../policy/selector';
+import type { ClusterChange, ClusterSnapshot } from '../../k8s/source';
+import type { PodInfo } from '../../k8s/model';
+import type { Direction } from '../engine/ir';
+import { podFacts, type PodFacts } from '../engine/objects';
+import { compilePolicy, type PolicyPlan } from '../engine/rules';
+import { matches } from '../../k8s/selector';
 
 export class ClusterView {
   private readonly pods = new Map<string, PodFacts>();

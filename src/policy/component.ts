@@ -2,15 +2,15 @@
  * means, the DesiredTable re-renders only that into the policy table's model. */
 import type { Logger } from 'pino';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
-import { PolicyEngine } from '../policy/engine';
-import { Direction, isEmptyDelta, PolicyDelta, PolicyError } from '../policy/ir';
+import { PolicyEngine } from './engine/engine';
+import { Direction, isEmptyDelta, PolicyDelta, PolicyError } from './engine/ir';
 import { Component, TableRef } from '../pipeline/component';
 import { ChangeScope } from '../pipeline/scope';
 import { RulesetModel } from '../ruleset/model';
-import { DesiredTable } from './desired';
-import { Renderer } from './render';
-import { PolicyModes } from '../deny/modes';
-import { DropLogOptions } from '../deny/tail';
+import { DesiredTable } from './render/desired';
+import { Renderer } from './render/render';
+import { PolicyModes } from './modes';
+import { DropLogOptions } from './render/tail';
 
 export interface PolicyComponentOptions {
   nodeName: string;

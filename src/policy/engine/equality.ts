@@ -1,7 +1,7 @@
 /** Typed equality of the values the engine compares: an event that changes nothing enforcement
  * reads costs nothing, and a recompiled policy equal to the one before is not reported. */
 
-import type { LabelSelector, LabelSelectorRequirement, NetworkPolicyInfo, PeerInfo, PolicyPortInfo, PolicyRuleInfo } from '../k8s/model';
+import type { LabelSelector, LabelSelectorRequirement, NetworkPolicyInfo, PeerInfo, PolicyPortInfo, PolicyRuleInfo } from '../../k8s/model';
 import type { CompiledPolicy, CompiledRule, PeerRef, PolicyError, PortMatch, Target } from './ir';
 import type { PodFacts } from './objects';
 

@@ -13,8 +13,8 @@ import type { Logger } from 'pino';
 import { NetlinkSocket } from '../netlink/socket';
 import { listChains } from '../nft/readback';
 import { Chain, Family, HookName } from '../nft/types';
-import { Renderer } from './render';
-import { SOURCE_CHAIN } from './source-check';
+import { Renderer } from './render/render';
+import { SOURCE_CHAIN } from './render/source-check';
 
 /** Families whose base chains sit on the same IPv4/IPv6 hooks as nfkube's inet chains (bridge,
  * arp and netdev hooks are different hooks even where the names match). */

@@ -27,9 +27,9 @@ export type Direction = 'ingress' | 'egress';
 
 /** What the policy engine consumes: normalized objects (src/k8s/model.ts). */
 export interface PolicyInputs {
-  pods: Iterable<import('../k8s/model').PodInfo>;
-  namespaces: Iterable<import('../k8s/model').NamespaceInfo>;
-  policies: Iterable<import('../k8s/model').NetworkPolicyInfo>;
+  pods: Iterable<import('../../k8s/model').PodInfo>;
+  namespaces: Iterable<import('../../k8s/model').NamespaceInfo>;
+  policies: Iterable<import('../../k8s/model').NetworkPolicyInfo>;
 }
 
 /** A pod on this node that at least one policy isolates (in either direction). Pods that no

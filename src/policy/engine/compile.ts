@@ -1,11 +1,11 @@
 /** Compiles the whole intent for one node from a snapshot, from scratch. Straightforward by
  * design: it is also the reference the incremental engine is tested against. */
 
-import type { NamespaceInfo } from '../k8s/model';
+import type { NamespaceInfo } from '../../k8s/model';
 import type { CompiledPolicy, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PolicyInputs, PortTriple, Target } from './ir';
 import { compareTriples, namespaceLabels, podFacts, podTriples, shortId, type PodFacts } from './objects';
 import { compilePolicy, type PolicyPlan } from './rules';
-import { matches } from './selector';
+import { matches } from '../../k8s/selector';
 
 export function compileFull(inputs: PolicyInputs, nodeName: string): PolicyIR {
   const namespaces = new Map<string, NamespaceInfo>();

@@ -1,11 +1,12 @@
 /** Compiles one NetworkPolicy object on its own (no cluster state): validation with field paths,
  * policyTypes defaulting, rule entries, and the identities of the sets its rules reference. */
 
-import type { NetworkPolicyInfo, PeerInfo, PolicyPortInfo, PolicyRuleInfo } from '../k8s/model';
+import type { NetworkPolicyInfo, PeerInfo, PolicyPortInfo, PolicyRuleInfo } from '../../k8s/model';
 import type { CompiledPolicy, CompiledRule, Direction, IpBlockSet, PeerRef, PolicyError, PortMatch, Protocol } from './ir';
-import { formatCidr, formatIp, parseCidr, subtractRanges, type ParsedCidr } from '../net/ip';
-import { PROTOCOLS, compact, compareStrings, podKey, shortId } from './objects';
-import { compileSelector, type CompiledSelector, type FieldError } from './selector';
+import { formatCidr, formatIp, parseCidr, subtractRanges, type ParsedCidr } from '../../net/ip';
+import { PROTOCOLS, compareStrings, podKey, shortId } from './objects';
+import { compact } from '../../k8s/selector';
+import { compileSelector, type CompiledSelector, type FieldError } from '../../k8s/selector';
 
 /** What a peer set holds: pods matching `podSelector` in `namespace` (when set) or in every
  * namespace matching `namespaceSelector`. */

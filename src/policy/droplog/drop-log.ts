@@ -3,14 +3,13 @@
  * address), the protocol and ports (or ICMP type), and the policies that select the pod, none of
  * which allowed it. In audit mode the same line says the packet was let through. */
 import type { Logger } from 'pino';
-import { PolicyModes, namespaceOf } from '../deny/modes';
-import { parseDropLogPrefix, SPOOFED_LOG_PREFIX } from '../deny/tail';
-import { DecodeError } from '../netlink/errors';
-import { NflogPacket } from './codec';
+import { PolicyModes, namespaceOf } from '../modes';
+import { parseDropLogPrefix, SPOOFED_LOG_PREFIX } from '../render/tail';
+import { DecodeError } from '../../netlink/errors';
+import { NflogPacket } from '../../nflog/codec';
 import { ClusterView } from './cluster-view';
-import { decodeHeaders, PacketHeaders } from './headers';
+import { decodeHeaders, PacketHeaders } from '../../nflog/headers';
 import { DropLogMetrics } from './metrics';
-import type { DropRing } from './drop-ring';
 
 export interface DropLogOptions {
   view: ClusterView;
@@ -18,8 +17,8 @@ export interface DropLogOptions {
   denyAction: 'drop' | 'reject';
   logger: Logger;
   metrics?: DropLogMetrics;
-  /** Keeps the recent records for /drops. */
-  ring?: DropRing;
+  /** Keeps the recent records for /drops (a DropRing, which imports this module's DropRecord). */
+  ring?: { push(drop: DropRecord): void };
 }
 
 /** The fields of one drop line (also what tests and the demo read). */

@@ -19,7 +19,7 @@ import {
 } from './ir';
 import { sameCompiledPolicy, sameTarget } from './equality';
 import { compareStrings, compareTriples, tripleFromKey } from './objects';
-import { isV6 } from '../net/ip-text';
+import { isV6 } from '../../net/ip-text';
 
 /** What one call did to the sets of one kind. */
 export class SetLedger {

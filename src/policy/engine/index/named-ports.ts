@@ -6,7 +6,7 @@ import type { SetLedger } from '../delta-recorder';
 import type { Direction, NamedPortSet, PortTriple } from '../ir';
 import { compareTriples, podTriples, tripleFromKey, tripleKey, type PodFacts } from '../objects';
 import type { NamedPortSetSpec } from '../rules';
-import { isV6 } from '../../net/ip-text';
+import { isV6 } from '../../../net/ip-text';
 import { CountedSet, addTo, removeFrom } from './collections';
 import type { PodIndex } from './pods';
 import { ReferencedSets } from './referenced-sets';

@@ -41,8 +41,3 @@ export class DropRing {
     return () => this.followers.delete(f);
   }
 }
-
-/** Whether a drop concerns the pod `namespace/name`: the pod whose deny caught it, or either end. */
-export function concernsPod(d: DropRecord, pod: string): boolean {
-  return d.pod === pod || d.src === pod || d.dst === pod;
-}

@@ -7,12 +7,12 @@ import { listElements, listRules } from '../nft/readback';
 import { NFT_SET_EVAL } from '../nft/constants';
 import { NftSet, Rule, SetElement } from '../nft/types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
-import { counterSets, CounterKind } from '../deny/tail';
-import type { Direction } from '../policy/ir';
+import { counterSets, CounterKind } from './render/tail';
+import type { Direction } from './engine/ir';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
 import { AgentObserver } from '../pipeline/agent';
-import { parseLabel } from './labels';
-import { ProgrammingLatency } from './programming-latency';
+import { parseLabel } from './render/labels';
+import { ProgrammingLatency } from '../pipeline/programming-latency';
 
 /** `latency`, when given, must also see each change delivered (ProgrammingLatency.deliver). */
 export function metricsObserver(metrics: AgentMetrics, latency?: ProgrammingLatency): AgentObserver {
@@ -62,7 +62,7 @@ export interface PolicyCounterRead {
   audited: PodCounterRow[];
 }
 
-/** Reads the policy chains' counted accepts and the counter sets (src/deny/tail.ts), naming each
+/** Reads the policy chains' counted accepts and the counter sets (src/policy/render/tail.ts), naming each
  * counted address's pod through `podAt`. The rule comments the renderer writes name the policies
  * (labels.ts); the deny verdict (drop or reject) is read off the default deny chains. */
 export async function readPolicyCounters(socket: NetlinkSocket, table: string, podAt: PodAt): Promise<PolicyCounterRead> {

@@ -1,4 +1,4 @@
-/** Renders the compiled policy intent (src/policy/ir.ts) into nftables objects, part by part, so
+/** Renders the compiled policy intent (src/policy/engine/ir.ts) into nftables objects, part by part, so
  * an event re-renders only what it touched.
  *
  * Layout of the table (default `inet nfkube`):
@@ -12,7 +12,7 @@
  *   vmaps: local pod address -> goto combo_<combination>_in|out
  *   combination chain: jump pol_<policy>_<dir> for each policy of one combination (the sorted
  *                   policy ids isolating a pod in one direction), then the drop log and goto
- *                   default_deny_in|out (src/deny/tail.ts). Pods isolated by the same policies
+ *                   default_deny_in|out (src/policy/render/tail.ts). Pods isolated by the same policies
  *                   share it: it exists while one of them does, and a pod changing combination
  *                   is a vmap element change.
  *   default_deny_in|out: audit accepts, the per-address deny counts, the deny.
@@ -22,7 +22,7 @@
  *                   and one rule per peer
  *   prerouting_source hook prerouting prio -150, and spoofed_source: a local pod's source
  *                   address coming in by another interface than its route's, or from another
- *                   MAC than the one it is bound to, is dropped (src/agent/source-check.ts); sets
+ *                   MAC than the one it is bound to, is dropped (src/policy/render/source-check.ts); sets
  *                   local_src_v4/_v6: every local pod's addresses; bound_src_v4/_v6 and
  *                   local_mac_v4/_v6: the bound ones and their address . MAC bindings.
  *   sets: <peerSet>_v4/_v6 (pod addresses), <ipBlock> (interval), <namedPorts>_v4/_v6
@@ -30,24 +30,24 @@
  *         the vmaps' addresses, each with a counter the default deny updates (per pod counts).
  */
 import { hash } from 'node:crypto';
-import * as b from '../nft/build';
-import * as C from '../nft/constants';
-import { Chain, Expr, NftSet, Rule, SetElement } from '../nft/types';
-import { ipv4, ipv6 } from '../net/ip-bytes';
-import { be16, concatKey } from '../nft/values';
-import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../policy/ir';
-import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../ruleset/model';
+import * as b from '../../nft/build';
+import * as C from '../../nft/constants';
+import { Chain, Expr, NftSet, Rule, SetElement } from '../../nft/types';
+import { ipv4, ipv6 } from '../../net/ip-bytes';
+import { be16, concatKey } from '../../nft/values';
+import { CompiledPolicy, CompiledRule, Direction, IpBlockSet, NamedPortSet, PeerSet, PolicyIR, PortMatch, PortTriple, Target } from '../engine/ir';
+import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../../ruleset/model';
 import { formatLabel } from './labels';
-import { PodInfo } from '../k8s/model';
-import { PolicyModes } from '../deny/modes';
-import { auditElements } from '../deny/audit-entries';
+import { PodInfo } from '../../k8s/model';
+import { PolicyModes } from '../modes';
+import { auditElements } from './audit-entries';
 import { BOUND_SETS, LocalSources, MAC_SETS, SOURCE_CHAIN, SOURCE_SETS, sourceCheckRules, SPOOFED_CHAIN, spoofedRules } from './source-check';
-import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from '../deny/tail';
+import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from './tail';
 
 export interface RenderOptions {
   table: string;
   denyAction: 'drop' | 'reject';
-  /** Deny rules log to nfnetlink_log (src/deny/tail.ts). */
+  /** Deny rules log to nfnetlink_log (src/policy/render/tail.ts). */
   log?: DropLogOptions;
   /** Audit mode support: the audit sets, and an audit accept before each deny; a target's
    * addresses are in the sets while its namespace's mode is audit. */

@@ -2,8 +2,13 @@
  * identical peers in different policies share one set), matching, and an index from labels to
  * the selectors a labelled object could satisfy. */
 
-import type { LabelSelector } from '../k8s/model';
-import { compact } from './objects';
+import type { LabelSelector } from './model';
+
+/** `list` without spare room, for arrays kept as long as their pod or policy (an array grown by
+ * push reserves room for 16 more elements). */
+export function compact<T>(list: T[]): T[] {
+  return list.length === 0 ? list : list.slice();
+}
 
 export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 
