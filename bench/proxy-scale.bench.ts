@@ -41,7 +41,7 @@ function agentOnce(bin: string, dir: string, nodeOptions: string): Once {
   const sb = openSandbox();
   try {
     const t0 = performance.now();
-    const r = spawnSync('nsenter', [`--net=${sb.netns.path}`, process.execPath, '-r', join(__dirname, 'probe.js'), bin, 'agent', '--once', '--manifests', dir, '--proxy', '--no-policy', '--node-name', NODE, '--log-level', 'warn'], {
+    const r = spawnSync('nsenter', [`--net=${sb.netns.path}`, process.execPath, '-r', join(__dirname, 'probe.js'), bin, 'agent', '--once', '--manifests', dir, '--proxy', '--no-policy', '--node-name', NODE, '--log-level', 'warn', '--timeout', '900s'], {
       env: { ...process.env, NFKUBE_BENCH_PROBE: probe, NODE_OPTIONS: nodeOptions },
       encoding: 'utf8',
     });

@@ -28,9 +28,13 @@ function randomString(rand: () => number): string {
 }
 
 function parsedItems(text: string): { envelope: Record<string, unknown>; items: unknown[] } | undefined {
-  const split = splitJsonList(text, 1000);
-  return split && { envelope: split.envelope, items: [...jsonListItems(text, split.spans)] };
+  const bytes = Buffer.from(text);
+  const split = splitJsonList(bytes, 1000);
+  return split && { envelope: split.envelope, items: [...jsonListItems(bytes, split.spans)] };
 }
+
+/** The split of a text's UTF-8 bytes. */
+const split = (text: string, maxDepth = 1000) => splitJsonList(Buffer.from(text), maxDepth);
 
 /** What JSON.parse of the whole text gives, items apart. */
 function whole(text: string): { envelope: Record<string, unknown>; items: unknown[] } {
@@ -61,18 +65,18 @@ describe('splitJsonList', () => {
 
   test('a text cut short anywhere is left to the whole parse', () => {
     const text = JSON.stringify({ kind: 'List', metadata: { resourceVersion: '7' }, items: [{ a: '"]}\\' }, [1, { b: [] }], 'x'] }, null, 1);
-    for (let end = 0; end < text.length; end++) assert.equal(splitJsonList(text.slice(0, end), 1000), undefined, `cut at ${end}`);
+    for (let end = 0; end < text.length; end++) assert.equal(split(text.slice(0, end)), undefined, `cut at ${end}`);
   });
 
   test('nesting: up to maxDepth is split, one level more is left to the whole parse', () => {
     // The List object and its items array are two levels; an item of depth d makes 2 + d.
     const nested = (d: number) => `${'['.repeat(d)}${']'.repeat(d)}`;
     const text = (d: number) => `{"kind":"List","items":[{"a":1},${nested(d)}]}`;
-    assert.ok(splitJsonList(text(8), 10));
-    assert.equal(splitJsonList(text(9), 10), undefined);
-    assert.equal(splitJsonList(`{"kind":"List","m":{"a":${nested(9)}},"items":[]}`, 10), undefined);
+    assert.ok(split(text(8), 10));
+    assert.equal(split(text(9), 10), undefined);
+    assert.equal(split(`{"kind":"List","m":{"a":${nested(9)}},"items":[]}`, 10), undefined);
     // A deep run with no end is refused once too deep, not scanned to the end first.
-    assert.equal(splitJsonList(`{"kind":"List","items":[${'['.repeat(1_000_000)}`, 1000), undefined);
+    assert.equal(split(`{"kind":"List","items":[${'['.repeat(1_000_000)}`), undefined);
   });
 
   test('a huge string of escaped quotes and backslashes', () => {
@@ -105,19 +109,19 @@ describe('splitJsonList', () => {
       '{"kind":"List","items":[1],}',
       '{"kind":"Li\\u0073t","items":[1],"x":tru}', // the envelope itself does not parse
     ]) {
-      assert.equal(splitJsonList(text, 1000), undefined, text);
+      assert.equal(split(text), undefined, text);
     }
   });
 
   test('an item that does not parse is named by its index, after the items before it', () => {
-    const text = '{"kind":"List","items":[{"a":1},{"b":[2}],{"c":3}]}';
-    const split = splitJsonList(text, 1000);
-    assert.ok(split, 'brackets are only counted by the split');
-    const items = jsonListItems(text, split.spans);
+    const text = Buffer.from('{"kind":"List","items":[{"a":1},{"b":[2}],{"c":3}]}');
+    const spans = splitJsonList(text, 1000)?.spans;
+    assert.ok(spans, 'brackets are only counted by the split');
+    const items = jsonListItems(text, spans);
     assert.deepEqual(items.next().value, { a: 1 });
     assert.throws(() => items.next(), (err: Error) => err instanceof SyntaxError && /^items\[1\] \(at offset 32\): /.test(err.message));
-    assert.throws(() => JSON.parse(text), SyntaxError);
-    const bad = '{"kind":"List","items":[tru, "x"]}';
+    assert.throws(() => JSON.parse(text.toString()), SyntaxError);
+    const bad = Buffer.from('{"kind":"List","items":[tru, "x"]}');
     assert.throws(() => [...jsonListItems(bad, splitJsonList(bad, 1000)!.spans)], /^SyntaxError: items\[0\]/);
   });
 });
