@@ -48,7 +48,8 @@ async function main(): Promise<void> {
     if (first === undefined) throw new Error('no first commit');
     // Let the full sync's follow-ups (health, conntrack) settle.
     await generations.settle(500);
-    const cpu0 = procStats(child.pid!).cpuMs;
+    const atFirst = procStats(child.pid!);
+    const cpu0 = atFirst.cpuMs;
     const latencies: number[] = [];
     let missed = 0;
     const target = slices[n >> 1];
@@ -72,7 +73,7 @@ async function main(): Promise<void> {
     await exited;
     const p = JSON.parse(readFileSync(probe, 'utf8').trim().split('\n').pop()!) as { userMs: number; systemMs: number; hwmKB: number };
     const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-    process.stdout.write(`${JSON.stringify({ firstCommitMs: first, p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), missed, cpuPerEventMs, cpuMs: p.userMs + p.systemMs, hwmMB: p.hwmKB / 1024, ...idle, ...churn })}\n`);
+    process.stdout.write(`${JSON.stringify({ firstCommitMs: first, p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), missed, cpuPerEventMs, cpuMs: p.userMs + p.systemMs, hwmMB: p.hwmKB / 1024, rssAtFirstMB: atFirst.rssMB, ...idle, ...churn })}\n`);
   } finally {
     child.kill('SIGTERM');
     generations.stop();

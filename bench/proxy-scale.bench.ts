@@ -6,7 +6,8 @@
  * NFKUBE_BENCH_BEFORE=<another checkout, built>: its `agent --once` rows too, interleaved.
  * PROXY_SCALE_CHURN_S (default 120) and PROXY_SCALE_IDLE_S (default 60): the long-running
  * rows' churn and idle spans. PROXY_SCALE_NFT_BOUND_S (default 300): the longest `nft -f` is
- * given before it is stopped and its time extrapolated from the smaller sizes. */
+ * given before it is stopped and its time extrapolated from the smaller sizes.
+ * PROXY_SCALE_ROWS=once,live,nft (default all) and PROXY_SCALE_LIVE=5000x50,44125x2 pick rows. */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,6 +85,7 @@ interface Live {
   p99: number;
   missed: number;
   hwmMB: number;
+  rssAtFirstMB: number;
   idleS?: number;
   idleCpuMs?: number;
   churnS?: number;
@@ -116,6 +118,7 @@ function liveRow(n: number, perService: number, x: Live): string[] {
   return [
     `${n} x ${perService}`,
     ms(x.firstCommitMs),
+    `${x.rssAtFirstMB.toFixed(0)} MiB`,
     `${ms(x.p50)} / ${ms(x.p99)} (${x.missed} missed)`,
     x.idleCpuMs === undefined ? '-' : `${ms(x.idleCpuMs)} over ${x.idleS} s (${((x.idleCpuMs / (x.idleS! * 1000)) * 100).toFixed(2)}% of a CPU)`,
     x.churnWrites === undefined ? '-' : `${x.churnWrites} writes in ${x.churnS} s (${x.churnMissed} missed)`,
@@ -143,13 +146,12 @@ function nftReference(n: number, perService: number): { ms?: number; chains: num
   }
 }
 
+const ROWS = new Set((process.env.PROXY_SCALE_ROWS ?? 'once,live,nft').split(','));
+
 async function main(): Promise<void> {
-  const once = onceRows();
+  const once = ROWS.has('once') ? onceRows() : [];
   process.stderr.write(once.map((r) => `${r.join(' | ')}\n`).join(''));
-  const lives: [number, number][] = [
-    [5000, 50],
-    [44125, 2],
-  ];
+  const lives = ROWS.has('live') ? (process.env.PROXY_SCALE_LIVE ?? '5000x50,44125x2').split(',').map((x) => x.split('x').map(Number) as [number, number]) : [];
   const liveRows = lives.map(([n, k]) => {
     const row = liveRow(n, k, live(n, k));
     process.stderr.write(`${row.join(' | ')}\n`);
@@ -160,7 +162,7 @@ async function main(): Promise<void> {
     [10000, 2],
     [44125, 2],
   ];
-  const nft = refs.map(([n, k]) => ({ n, k, ...nftReference(n, k) }));
+  const nft = ROWS.has('nft') ? refs.map(([n, k]) => ({ n, k, ...nftReference(n, k) })) : [];
   // A power law through the two largest sizes that finished, in chains (one per Service and one
   // per endpoint in kube-proxy's layout), for a size that did not.
   const done = nft.filter((x) => x.ms !== undefined);
@@ -173,16 +175,16 @@ async function main(): Promise<void> {
   ]);
 
   process.stdout.write('## Issue 28, targets 2 and 4: the service proxy at scale, new processes\n\n');
-  process.stdout.write(table(['cluster', 'manifests', 'build', 'NODE_OPTIONS', 'CPU', 'wall', 'peak RSS (VmHWM), each run'], once));
-  process.stdout.write(
+  if (once.length) process.stdout.write(table(['cluster', 'manifests', 'build', 'NODE_OPTIONS', 'CPU', 'wall', 'peak RSS (VmHWM), each run'], once));
+  if (once.length) process.stdout.write(
     `\n\n\`nfkube agent --once --manifests DIR --proxy --no-policy\` as a new process in a fresh namespace (bench/probe.js), ${RUNS} runs each, interleaved; the lower-CPU run's CPU and wall. Target 4: peak RSS <= 256 MiB (the DaemonSet's limit is 384Mi; its NODE_OPTIONS are \`${DAEMONSET_NODE_OPTIONS}\`).\n\n`,
   );
-  process.stdout.write(table(['Services x endpoints', 'first commit', 'one endpoint change p50 / p99 (61 writes)', `idle CPU`, 'endpoint churn', 'RSS after churn (VmRSS)', 'peak RSS (VmHWM)'], liveRows));
-  process.stdout.write(
+  if (liveRows.length) process.stdout.write(table(['Services x endpoints', 'first commit', 'RSS at first commit (VmRSS)', 'one endpoint change p50 / p99 (61 writes)', `idle CPU`, 'endpoint churn', 'RSS after churn (VmRSS)', 'peak RSS (VmHWM)'], liveRows));
+  if (liveRows.length) process.stdout.write(
     `\n\nThe long-running agent (\`agent --kubeconfig K --proxy --no-policy\`, NODE_OPTIONS \`${DAEMONSET_NODE_OPTIONS}\`) over HTTP against the test API server, a new process in a fresh namespace (bench/proxy-live.js): the first commit, 61 writes of one slice, then ${IDLE_S} s with nothing changing (idle CPU: the agent's utime + stime over it), then ${CHURN_S} s of endpoint churn (each write moves one endpoint of a random slice to a new address and waits for its commit; a shortened soak, not an hour), and its RSS a second after.\n\n`,
   );
-  process.stdout.write(table(['Services x endpoints', 'chains (kube-proxy layout)', '`nft -f`, kube-proxy style, new process: wall'], nftRows));
-  process.stdout.write(`\n\nThe kube-proxy-style rendering (bench/proxy-cluster.ts: a chain per Service and per endpoint, as its nftables proxier writes them) loaded by \`nft -f\` into a fresh namespace, stopped after ${NFT_BOUND_S} s.\n`);
+  if (nftRows.length) process.stdout.write(table(['Services x endpoints', 'chains (kube-proxy layout)', '`nft -f`, kube-proxy style, new process: wall'], nftRows));
+  if (nftRows.length) process.stdout.write(`\n\nThe kube-proxy-style rendering (bench/proxy-cluster.ts: a chain per Service and per endpoint, as its nftables proxier writes them) loaded by \`nft -f\` into a fresh namespace, stopped after ${NFT_BOUND_S} s.\n`);
   rmSync(work, { recursive: true, force: true });
 }
 
