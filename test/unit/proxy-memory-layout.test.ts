@@ -16,6 +16,7 @@ import { test } from 'node:test';
 import { drawKey, drawShareKey, endpointData, hairpinKey } from '../../src/proxy/render';
 import { ProxyComponent } from '../../src/proxy/component';
 import { elementKey } from '../../src/ruleset/model';
+import { ChangeScope } from '../../src/pipeline/scope';
 import { endpoint, node, NODE, service, slice, snapshotOf } from '../proxy/fixtures';
 
 const SRC = join(__dirname, '..', '..', 'src');
@@ -94,4 +95,17 @@ test('a claimed hairpin element keeps its claim in the object: the same hidden c
     console.log(JSON.stringify({ hairpin: claimed instanceof HairpinElement, claimed: Object.getOwnPropertySymbols(claimed).some((s) => claimed[s] === 'ns/web'), sameMap: %HaveSameMap(claimed, new HairpinElement('198.18.0.2')) }));
   `);
   assert.deepEqual(out, { hairpin: true, claimed: true, sameMap: true });
+});
+
+test('an endpoint change keeps no index of the renders it compared: a service keeps what its first render kept', () => {
+  const proxy = new ProxyComponent({ nodeName: NODE });
+  const eps = (n: number) => Array.from({ length: n }, (_, i) => endpoint(`198.18.0.${i + 1}`, i === 0 ? NODE : 'node-2'));
+  proxy.start(snapshotOf([service('ns', 'web', { clusterIPs: ['198.19.0.10'] })], [slice('ns', 'web-a', 'web', { endpoints: eps(3) })], [node(NODE, { podCIDRs: ['198.18.0.0/24'] })]));
+  const rendered = (proxy as unknown as { rendered: Map<string, object> }).rendered;
+  const fields = Object.keys(rendered.get('ns/web')!).sort();
+  for (const n of [4, 2, 5]) {
+    proxy.apply({ kind: 'EndpointSlice', type: 'upsert', key: 'ns/web-a', object: slice('ns', 'web-a', 'web', { endpoints: eps(n) }) }, new ChangeScope());
+    assert.equal(proxy.stats().endpoints, n);
+    assert.deepEqual(Object.keys(rendered.get('ns/web')!).sort(), fields);
+  }
 });
