@@ -59,7 +59,7 @@ export function kubeProxyText(services: ServiceInfo[], slices: EndpointSliceInfo
     chains.push(`  chain service-${name} { ip daddr ${svc.clusterIPs[0]} tcp dport 80 ip saddr != 100.64.0.0/10 jump mark-for-masquerade; numgen random mod ${eps.length} vmap { ${vm} }; }`);
     for (const e of eps) chains.push(`  chain endpoint-${name}__${e.address}/8080 { ip saddr ${e.address} jump mark-for-masquerade; meta l4proto tcp dnat to ${e.address}:8080; }`);
   });
-  out.push(...chains);
+  for (const chain of chains) out.push(chain);
   out.push(`  map service-ips { type ipv4_addr . inet_proto . inet_service : verdict; elements = { ${elements.join(', ')} } }`);
   out.push('  chain services { ip daddr . meta l4proto . th dport vmap @service-ips; }');
   out.push('}');
