@@ -1,5 +1,6 @@
 /** The unix-socket protocol between the CNI plugin and the agent: one JSON request line, one JSON
  * reply line. Type-only for the plugin, which must not load anything at run time. */
+import type { IpFamily } from '../net/ip';
 
 export type IpamCommand = 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS';
 
@@ -22,7 +23,7 @@ export interface IpamRequest {
 export interface IpamIp {
   /** "address/prefix" with the pool's prefix length. */
   address: string;
-  family: 'v4' | 'v6';
+  family: IpFamily;
 }
 
 /** The compiled plugin's request (native/cni/): the runtime's call as it came, the CNI_* environment

@@ -19,7 +19,7 @@ import { CELL, formatLegend, formatMatrix, Matrix } from './matrix';
 import { NODE_V4, NODE_V6, Sandbox } from './sandbox';
 import { showService } from './service';
 import { Listeners, probe } from './traffic';
-import { PolicyModes } from '../policy/modes';
+import { PolicyModes, type DenyAction } from '../policy/modes';
 import { DropLogOptions } from '../policy/render/tail';
 import { DropLogging, startDropLogging } from '../policy/droplog';
 import { comboChainName, policyChainName } from '../policy/render/render';
@@ -31,7 +31,7 @@ export interface DemoOptions {
   manifests: string;
   nodeName: string;
   table: string;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
   /** How long a connect may go unanswered before the path counts as blocked. */
   probeTimeoutMs: number;
   color: boolean;

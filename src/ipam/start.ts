@@ -5,9 +5,11 @@ import { parseListenAddress, startObserveServer } from '../observe/server';
 import type { IpamAgent } from './agent';
 import type { IpamMetrics } from './metrics';
 import { DEFAULT_IPAM_SOCKET, serveIpamSocket } from './server';
+import type { IpamSettings } from './options';
 
-export const DEFAULT_IPAM_STATE_DIR = '/var/lib/nfkube/ipam';
-export const DEFAULT_IPAM_METRICS_ADDR = '127.0.0.1:9477';
+import { DEFAULT_IPAM_STATE_DIR } from './options';
+
+export { DEFAULT_IPAM_METRICS_ADDR, DEFAULT_IPAM_STATE_DIR } from './options';
 
 export interface StartIpamOptions {
   kubeconfig?: string;
@@ -31,7 +33,7 @@ export interface IpamHandle {
 }
 
 export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
-  // Loaded here, not with the module: every `nfkube agent` reads ipamArgs, few run IPAM.
+  // Loaded here, not with the module: every `nfkube agent` reads the IPAM options, few run IPAM.
   const { ClientNodeApi, loadKubeConfig } = require('./api') as typeof import('./api');
   const { IpamAgent } = require('./agent') as typeof import('./agent');
   const { IpamMetrics } = require('./metrics') as typeof import('./metrics');
@@ -74,43 +76,8 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
   };
 }
 
-/** The IPAM settings of `nfkube agent`, from its parsed flags (see the agent's option table).
- * --kubeconfig, --node-name and --log-level are shared with the policy agent. */
-export interface IpamArgs {
-  enabled: boolean;
-  noPolicy: boolean;
-  socketPath: string;
-  stateDir: string;
-  metricsAddr?: string;
-  gcIntervalMs?: number;
-}
-
-export function ipamArgs(v: Record<string, string | boolean | undefined>): IpamArgs {
-  const text = (name: string) => {
-    const value = v[name];
-    if (value === '') throw new Error(`--${name} needs a value`);
-    return typeof value === 'string' ? value : undefined;
-  };
-  const gc = text('ipam-gc-interval');
-  const out: IpamArgs = {
-    enabled: v.ipam === true,
-    noPolicy: v['no-policy'] === true,
-    socketPath: text('ipam-socket') ?? DEFAULT_IPAM_SOCKET,
-    stateDir: text('ipam-state-dir') ?? DEFAULT_IPAM_STATE_DIR,
-    metricsAddr: text('ipam-metrics-addr'),
-    gcIntervalMs: gc === undefined ? undefined : parseMs(gc, '--ipam-gc-interval'),
-  };
-  return out;
-}
-
-function parseMs(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
-  if (!m) throw new Error(`${flag}: "${text}" is not a duration like 30s or 1m`);
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-}
-
 /** `nfkube agent --ipam --no-policy`: IPAM alone until SIGTERM/SIGINT. */
-export async function runIpamOnly(ipam: IpamArgs, values: { kubeconfig?: string; nodeName: string; metricsAddr: string }, logger: Logger): Promise<number> {
+export async function runIpamOnly(ipam: IpamSettings, values: { kubeconfig?: string; nodeName: string; metricsAddr: string }, logger: Logger): Promise<number> {
   const handle = await startIpam({
     kubeconfig: values.kubeconfig,
     nodeName: values.nodeName,

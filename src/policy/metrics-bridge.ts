@@ -9,6 +9,7 @@ import { NftSet, Rule, SetElement } from '../nft/types';
 import { formatIPv4, formatIPv6 } from '../net/ip-bytes';
 import { counterSets, CounterKind } from './render/tail';
 import type { Direction } from './engine/ir';
+import type { DenyAction } from './modes';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
 import { AgentObserver } from '../pipeline/agent';
 import { parseLabel } from './render/labels';
@@ -87,7 +88,7 @@ export async function readPolicyCounters(socket: NetlinkSocket, table: string, p
 /** readPolicyCounters' rows from what it read: rules, and counter set elements by set name. */
 export function policyCounterRows(rules: Rule[], counterElements: ReadonlyMap<string, SetElement[]>, podAt: PodAt): PolicyCounterRead {
   const rows = new Map<string, PolicyCounterRow>();
-  let denyVerdict: 'drop' | 'reject' = 'drop';
+  let denyVerdict: DenyAction = 'drop';
   for (const r of rules) {
     const label = r.comment ? parseLabel(r.comment) : undefined;
     if (label?.kind === 'deny' && r.exprs.some((e) => e.type === 'reject')) denyVerdict = 'reject';

@@ -1,14 +1,14 @@
 /** nf_tables objects in transactions: one codec per kind (table, chain, rule, set, element),
  * looked up by the operation's kind. Adding a kind of object is one file plus its line here. */
-import { Operation, ObjectKind } from '../types';
+import { Operation, NftObjectKind } from '../types';
 import { chain } from './chain';
-import { MessageKind, ObjectCodec, Reference } from './codec';
+import { Definition, MessageKind, ObjectCodec, Reference, SetsInScope } from './codec';
 import { element } from './element';
 import { rule } from './rule';
 import { set } from './set';
 import { table } from './table';
 
-export { BatchWriter, familyFromNumber, MessageKind, ObjectCodec, Reference } from './codec';
+export { BatchWriter, Definition, familyFromNumber, MessageKind, ObjectCodec, ObjectName, Reference, SetsInScope } from './codec';
 export { decodeTable, encodeTable, encodeTableRef } from './table';
 export { decodeChain, encodeChain, encodeChainRef } from './chain';
 export { decodeRule, encodeRule, encodeRuleRef, RuleEncodeOptions } from './rule';
@@ -16,11 +16,11 @@ export { decodeSet, encodeSet, encodeSetRef, setFlags } from './set';
 export { checkElements, decodeSetElements, encodeSetElements, kernelElements, userElements } from './element';
 
 /** Keyed by kind: a kind of operation without a codec does not compile. */
-export const OBJECT_CODECS: { [K in ObjectKind]: ObjectCodec<K> } = { table, chain, rule, set, element };
+export const OBJECT_CODECS: { [K in NftObjectKind]: ObjectCodec<K> } = { table, chain, rule, set, element };
 
 /** The codec of an operation's kind, typed for the operation as a whole. */
-export function codecOf(op: Operation): ObjectCodec<ObjectKind> {
-  return OBJECT_CODECS[op.kind] as unknown as ObjectCodec<ObjectKind>;
+export function codecOf(op: Operation): ObjectCodec<NftObjectKind> {
+  return OBJECT_CODECS[op.kind] as unknown as ObjectCodec<NftObjectKind>;
 }
 
 /** The message an operation's verb becomes. */
@@ -41,4 +41,19 @@ export function formatOperation(op: Operation): string {
 /** The objects an operation needs to exist before it. */
 export function operationReferences(op: Operation): Reference[] {
   return codecOf(op).references(op);
+}
+
+/** The object an operation creates or removes, if any. */
+export function operationDefinition(op: Operation): Definition | undefined {
+  return codecOf(op).defines(op);
+}
+
+/** Throws a SetTypeError for a value of the operation that does not fit its set. */
+export function checkOperation(op: Operation, sets: SetsInScope): void {
+  codecOf(op).check?.(op, sets);
+}
+
+/** The sets checkOperation resolves by name for the operation. */
+export function setsCheckedBy(op: Operation): Reference[] {
+  return codecOf(op).setsChecked?.(op) ?? [];
 }

@@ -3,7 +3,8 @@
  * address), the protocol and ports (or ICMP type), and the policies that select the pod, none of
  * which allowed it. In audit mode the same line says the packet was let through. */
 import type { Logger } from 'pino';
-import { PolicyModes, namespaceOf } from '../modes';
+import { PolicyModes, namespaceOf, type DenyAction } from '../modes';
+import type { Direction } from '../engine/ir';
 import { parseDropLogPrefix, SPOOFED_LOG_PREFIX } from '../render/tail';
 import { DecodeError } from '../../netlink/errors';
 import { NflogPacket } from '../../nflog/codec';
@@ -14,7 +15,7 @@ import { DropLogMetrics } from './metrics';
 export interface DropLogOptions {
   view: ClusterView;
   modes: PolicyModes;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
   logger: Logger;
   metrics?: DropLogMetrics;
   /** Keeps the recent records for /drops (a DropRing, which imports this module's DropRecord). */
@@ -23,8 +24,8 @@ export interface DropLogOptions {
 
 /** The fields of one drop line (also what tests and the demo read). */
 export interface DropRecord {
-  verdict: 'drop' | 'reject' | 'audit';
-  direction: 'ingress' | 'egress';
+  verdict: DenyAction | 'audit';
+  direction: Direction;
   /** The pod whose default deny matched. */
   pod: string;
   src: string;

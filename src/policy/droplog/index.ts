@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { ClusterChange, ClusterSnapshot } from '../../k8s/source';
 import type { Netns } from '../../netlink/netns';
-import { PolicyModes } from '../modes';
+import { PolicyModes, type DenyAction } from '../modes';
 import { DropLogOptions } from '../render/tail';
 import { ClusterView } from './cluster-view';
 import { DropLog } from './drop-log';
@@ -21,7 +21,7 @@ export interface DropLoggingOptions {
   log: DropLogOptions;
   nodeName: string;
   modes: PolicyModes;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
   logger: Logger;
   /** The agent's metrics registry, for the drop counters. */
   registry?: Registry;

@@ -19,6 +19,7 @@
  * Address semantics per direction: for ingress the peer is the packet's source and the port
  * is the destination port on the target; for egress the peer is the packet's destination.
  */
+import type { IpFamily } from '../../net/ip';
 
 /** Protocols NetworkPolicy knows; the API's spelling. */
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
@@ -121,7 +122,7 @@ export interface PeerSet {
 /** An ipBlock: `cidr` minus `except`, as inclusive address ranges (an interval set). One family. */
 export interface IpBlockSet {
   id: string;
-  family: 'v4' | 'v6';
+  family: IpFamily;
   /** Canonical cidr (host bits cleared) and excepts, sorted. */
   cidr: string;
   except: string[];

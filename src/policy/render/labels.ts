@@ -16,15 +16,15 @@
  *   `…` and 8 hex digits of a hash of the whole name, so the label still parses, and two long
  *   names that share a beginning still label different rows. */
 import { hash } from 'node:crypto';
+import type { Direction } from '../engine/ir';
 
-export type LabelDirection = 'ingress' | 'egress';
 
 export type RuleLabel =
-  | { kind: 'accept'; policy: string; direction: LabelDirection; entry: number }
+  | { kind: 'accept'; policy: string; direction: Direction; entry: number }
   | { kind: 'jump'; policy: string }
-  | { kind: 'deny'; direction: LabelDirection }
+  | { kind: 'deny'; direction: Direction }
   /** Audit mode's accept before the deny: what it let through. */
-  | { kind: 'audit'; direction: LabelDirection };
+  | { kind: 'audit'; direction: Direction };
 
 /** The longest comment nft itself will parse back (libnftnl NFTNL_UDATA_COMMENT_MAXLEN). */
 export const LABEL_MAX_BYTES = 128;
@@ -97,11 +97,11 @@ const JUMP = /^\S*\/\S*$/u;
  * come back as written: sanitised, and truncated when they were long. */
 export function parseLabel(comment: string): RuleLabel | undefined {
   const d = DENY.exec(comment);
-  if (d) return { kind: 'deny', direction: d[1] as LabelDirection };
+  if (d) return { kind: 'deny', direction: d[1] as Direction };
   const au = AUDIT.exec(comment);
-  if (au) return { kind: 'audit', direction: au[1] as LabelDirection };
+  if (au) return { kind: 'audit', direction: au[1] as Direction };
   const a = ACCEPT.exec(comment);
-  if (a) return { kind: 'accept', policy: a[1], direction: a[2] as LabelDirection, entry: Number(a[3]) };
+  if (a) return { kind: 'accept', policy: a[1], direction: a[2] as Direction, entry: Number(a[3]) };
   if (JUMP.test(comment)) return { kind: 'jump', policy: comment };
   return undefined;
 }

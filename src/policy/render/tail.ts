@@ -25,6 +25,7 @@ import { formatLabel } from './labels';
 import * as b from '../../nft/build';
 import { Expr } from '../../nft/types';
 import { Direction } from '../engine/ir';
+import type { IpFamily } from '../../net/ip';
 
 export interface DropLogOptions {
   /** nfnetlink_log group the deny rules log to. */
@@ -37,7 +38,6 @@ export interface DropLogOptions {
 
 export const AUDIT_SETS = { v4: 'audit_v4', v6: 'audit_v6' } as const;
 
-type Fam = 'v4' | 'v6';
 const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };
 const PREFIX = /^nfkube (in|out) ([a-z0-9_]{1,32})$/;
 /** The log prefix of the source check's drops (src/policy/render/source-check.ts), beside the deny
@@ -55,8 +55,8 @@ export const COUNTER_SETS = {
 export type CounterKind = keyof typeof COUNTER_SETS;
 
 /** The counter set names, with what each counts. */
-export function counterSets(audit: boolean): { name: string; kind: CounterKind; direction: Direction; fam: Fam }[] {
-  const out: { name: string; kind: CounterKind; direction: Direction; fam: Fam }[] = [];
+export function counterSets(audit: boolean): { name: string; kind: CounterKind; direction: Direction; fam: IpFamily }[] {
+  const out: { name: string; kind: CounterKind; direction: Direction; fam: IpFamily }[] = [];
   for (const kind of audit ? (['deny', 'audited'] as const) : (['deny'] as const)) {
     for (const direction of ['ingress', 'egress'] as const) for (const fam of ['v4', 'v6'] as const) out.push({ name: COUNTER_SETS[kind][direction][fam], kind, direction, fam });
   }
