@@ -72,6 +72,8 @@ export interface InformerSourceOptions extends SourceHandlers {
   kinds?: readonly ObjectKind[];
   /** Read the initial state with WatchList where the server offers it (default true). */
   watchList?: boolean;
+  /** How often an optional kind the server does not serve is asked for again (default 30 s). */
+  notServedRetryMs?: number;
 }
 
 const DEFAULT_PAGE_SIZE = 100;
@@ -231,7 +233,7 @@ class Reflector {
       } catch (err) {
         if (this.stopped) break;
         if (this.notServed(err)) {
-          await this.sleep(NOT_SERVED_RETRY_MS);
+          await this.sleep(this.opts.notServedRetryMs ?? NOT_SERVED_RETRY_MS);
           continue;
         }
         failures += 1;
