@@ -1,10 +1,10 @@
 /** `nfkube explain`: one flow's verdict from the model the agent enforces and from the table
  * read back from the kernel, what decides each, and whether they agree. */
-import { PolicyModes } from '../deny/modes';
+import { PolicyModes } from '../policy/modes';
 import { printable } from '../log';
 import { formatRule } from '../nft/format';
 import type { TableContents } from '../nft/types';
-import type { PolicyIR } from '../policy/ir';
+import type { PolicyIR } from '../policy/engine/ir';
 import type { FlowPacket } from './flow';
 import { evaluateKernel, KernelVerdict } from './kernel-verdict';
 import { evaluateModel, ModelVerdict, SideVerdict } from './model-verdict';

@@ -3,10 +3,10 @@
  * destination, and the destination pod's ingress policies the source, each side only when a
  * policy isolates that pod on this node. Names the rule entry that allows, or the policies that
  * isolate and allow nothing; audit mode lets a denied side through. */
-import { namespaceOf, PolicyModes } from '../deny/modes';
+import { namespaceOf, PolicyModes } from '../policy/modes';
 import { canonicalIp, parseIp } from '../net/ip';
 import { isV6 } from '../net/ip-text';
-import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
+import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/engine/ir';
 import type { FlowPacket } from './flow';
 
 export interface SideVerdict {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { K8sObjectError } from '../../src/k8s/errors';
 import type { ClusterNetworkPolicyInfo } from '../../src/k8s/cluster-policy-model';
-import { normalizers } from '../../src/k8s/normalize';
+import { normalizers } from '../../src/k8s/normalizers';
 import { compileClusterPolicy } from '../../src/policy/cluster/compile';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -2,12 +2,12 @@
  * and from the table read back from the kernel; exit 1 when the two disagree. */
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTable } from '../../nft/readback';
-import { compileFull } from '../../policy/compile';
+import { compileFull } from '../../policy/engine/compile';
 import { explainFlow, formatExplanation } from '../../explain/explain';
 import { flowPackets, FlowProtocol, resolveEndpoint } from '../../explain/flow';
 import { Command } from '../command';
 import { policyModes } from '../deny-options';
-import { PolicyModes } from '../../deny/modes';
+import { PolicyModes } from '../../policy/modes';
 import { nodeName, OptionTable, parseWithPositionals, tableName, usageText } from '../options';
 import { readSnapshot, SOURCE_OPTIONS } from '../source';
 import { UsageError } from '../usage-error';

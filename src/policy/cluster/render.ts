@@ -19,9 +19,9 @@
 import * as b from '../../nft/build';
 import type { Chain, Expr, NftSet, Rule } from '../../nft/types';
 import type { ChainModel, SetModel } from '../../ruleset/model';
-import type { Renderer } from '../../agent/render';
-import type { DropLogOptions } from '../../deny/tail';
-import type { CompiledRule, Direction, IpBlockSet, PeerRef } from '../ir';
+import type { Renderer } from '../render/render';
+import type { DropLogOptions } from '../render/tail';
+import type { CompiledRule, Direction, IpBlockSet, PeerRef } from '../engine/ir';
 import type { AddressSet } from './engine';
 import { subjectSetId } from './engine';
 import { tierChainName, type TierName } from './hooks';
