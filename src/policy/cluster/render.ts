@@ -133,7 +133,7 @@ export class ClusterRenderer {
 }
 
 /** A rule as NetworkPolicy's rule entry shape: node sets are address sets like pod sets. */
-function asRuleEntry(rule: CompiledClusterRule): CompiledRule {
+export function asRuleEntry(rule: CompiledClusterRule): CompiledRule {
   const peers = rule.peers === 'any' ? 'any' : rule.peers.map((p): PeerRef => (p.kind === 'nodes' ? { kind: 'pods', set: p.set } : p));
   const entry: CompiledRule = { peers, ports: rule.ports };
   if (rule.namedPorts) entry.namedPorts = rule.namedPorts;
