@@ -16,6 +16,10 @@ import { modelToContents } from '../../src/ruleset/model';
 import { explainFlow } from '../../src/explain/explain';
 import { explainTiers } from '../../src/explain/tier-verdict';
 import type { FlowPacket } from '../../src/explain/flow';
+import type { Rule } from '../../src/nft/types';
+import { policyCounterRows } from '../../src/policy/metrics-bridge';
+import { clusterRuleCounters } from '../../src/explain/cluster-counters';
+import { compileClusterPolicy } from '../../src/policy/cluster/compile';
 
 const NODE = 'node-1';
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -74,4 +78,12 @@ test('model and kernel interpreter agree over the tiers, and the model names tie
     const said = side.tier ? `${side.direction} ${side.tier.tier} ${side.tier.action} ${side.tier.decidedBy}${side.audit ? ' audit' : ''}` : `${side.direction} NetworkPolicy`;
     assert.equal(said, why, what);
   }
+});
+
+test('a ClusterNetworkPolicy rule counter is counted for its rule, never as a NetworkPolicy accept', () => {
+  const policy = compileClusterPolicy(cnp('guard', { tier: 'Admin', priority: 1, subject: { namespaces: {} }, egress: [{ name: 'no-imds', action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }] })).compiled;
+  const rule = (comment: string, packets: bigint): Rule => ({ family: 'inet', table: 'nfkube', chain: 'c', comment, exprs: [{ type: 'counter', packets, bytes: packets * 100n }] });
+  const rules = [rule('clusternetworkpolicy/guard egress[0]', 5n), rule('clusternetworkpolicy/guard egress[0]', 2n), rule('x/web ingress[0]', 3n)];
+  assert.deepEqual(policyCounterRows(rules, new Map(), () => undefined).rows.map((r) => [r.policy, r.packets]), [['x/web', 3n]]);
+  assert.deepEqual(clusterRuleCounters(rules, [policy]).map((r) => [r.policy, r.rule, r.action, r.packets, r.bytes]), [['clusternetworkpolicy/guard', 'no-imds', 'Deny', 7n, 700n]]);
 });
