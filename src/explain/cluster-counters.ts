@@ -2,6 +2,7 @@
  * rule (the sum over its peer and port matches), by the rule comments the renderer writes
  * (`clusternetworkpolicy/NAME direction[index]`), named by the rule's own name when it has one. */
 import { printable } from '../log';
+import { formatColumns } from './counters';
 import type { Rule } from '../nft/types';
 import type { Direction } from '../policy/engine/ir';
 import { comparePolicies, type CompiledClusterPolicy } from '../policy/cluster/ir';
@@ -44,8 +45,5 @@ export function clusterRuleCounters(rules: readonly Rule[], policies: readonly C
 
 export function formatClusterRuleCounters(rows: ClusterRuleCounter[]): string {
   const header = ['CLUSTER POLICY', 'TIER', 'DIRECTION', 'RULE', 'ACTION', 'PACKETS', 'BYTES'];
-  const lines = rows.map((r) => [printable(r.policy), r.tier, r.direction, printable(r.rule), r.action, String(r.packets), String(r.bytes)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  const fmt = (l: string[]) => l.map((c, i) => (i >= 5 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
-  return [fmt(header), ...lines.map(fmt)].join('\n') + '\n';
+  return formatColumns(header, rows.map((r) => [printable(r.policy), r.tier, r.direction, printable(r.rule), r.action, String(r.packets), String(r.bytes)]), 5);
 }

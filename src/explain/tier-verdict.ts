@@ -52,12 +52,7 @@ export function tiersModel(state: ClusterState, audited: (address: string) => bo
 /** The tiers of a cluster snapshot as the model sees them (undefined: no ClusterNetworkPolicy). */
 export function explainTiers(snap: ClusterSnapshot, nodeName: string, modes: PolicyModes): SideWrapper | undefined {
   const engine = new ClusterPolicyEngine(nodeName);
-  engine.batch(() => {
-    for (const ns of snap.namespaces.values()) engine.upsertNamespace(ns);
-    for (const pod of snap.pods.values()) engine.upsertPod(pod);
-    for (const node of snap.nodes?.values() ?? []) engine.upsertNode(node);
-    for (const cnp of snap.clusterPolicies?.values() ?? []) engine.upsertPolicy(cnp);
-  });
+  engine.load(snap);
   const local = new Map<string, string>();
   for (const pod of snap.pods.values()) {
     const facts = podFacts(pod, nodeName);

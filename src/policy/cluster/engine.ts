@@ -12,6 +12,7 @@
 import type { ClusterNetworkPolicyInfo } from '../../k8s/cluster-policy-model';
 import type { NamespaceInfo, PodInfo } from '../../k8s/model';
 import type { NodeInfo } from '../../k8s/service-model';
+import type { ClusterSnapshot } from '../../k8s/source';
 import { canonicalIp } from '../../net/ip';
 import { isV6 } from '../../net/ip-text';
 import { SetLedger } from '../engine/delta-recorder';
@@ -111,6 +112,16 @@ export class ClusterPolicyEngine {
 
   batch(fn: () => void): ClusterDelta {
     return this.record(fn);
+  }
+
+  /** Everything of a snapshot the tiers read, as one batch. */
+  load(snapshot: ClusterSnapshot): ClusterDelta {
+    return this.batch(() => {
+      for (const ns of snapshot.namespaces.values()) this.upsertNamespace(ns);
+      for (const pod of snapshot.pods.values()) this.upsertPod(pod);
+      for (const node of snapshot.nodes?.values() ?? []) this.upsertNode(node);
+      for (const cnp of snapshot.clusterPolicies?.values() ?? []) this.upsertPolicy(cnp);
+    });
   }
 
   upsertPod(pod: PodInfo): ClusterDelta {

@@ -46,12 +46,7 @@ export class ClusterTiers {
   }
 
   start(snapshot: ClusterSnapshot, model: RulesetModel): void {
-    this.engine.batch(() => {
-      for (const ns of snapshot.namespaces.values()) this.engine.upsertNamespace(ns);
-      for (const pod of snapshot.pods.values()) this.engine.upsertPod(pod);
-      for (const node of snapshot.nodes?.values() ?? []) this.engine.upsertNode(node);
-      for (const cnp of snapshot.clusterPolicies?.values() ?? []) this.engine.upsertPolicy(cnp);
-    });
+    this.engine.load(snapshot);
     this.table = new ClusterTiersTable(this.renderer, this.base, model);
     for (const pod of snapshot.pods.values()) this.trackPod(pod.namespace + '/' + pod.name, podFacts(pod, this.opts.nodeName));
     const state = this.engine.state();
