@@ -9,8 +9,10 @@
  *
  * A field no command knows is an error naming it; a field another command knows is left to it. */
 import { readFileSync } from 'node:fs';
-import { UsageError, didYouMean } from './usage-error';
-import type { OptionInfo, OptionTable } from './option-table';
+import { UsageError, didYouMean } from '../options/usage-error';
+import type { OptionInfo, OptionTable, OptionValues } from '../options/table';
+
+export type { OptionValues } from '../options/table';
 
 export const CONFIG_API_VERSION = 'nfkube.io/v1alpha1';
 export const CONFIG_KIND = 'NfkubeConfiguration';
@@ -23,7 +25,6 @@ export const CONFIG_OPTION: OptionInfo = {
   default: `$${CONFIG_ENV}`,
 };
 
-export type OptionValues = Record<string, string | boolean | undefined>;
 
 /** --log-drops -> NFKUBE_LOG_DROPS */
 export function envName(option: string): string {

@@ -4,7 +4,7 @@
 import { chooseLogFormat, LogFormat, setLogFormat } from '../log-format';
 import { Command, RunContext } from './command';
 import { COMMANDS as commands } from './registry';
-import { didYouMean, UsageError } from './usage-error';
+import { didYouMean, UsageError } from '../options/usage-error';
 import { fatalMessage } from './fatal-message';
 
 /** Commands whose stderr usually goes to a log pipeline (a unit, a pod, a Job) write JSON lines

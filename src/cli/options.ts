@@ -1,13 +1,13 @@
 /** Option parsing shared by the commands: node:util parseArgs plus the value checks. Each
  * command declares its options once, as an OptionTable; parsing and `--help` both come from it. */
-import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { CONFIG_ENV, CONFIG_OPTION, layered, OptionValues, readConfigFile } from './config';
-import type { OptionInfo, OptionTable } from './option-table';
-import { didYouMean, UsageError } from './usage-error';
-import type { DenyAction } from '../policy/modes';
+import type { OptionInfo, OptionTable } from '../options/table';
+import { didYouMean, UsageError } from '../options/usage-error';
+import { DENY_OPTIONS, POLICY_TABLE_OPTIONS } from '../policy/options';
 
-export type { OptionInfo, OptionTable } from './option-table';
+export type { OptionInfo, OptionTable } from '../options/table';
+export { denyAction, nodeName, parseByteSize, parseDuration, tableName } from '../options/values';
 
 /** Every option of every command, for the --config file (one file configures them all): the
  * command registry, which loads the commands and so sits above this module, supplies it. */
@@ -59,41 +59,6 @@ export function usageText(synopsis: string, table: OptionTable, about?: string):
   return [`usage: ${synopsis}`, ...(about ? ['', about] : []), ...(lines.length ? ['', 'options:', ...lines] : [])].join('\n');
 }
 
-/** "300ms", "30s", "5m", "1h" -> milliseconds. */
-export function parseDuration(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
-  if (!m) throw new Error(`${flag}: "${text}" is not a duration like 30s, 5m or 1h`);
-  const n = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-  if (n <= 0) throw new Error(`${flag}: must be positive`);
-  return n;
-}
-
-/** "67108864", "64Mi", "1Gi" -> bytes (binary suffixes, as Kubernetes quantities write them). */
-export function parseByteSize(text: string, flag: string): number {
-  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(text);
-  if (!m) throw new Error(`${flag}: "${text}" is not a size like 67108864, 64Mi or 1Gi`);
-  const unit = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[m[2] as 'Ki' | 'Mi' | 'Gi'] ?? 1;
-  const n = Number(m[1]) * unit;
-  if (n <= 0 || !Number.isSafeInteger(n)) throw new Error(`${flag}: must be a positive size`);
-  return n;
-}
-
-export function denyAction(v: string | boolean | undefined): DenyAction {
-  const a = (v as string | undefined) ?? 'drop';
-  if (a !== 'drop' && a !== 'reject') throw new Error(`--deny-action: "${a}" is not drop or reject`);
-  return a;
-}
-
-export function nodeName(v: string | boolean | undefined): string {
-  return (v as string | undefined) ?? process.env.NODE_NAME ?? hostname();
-}
-
-export function tableName(v: string | boolean | undefined): string {
-  const t = (v as string | undefined) ?? 'nfkube';
-  if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(t)) throw new Error(`--table: "${t}" is not a valid table name`);
-  return t;
-}
-
 /** Options every command takes (main.ts reads --log-format before the command runs). */
 export const GLOBAL_OPTIONS: OptionTable = {
   'log-format': { type: 'string', value: 'json|text', description: 'how logs and errors are written on stderr: JSON lines, or one readable line each', default: 'text on a terminal, else json for agent, render, verify, cleanup and ipam' },
@@ -115,7 +80,10 @@ export const COMMON_OPTIONS = {
   'manifests-max-bytes': { type: 'string', value: 'SIZE', description: 'the most bytes the --manifests files may hold together; a file that would cross it is not read, named in an error', default: '64Mi' },
   kubeconfig: { type: 'string', value: 'PATH', description: 'kubeconfig of the API server to watch', default: 'in-cluster configuration' },
   'node-name': { type: 'string', value: 'NAME', description: 'enforce for the pods of this node', default: '$NODE_NAME, else the hostname' },
-  table: { type: 'string', value: 'NAME', description: "name of nfkube's own nftables table (family inet)", default: 'nfkube' },
-  'deny-action': { type: 'string', value: 'drop|reject', description: 'what happens to traffic no policy allows to or from an isolated pod', default: 'drop' },
+  ...POLICY_TABLE_OPTIONS,
   'log-level': { type: 'string', value: 'LEVEL', description: 'fatal, error, warn, info, debug, trace or silent', default: 'info' },
 } as const satisfies OptionTable;
+
+/** The options of the commands that read the cluster and the policy table (agent, verify,
+ * explain, status): every one that shapes the table, so they all render it alike. */
+export const SOURCE_OPTIONS = { ...COMMON_OPTIONS, ...DENY_OPTIONS };

@@ -3,8 +3,8 @@
  * its flags being repeated. What the user gives explicitly (flag, NFKUBE_*, --config) still wins,
  * with a note when it differs from the record. */
 import { parseArgs } from 'node:util';
-import type { DropLogOptions } from '../policy/render/tail';
-import type { ProxyOptions } from '../proxy/component';
+import { POLICY_RECORDED } from '../policy/table-record';
+import { PROXY_RECORDED } from '../proxy/table-record';
 import type { OptionValues } from './config';
 import type { NetlinkSocket } from '../netlink/socket';
 import { isNfkubeTable } from '../nft/ownership';
@@ -13,42 +13,10 @@ import type { Family } from '../nft/types';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
 import { tableName } from './options';
 
-/** The recorded options of the policy table, and of the proxy's. */
-export const POLICY_RECORDED = ['deny-action', 'log-drops', 'log-group', 'log-rate', 'log-burst', 'policy-mode'] as const;
-export const PROXY_RECORDED = ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'allowed-external-ip-cidrs'] as const;
+export { POLICY_RECORDED, policyRecord } from '../policy/table-record';
+export { PROXY_RECORDED, proxyRecord } from '../proxy/table-record';
+
 const RECORDED_TYPES: Record<string, 'string' | 'boolean'> = { 'log-drops': 'boolean', 'masquerade-all': 'boolean' };
-
-/** `--name=value` words, `--name` for a boolean that is on; the order is fixed so one setting
- * always records the same text. */
-function flagText(entries: [string, string | boolean | undefined][]): string {
-  return entries
-    .filter(([, v]) => v !== undefined && v !== false)
-    .map(([k, v]) => (v === true ? `--${k}` : `--${k}=${v}`))
-    .join(' ');
-}
-
-/** The policy table's record, from the options the agent runs with. */
-export function policyRecord(o: { denyAction: string; log?: DropLogOptions; policyMode?: string }): string {
-  return flagText([
-    ['deny-action', o.denyAction],
-    ['log-drops', o.log !== undefined],
-    ['log-group', o.log?.group.toString()],
-    ['log-rate', o.log?.rate.toString()],
-    ['log-burst', o.log?.burst.toString()],
-    ['policy-mode', o.policyMode],
-  ]);
-}
-
-/** The proxy table's record. */
-export function proxyRecord(o: Omit<ProxyOptions, 'nodeName'>): string {
-  const np = o.nodePortAddresses;
-  return flagText([
-    ['cluster-cidr', o.clusterCIDRs?.join(',')],
-    ['nodeport-addresses', np === undefined || np === 'primary' ? undefined : np.join(',')],
-    ['masquerade-all', o.masqueradeAll === true],
-    ['allowed-external-ip-cidrs', o.allowedExternalIPCIDRs?.length ? o.allowedExternalIPCIDRs.join(',') : undefined],
-  ]);
-}
 
 /** A record read back, as option values; words it does not know (a newer agent's) are skipped. */
 export function readRecord(text: string, names: readonly string[]): OptionValues {

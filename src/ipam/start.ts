@@ -1,13 +1,15 @@
 /** Starting IPAM inside `nfkube agent --ipam`: the options it takes from the command line, the
- * agent over client-node, its socket and its metrics endpoint. */
+ * service over client-node, its socket and its metrics endpoint. */
 import type { Logger } from 'pino';
 import { parseListenAddress, startObserveServer } from '../observe/server';
-import type { IpamAgent } from './agent';
+import type { IpamService } from './service';
 import type { IpamMetrics } from './metrics';
 import { DEFAULT_IPAM_SOCKET, serveIpamSocket } from './server';
+import type { IpamSettings } from './options';
 
-export const DEFAULT_IPAM_STATE_DIR = '/var/lib/nfkube/ipam';
-export const DEFAULT_IPAM_METRICS_ADDR = '127.0.0.1:9477';
+import { DEFAULT_IPAM_STATE_DIR } from './options';
+
+export { DEFAULT_IPAM_METRICS_ADDR, DEFAULT_IPAM_STATE_DIR } from './options';
 
 export interface StartIpamOptions {
   kubeconfig?: string;
@@ -22,7 +24,7 @@ export interface StartIpamOptions {
 }
 
 export interface IpamHandle {
-  agent: IpamAgent;
+  service: IpamService;
   metrics: IpamMetrics;
   socketPath: string;
   /** Where /metrics, /healthz and /readyz are served (the real port when 0 was asked for). */
@@ -31,13 +33,13 @@ export interface IpamHandle {
 }
 
 export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
-  // Loaded here, not with the module: every `nfkube agent` reads ipamArgs, few run IPAM.
+  // Loaded here, not with the module: every `nfkube agent` reads the IPAM options, few run IPAM.
   const { ClientNodeApi, loadKubeConfig } = require('./api') as typeof import('./api');
-  const { IpamAgent } = require('./agent') as typeof import('./agent');
+  const { IpamService } = require('./service') as typeof import('./service');
   const { IpamMetrics } = require('./metrics') as typeof import('./metrics');
   const metrics = new IpamMetrics();
   const api = new ClientNodeApi({ kubeConfig: loadKubeConfig(o.kubeconfig), onRequest: (verb, resource) => metrics.apiRequests.inc({ verb, resource }) });
-  const agent = new IpamAgent({
+  const service = new IpamService({
     api,
     nodeName: o.nodeName,
     stateDir: o.stateDir ?? DEFAULT_IPAM_STATE_DIR,
@@ -46,9 +48,9 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
     gcIntervalMs: o.gcIntervalMs,
     nodeGraceMs: o.nodeGraceMs,
   });
-  await agent.start();
+  await service.start();
   const socketPath = o.socketPath ?? DEFAULT_IPAM_SOCKET;
-  const server = await serveIpamSocket(socketPath, (req) => agent.handle(req));
+  const server = await serveIpamSocket(socketPath, (req) => service.handle(req));
   const observe = o.metricsAddr
     ? await startObserveServer({
         address: parseListenAddress(o.metricsAddr, '--ipam-metrics-addr'),
@@ -56,61 +58,26 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
         // IPAM has no sync loop: it is healthy and ready while it can record allocations.
         lastSuccessfulSync: () => Date.now(),
         resyncPeriodMs: 60_000,
-        notAlive: () => agent.problem,
-        ready: () => agent.problem === undefined,
+        notAlive: () => service.problem,
+        ready: () => service.problem === undefined,
       })
     : undefined;
   o.logger.info({ socket: socketPath, metrics: o.metricsAddr }, 'ipam serving the CNI plugin');
   return {
-    agent,
+    service,
     metrics,
     socketPath,
     observeAddress: observe?.address,
     async stop() {
       await server.close();
       await observe?.close();
-      await agent.stop();
+      await service.stop();
     },
   };
 }
 
-/** The IPAM settings of `nfkube agent`, from its parsed flags (see the agent's option table).
- * --kubeconfig, --node-name and --log-level are shared with the policy agent. */
-export interface IpamArgs {
-  enabled: boolean;
-  noPolicy: boolean;
-  socketPath: string;
-  stateDir: string;
-  metricsAddr?: string;
-  gcIntervalMs?: number;
-}
-
-export function ipamArgs(v: Record<string, string | boolean | undefined>): IpamArgs {
-  const text = (name: string) => {
-    const value = v[name];
-    if (value === '') throw new Error(`--${name} needs a value`);
-    return typeof value === 'string' ? value : undefined;
-  };
-  const gc = text('ipam-gc-interval');
-  const out: IpamArgs = {
-    enabled: v.ipam === true,
-    noPolicy: v['no-policy'] === true,
-    socketPath: text('ipam-socket') ?? DEFAULT_IPAM_SOCKET,
-    stateDir: text('ipam-state-dir') ?? DEFAULT_IPAM_STATE_DIR,
-    metricsAddr: text('ipam-metrics-addr'),
-    gcIntervalMs: gc === undefined ? undefined : parseMs(gc, '--ipam-gc-interval'),
-  };
-  return out;
-}
-
-function parseMs(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
-  if (!m) throw new Error(`${flag}: "${text}" is not a duration like 30s or 1m`);
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-}
-
 /** `nfkube agent --ipam --no-policy`: IPAM alone until SIGTERM/SIGINT. */
-export async function runIpamOnly(ipam: IpamArgs, values: { kubeconfig?: string; nodeName: string; metricsAddr: string }, logger: Logger): Promise<number> {
+export async function runIpamOnly(ipam: IpamSettings, values: { kubeconfig?: string; nodeName: string; metricsAddr: string }, logger: Logger): Promise<number> {
   const handle = await startIpam({
     kubeconfig: values.kubeconfig,
     nodeName: values.nodeName,

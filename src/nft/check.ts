@@ -1,115 +1,19 @@
 /** Checks a transaction before it is sent, for mistakes the kernel would accept or refuse
- * without saying why: element keys and data whose length does not fit their set's types, and
- * address matches whose family is not the set's (`ip6 saddr @v4set` commits, and never matches).
- * After a refusal (ENOENT, EINVAL), names the reference that does not exist by resolving the
- * failing operation's table, chain, sets and jump targets against the transaction and the
- * kernel. */
-import { NetlinkSocket } from '../netlink/socket';
-import { formatElement } from './format';
-import { listChains, listSets, listTables } from './readback';
-import { operationReferences } from './objects';
-import { Expr, Family, NftSet, NftTypeName, Operation, SetElement } from './types';
-import { dataLength, keyLength, typeText } from './values';
+ * without saying why (values that do not fit their set, see set-fit.ts): each operation's codec
+ * says what it defines and what it checks, this walks the transaction. After a refusal (ENOENT,
+ * EINVAL), names the reference that does not exist by resolving the failing operation's table,
+ * chain, sets and jump targets against the transaction and the kernel. */
+import { checkOperation, ObjectName, operationDefinition, operationReferences, setsCheckedBy } from './objects';
+import { Chain, Family, NftSet, Operation, Table } from './types';
 
-/** A value that does not fit the set it is meant for. Nothing was sent. */
-export class SetTypeError extends Error {
-  constructor(
-    /** `inet demo peers` */
-    readonly set: string,
-    /** The element (or the rule's match, e.g. `ip6 saddr`) that does not fit. */
-    readonly element: string,
-    /** The set's type, e.g. `ipv4_addr` or `ipv4_addr . inet_service`. */
-    readonly setType: string,
-    /** The value's type or size, e.g. `ipv6_addr` or `16 bytes`. */
-    readonly valueType: string,
-    detail?: string,
-  ) {
-    super(`set ${set}: ${element} is ${valueType}, but the set's ${detail ?? 'key'} type is ${setType}`);
-    this.name = 'SetTypeError';
-  }
-}
+export { checkElements, checkRuleLookups, SetTypeError } from './set-fit';
 
-const setName = (s: NftSet) => `${s.family} ${s.table} ${s.name}`;
+/** An object's key among its table's: `inet nfkube set peers`. */
+const objectId = (o: ObjectName) => `${o.family} ${o.table} ${o.kind} ${o.name}`;
 
-/** What a byte length most likely holds, for messages. */
-function sizeName(n: number): string {
-  const guess = ({ 4: 'ipv4_addr', 16: 'ipv6_addr', 6: 'ether_addr', 2: 'inet_service', 1: 'inet_proto' } as Record<number, string>)[n];
-  return `${n} bytes${guess ? ` (${guess}?)` : ''}`;
-}
-
-function describeElement(set: NftSet, e: SetElement): string {
-  try {
-    return `element ${formatElement({ key: set.key }, { key: e.key, keyEnd: e.keyEnd })}`;
-  } catch {
-    return `element 0x${e.key.toString('hex')}`;
-  }
-}
-
-/** Each element's key (and range end) is as long as the set's key type, and a map's elements
- * carry data of its data type. */
-export function checkElements(set: NftSet, elements: SetElement[], removing = false): void {
-  const klen = keyLength(set.key);
-  const keyType = set.key.join(' . ');
-  const dataLen = set.data && set.data !== 'verdict' ? dataLength(set.data) : 0;
-  // Runs over every element of every batch: no allocation on the path where all is well.
-  for (let i = 0; i < elements.length; i++) {
-    const e = elements[i];
-    const bad = e.key.length !== klen ? e.key : e.keyEnd !== undefined && e.keyEnd.length !== klen ? e.keyEnd : undefined;
-    if (bad) throw new SetTypeError(setName(set), `element 0x${e.key.toString('hex')}`, `${keyType} (${klen} bytes)`, sizeName(bad.length));
-    if (removing) continue;
-    if (!set.data) {
-      if (e.data || e.verdict) throw new SetTypeError(setName(set), describeElement(set, e), 'none (a set, not a map)', e.verdict ? 'a verdict' : sizeName(e.data!.length), 'data');
-    } else if (set.data === 'verdict') {
-      if (!e.verdict) throw new SetTypeError(setName(set), describeElement(set, e), 'verdict', e.data ? sizeName(e.data.length) : 'missing', 'data');
-    } else if (!e.data || e.data.length !== dataLen) {
-      throw new SetTypeError(setName(set), describeElement(set, e), `${typeText(set.data)} (${dataLen} bytes)`, e.data ? sizeName(e.data.length) : 'missing', 'data');
-    }
-  }
-}
-
-/** Network-header loads whose type is known: the address matches nft writes. */
-const ADDRESS_LOADS: { offset: number; len: number; name: string; type: NftTypeName }[] = [
-  { offset: 12, len: 4, name: 'ip saddr', type: 'ipv4_addr' },
-  { offset: 16, len: 4, name: 'ip daddr', type: 'ipv4_addr' },
-  { offset: 8, len: 16, name: 'ip6 saddr', type: 'ipv6_addr' },
-  { offset: 24, len: 16, name: 'ip6 daddr', type: 'ipv6_addr' },
-];
-const ADDRESS_TYPES = new Set<NftTypeName>(['ipv4_addr', 'ipv6_addr']);
-
-function addressLoad(offset: number, len: number): (typeof ADDRESS_LOADS)[number] | undefined {
-  for (const a of ADDRESS_LOADS) if (a.offset === offset && a.len === len) return a;
-  return undefined;
-}
-
-/** An address loaded into a register and then looked up in a set whose (first) key field is an
- * address of the other family. */
-export function checkRuleLookups(exprs: Expr[], setOf: (name: string) => NftSet | undefined): void {
-  // Most rules of a batch look nothing up: they need no register tracking at all.
-  let lookups = false;
-  for (let i = 0; i < exprs.length && !lookups; i++) lookups = exprs[i].type === 'lookup';
-  if (!lookups) return;
-  const loaded = new Map<number, (typeof ADDRESS_LOADS)[number]>();
-  for (const e of exprs) {
-    if (e.type === 'payload' && e.dreg !== undefined) {
-      const known = e.base === 'network' ? addressLoad(e.offset, e.len) : undefined;
-      if (known) loaded.set(e.dreg, known);
-      else loaded.delete(e.dreg);
-    } else if (e.type === 'lookup') {
-      const src = loaded.get(e.sreg);
-      const set = setOf(e.set);
-      if (src && set && ADDRESS_TYPES.has(set.key[0]) && set.key[0] !== src.type) {
-        throw new SetTypeError(setName(set), src.name, set.key.join(' . '), src.type);
-      }
-    } else if ('dreg' in e && typeof e.dreg === 'number') {
-      loaded.delete(e.dreg);
-    }
-  }
-}
-
-const key3 = (family: Family, table: string, name: string) => `${family} ${table} ${name}`;
-
-/** Runs both checks over a transaction; sets are resolved among those it adds, then among
- * `known` (e.g. the kernel's, see kernelSetsReferenced). */
+/** Checks each operation's values against their sets; sets are resolved among those the
+ * transaction adds before the operation, then among `known` (e.g. the kernel's, see
+ * kernelSetsReferenced). */
 export function checkTransaction(operations: readonly Operation[], known: readonly NftSet[] = []): void {
   // Sets by table (`family table`), then by name: a rule resolves its lookups in its own table.
   const sets = new Map<string, Map<string, NftSet>>();
@@ -120,43 +24,36 @@ export function checkTransaction(operations: readonly Operation[], known: readon
     byName.set(s.name, s);
   };
   known.forEach(put);
-  let table = '';
-  let byName: Map<string, NftSet> | undefined;
-  const setOf = (name: string) => byName?.get(name);
+  const setOf = (family: Family, table: string, name: string) => sets.get(`${family} ${table}`)?.get(name);
   for (const op of operations) {
-    if (op.kind === 'set' && (op.verb === 'add' || op.verb === 'create')) put(op.set);
-    else if (op.kind === 'element') checkElements(op.set, op.elements, op.verb === 'delete' || op.verb === 'destroy');
-    else if (op.kind === 'rule' && op.verb !== 'delete' && op.verb !== 'destroy') {
-      const r = op.rule;
-      const t = `${r.family} ${r.table}`;
-      if (t !== table || !byName) {
-        table = t;
-        byName = sets.get(t);
-      }
-      checkRuleLookups(r.exprs, setOf);
-    }
+    const declared = operationDefinition(op)?.set;
+    if (declared) put(declared);
+    checkOperation(op, setOf);
   }
 }
 
-/** The definitions, read from the kernel, of the sets the transaction's rules look up without
- * adding them: one set dump per table concerned, only when some rule looks an address up. */
-export async function kernelSetsReferenced(socket: NetlinkSocket, operations: readonly Operation[]): Promise<NftSet[]> {
+/** What the checks read of the store a transaction goes to (a TableStore is one). */
+export interface ReferenceReader {
+  listTables(family?: Family): Promise<Table[]>;
+  listChains(family: Family, table: string): Promise<Chain[]>;
+  listSets(family: Family, table: string): Promise<NftSet[]>;
+}
+
+/** The definitions, read from the store, of the sets the transaction's checks resolve without
+ * the transaction adding them: one set dump per table concerned, only when some rule looks an
+ * address up. */
+export async function kernelSetsReferenced(reader: ReferenceReader, operations: readonly Operation[]): Promise<NftSet[]> {
   const added = new Set<string>();
   const tables = new Map<string, { family: Family; table: string }>();
   for (const op of operations) {
-    if (op.kind === 'set' && (op.verb === 'add' || op.verb === 'create')) added.add(key3(op.set.family, op.set.table, op.set.name));
-    if (op.kind !== 'rule' || op.verb === 'delete' || op.verb === 'destroy') continue;
-    const r = op.rule;
-    const loadsAddress = r.exprs.some((e) => e.type === 'payload' && e.base === 'network' && ADDRESS_LOADS.some((a) => a.offset === e.offset && a.len === e.len));
-    if (!loadsAddress) continue;
-    for (const e of r.exprs) {
-      if (e.type === 'lookup' && !added.has(key3(r.family, r.table, e.set))) tables.set(`${r.family} ${r.table}`, { family: r.family, table: r.table });
-    }
+    const declared = operationDefinition(op);
+    if (declared?.set) added.add(objectId(declared));
+    for (const r of setsCheckedBy(op)) if (!added.has(objectId(r))) tables.set(`${r.family} ${r.table}`, { family: r.family, table: r.table });
   }
   const out: NftSet[] = [];
   for (const t of tables.values()) {
     try {
-      out.push(...(await listSets(socket, t.family, t.table)));
+      out.push(...(await reader.listSets(t.family, t.table)));
     } catch {
       // A table that does not exist yet has no sets to check against.
     }
@@ -164,21 +61,21 @@ export async function kernelSetsReferenced(socket: NetlinkSocket, operations: re
   return out;
 }
 
-/** The first object operation `index` refers to that neither exists in the kernel nor is
+/** The first object operation `index` refers to that neither exists in the store nor is
  * created earlier in the transaction, described in words; undefined when all exist (or the
- * kernel cannot be read). The batch failed, so the kernel still holds the state before it. */
-export async function findMissingReference(socket: NetlinkSocket, operations: readonly Operation[], index: number): Promise<string | undefined> {
+ * store cannot be read). The batch failed, so the store still holds the state before it. */
+export async function findMissingReference(reader: ReferenceReader, operations: readonly Operation[], index: number): Promise<string | undefined> {
   const refs = operationReferences(operations[index]);
   if (refs.length === 0) return undefined;
   const exists = new Map<string, boolean>();
-  const id = (kind: string, family: Family, table: string, name: string) => `${kind} ${family} ${table} ${name}`;
+  const found = (kind: ObjectName['kind'], family: Family, table: string, name: string) => exists.set(objectId({ kind, family, table, name }), true);
   try {
     for (const family of new Set(refs.map((r) => r.family))) {
-      for (const table of await listTables(socket, family)) {
-        exists.set(id('table', family, table.name, table.name), true);
+      for (const table of await reader.listTables(family)) {
+        found('table', family, table.name, table.name);
         if (!refs.some((r) => r.table === table.name && r.kind !== 'table')) continue;
-        for (const c of await listChains(socket, family, table.name)) exists.set(id('chain', family, table.name, c.name), true);
-        for (const s of await listSets(socket, family, table.name)) exists.set(id('set', family, table.name, s.name), true);
+        for (const c of await reader.listChains(family, table.name)) found('chain', family, table.name, c.name);
+        for (const s of await reader.listSets(family, table.name)) found('set', family, table.name, s.name);
       }
     }
   } catch {
@@ -186,18 +83,16 @@ export async function findMissingReference(socket: NetlinkSocket, operations: re
   }
   // Replay what the transaction did before the failing operation.
   for (const op of operations.slice(0, index)) {
-    const created = op.verb === 'add' || op.verb === 'create';
-    const removed = op.verb === 'delete' || op.verb === 'destroy';
-    if (!created && !removed) continue;
-    if (op.kind === 'table') exists.set(id('table', op.table.family, op.table.name, op.table.name), created);
-    else if (op.kind === 'chain') exists.set(id('chain', op.chain.family, op.chain.table, op.chain.name), created);
-    else if (op.kind === 'set') exists.set(id('set', op.set.family, op.set.table, op.set.name), created);
-    if (op.kind === 'table' && removed) {
-      for (const k of exists.keys()) if (k.startsWith(`chain ${op.table.family} ${op.table.name} `) || k.startsWith(`set ${op.table.family} ${op.table.name} `)) exists.set(k, false);
+    const d = operationDefinition(op);
+    if (!d) continue;
+    if (!d.exists && d.holdsObjects) {
+      const inside = `${d.family} ${d.table} `;
+      for (const k of exists.keys()) if (k.startsWith(inside)) exists.set(k, false);
     }
+    exists.set(objectId(d), d.exists);
   }
   for (const r of refs) {
-    if (exists.get(id(r.kind, r.family, r.table, r.name))) continue;
+    if (exists.get(objectId(r))) continue;
     const where = r.kind === 'table' ? `table ${r.family} ${r.name}` : `${r.kind} ${r.name} in table ${r.family} ${r.table}`;
     return `${where} (${r.role}) does not exist, and the transaction does not create it before this operation`;
   }

@@ -3,12 +3,12 @@
 import type { Logger } from 'pino';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { PolicyEngine } from './engine/engine';
-import { Direction, isEmptyDelta, PolicyDelta, PolicyError } from './engine/ir';
+import { Direction, isEmptyDelta, PolicyDelta, PolicyError, PolicyIR } from './engine/ir';
 import { Component, TableRef } from '../pipeline/component';
 import { ChangeScope } from '../pipeline/scope';
 import { RulesetModel } from '../ruleset/model';
 import { DesiredTable } from './render/desired';
-import { Renderer } from './render/render';
+import { Renderer, RenderError } from './render/render';
 import { PolicyModes, type DenyAction } from './modes';
 import { DropLogOptions } from './render/tail';
 import { ClusterTiers } from './cluster/tiers';
@@ -23,6 +23,13 @@ export interface PolicyComponentOptions {
   /** Audit mode support (global and per namespace). */
   modes?: PolicyModes;
   logger: Logger;
+  /** Where input problems go instead of the log: the desired-state commands print them. */
+  report?: {
+    /** A rule entry NetworkPolicy could not read: it allows nothing. */
+    inputError(e: PolicyError): void;
+    /** An object the renderer isolated (RenderError). */
+    failClosed(err: RenderError): void;
+  };
 }
 
 /** The policy's table: always `inet`, one table for IPv4 and IPv6. */
@@ -43,7 +50,8 @@ export class PolicyComponent implements Component {
   constructor(private readonly opts: PolicyComponentOptions) {
     this.table = policyTable(opts.table);
     this.engine = new PolicyEngine(opts.nodeName);
-    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, onFailClosed: (err) => opts.logger.error({ object: err.object, err: err.cause }, err.message) });
+    const onFailClosed = opts.report ? (err: RenderError) => opts.report!.failClosed(err) : (err: RenderError) => opts.logger.error({ object: err.object, err: err.cause }, err.message);
+    this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, onFailClosed });
     this.tiers = new ClusterTiers({ nodeName: opts.nodeName, table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, logger: opts.logger }, this.renderer);
   }
 
@@ -59,10 +67,10 @@ export class PolicyComponent implements Component {
     });
     const ir = this.engine.state();
     const t1 = performance.now();
+    this.reportPolicyErrors([...ir.policies.values()].flatMap((p) => p.errors));
     this.desiredTable = new DesiredTable(this.renderer, ir, snapshot.pods.values());
     this.tiers.start(snapshot, this.desiredTable.model);
     this.loadStages = { engine: t1 - t0, render: performance.now() - t1 };
-    this.reportPolicyErrors([...ir.policies.values()].flatMap((p) => p.errors));
   }
 
   get desired(): RulesetModel {
@@ -74,6 +82,16 @@ export class PolicyComponent implements Component {
    * per-address counters are attributed. */
   podAt(address: string, dir: Direction): string | undefined {
     return this.desiredTable?.podAt(address, dir);
+  }
+
+  /** The compiled NetworkPolicy state the table renders (explain and verify --counters read it). */
+  state(): PolicyIR {
+    return this.engine.state();
+  }
+
+  /** The audit modes the table renders, per namespace (all enforced without --policy-mode). */
+  get modes(): PolicyModes {
+    return this.opts.modes ?? new PolicyModes();
   }
 
   /** Whether start() has built the desired model. */
@@ -133,7 +151,8 @@ export class PolicyComponent implements Component {
       const key = `${e.policy} ${e.field} ${e.message}`;
       if (this.reportedErrors.has(key)) continue;
       this.reportedErrors.add(key);
-      this.opts.logger.error({ object: `NetworkPolicy ${e.policy}`, field: e.field }, `${e.message}: this rule entry allows nothing; the policy still isolates its pods`);
+      if (this.opts.report) this.opts.report.inputError(e);
+      else this.opts.logger.error({ object: `NetworkPolicy ${e.policy}`, field: e.field }, `${e.message}: this rule entry allows nothing; the policy still isolates its pods`);
     }
   }
 }

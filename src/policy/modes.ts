@@ -8,7 +8,7 @@ import type { NamespaceInfo } from '../k8s/model';
 export const POLICY_MODE_ANNOTATION = 'nfkube.io/policy-mode';
 export type PolicyMode = 'enforce' | 'audit';
 /** What a deny does to a packet no policy allows (--deny-action). */
-export type DenyAction = 'drop' | 'reject';
+export type { DenyAction } from '../options/values';
 
 export function parsePolicyMode(v: string | boolean | undefined, flag = '--policy-mode'): PolicyMode {
   const m = (v as string | undefined) ?? 'enforce';

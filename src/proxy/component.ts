@@ -9,7 +9,12 @@ import type { Logger } from 'pino';
 import { ConntrackClient } from '../conntrack/client';
 import { ChangeScope } from '../pipeline/scope';
 import { ClaimIndex, Refusal } from './claims';
-import { cleanStaleFlows, reconcileConntrack, StaleFlows, staleFlows, UdpServicePort } from './conntrack-cleanup';
+import { reportRefusals, type ServiceEventSink } from './refusals';
+
+export { REFUSAL_REASON, type ServiceEventSink } from './refusals';
+import { staleFlows, UdpServicePort } from './conntrack-cleanup';
+import { ProxyAftercare } from './after-commit';
+import { claimElement, putOwned, putSet, releaseElement } from './shared-elements';
 import type { HealthCheckServer } from './health';
 import type { ProxyMetrics } from './metrics';
 import type { ProxierHealth } from './proxier-health';
@@ -53,9 +58,6 @@ export interface ProxyOptions {
 }
 
 /** Where refusals go as Kubernetes Events (src/k8s/event-writer.ts). */
-export interface ServiceEventSink {
-  warning(object: { kind: 'Service'; namespace: string; name: string }, reason: string, message: string): void;
-}
 
 interface Rendered {
   chains: Map<string, ChainModel>;
@@ -174,29 +176,25 @@ export class ProxyComponent implements Component {
   private env!: ProxyEnv;
   private envKey = '';
   private contents!: BaseContents;
-  /** Trigger times (ms) of EndpointSlice changes applied since the last commit. */
-  readonly pendingTriggerTimes: number[] = [];
-  /** Conntrack entries to delete once the change that made them stale is committed. */
-  readonly pendingStaleFlows: StaleFlows[] = [];
-  /** Conntrack entries deleted so far. */
-  conntrackDeleted = 0;
-  private cleaning: Promise<void> = Promise.resolve();
-  /** Health-check node ports that could not be served at the last sync. */
-  private healthFailures: Refusal[] = [];
-  /** A conntrack reconcile ran since start(). */
-  private reconciled = false;
+  /** What follows each commit: latency metrics, health answers, conntrack cleanup. */
+  private readonly aftercare: ProxyAftercare;
 
   constructor(readonly opts: ProxyOptions) {
     this.table = { family: 'inet', name: opts.table ?? DEFAULT_PROXY_TABLE };
     this.renderer = new ProxyRenderer(this.table.name, opts.masqueradeBit);
     this.desired = emptyModel({ ...this.table });
     this.claims = new ClaimIndex(opts.allowedExternalIPCIDRs);
+    this.aftercare = new ProxyAftercare(opts, {
+      healthChecks: () => this.healthChecks(),
+      udpPorts: () => [...this.rendered.values()].flatMap((r) => [...r.udp.values()]),
+      reportRefusals: (old, now) => reportRefusals(this.opts, old, now),
+    });
     for (const c of opts.clusterCIDRs ?? []) if (!parseCidr(c)) throw new Error(`--cluster-cidr: "${c}" is not a CIDR`);
     if (Array.isArray(opts.nodePortAddresses)) for (const c of opts.nodePortAddresses) if (!parseCidr(c)) throw new Error(`--nodeport-addresses: "${c}" is not a CIDR`);
   }
 
   start(snapshot: ClusterSnapshot): void {
-    this.reconciled = false;
+    this.aftercare.restart();
     this.services.clear();
     this.slices.clear();
     this.slicesOf.clear();
@@ -245,7 +243,7 @@ export class ProxyComponent implements Component {
         const old = this.slices.get(change.key);
         if (change.type === 'upsert') {
           this.putSlice(change.key, change.object, old);
-          if (change.object.triggerTimeMs !== undefined) this.pendingTriggerTimes.push(change.object.triggerTimeMs);
+          if (change.object.triggerTimeMs !== undefined) this.aftercare.pendingTriggerTimes.push(change.object.triggerTimeMs);
         } else this.removeSlice(change.key);
         const affected = new Set<string>();
         if (old?.serviceName) affected.add(`${old.namespace}/${old.serviceName}`);
@@ -272,70 +270,27 @@ export class ProxyComponent implements Component {
   }
 
   afterCommit(_diff: RuleSetDiff, kind: SyncKind): Promise<void> {
-    this.opts.metrics?.programmed(this.pendingTriggerTimes);
-    this.opts.proxierHealth?.updated();
-    const health = this.syncHealth();
-    this.pendingTriggerTimes.length = 0;
-    const flows = this.pendingStaleFlows.splice(0);
-    // A full sync (start, periodic resync) reconciles the whole conntrack table, which also finds
-    // what changed while no process watched; an incremental one cleans what its change left.
-    const conntrack = this.opts.conntrack;
-    let cleanup = Promise.resolve();
-    if (kind !== 'incremental') cleanup = this.reconcileConntrack();
-    else if (conntrack && flows.length > 0) cleanup = this.queueCleanup(() => cleanStaleFlows(conntrack, flows, this.opts.logger));
-    return Promise.all([health, cleanup]).then(() => undefined);
+    return this.aftercare.committed(kind);
   }
 
-  /** Health answers follow what is committed, not what is only desired. A health-check node port
-   * that cannot be served (in use) is reported as a refusal, once while it lasts. */
-  private async syncHealth(): Promise<void> {
-    if (!this.opts.health) return;
-    try {
-      const failed = await this.opts.health.sync(this.healthChecks());
-      const now: Refusal[] = failed.map(({ check, error }) => ({
-        kind: 'health-check-node-port',
-        service: check.service,
-        value: `TCP/${check.port}`,
-        message: `Service ${check.service}: health-check node port TCP/${check.port} cannot be served: ${error}`,
-      }));
-      this.reportRefusals(this.healthFailures, now);
-      this.healthFailures = now;
-    } catch (err) {
-      this.opts.logger?.error({ err }, 'health-check node ports');
-    }
-  }
-
-  /** Deletes every UDP conntrack entry the current services leave stale (conntrack-cleanup.ts
-   * reconcileStale), queued after the cleanups before it. */
+  /** Deletes every UDP conntrack entry the current services leave stale. */
   reconcileConntrack(): Promise<void> {
-    const conntrack = this.opts.conntrack;
-    if (!conntrack) return Promise.resolve();
-    this.reconciled = true;
-    const ports = [...this.rendered.values()].flatMap((r) => [...r.udp.values()]);
-    return this.queueCleanup(() => reconcileConntrack(conntrack, ports, this.opts.logger));
+    return this.aftercare.reconcileConntrack();
   }
 
-  /** For a run that ends after its first sync (`agent --once`): waits for the cleanups, and
-   * reconciles conntrack if no sync did (a table that already matched commits nothing). */
-  async settle(): Promise<void> {
-    if (!this.reconciled) await this.reconcileConntrack();
-    await this.cleaning;
-  }
-
-  /** One cleanup at a time, in commit order. */
-  private queueCleanup(work: () => Promise<number>): Promise<void> {
-    const run = this.cleaning.then(async () => {
-      const n = await work();
-      this.conntrackDeleted += n;
-      this.opts.metrics?.conntrackDeleted.inc(n);
-    });
-    this.cleaning = run.catch(() => undefined);
-    return run;
+  /** For a run that ends after its first sync (`agent --once`): see ProxyAftercare.settle. */
+  settle(): Promise<void> {
+    return this.aftercare.settle();
   }
 
   /** Resolves once the conntrack cleanups of every commit so far are done. */
   conntrackIdle(): Promise<void> {
-    return this.cleaning;
+    return this.aftercare.idle();
+  }
+
+  /** Conntrack entries deleted so far. */
+  get conntrackDeleted(): number {
+    return this.aftercare.conntrackDeleted;
   }
 
   stats(): Record<string, number> {
@@ -434,7 +389,7 @@ export class ProxyComponent implements Component {
     this.contents = this.computeContents();
     const base = this.renderer.base(this.contents);
     for (const s of base.sets) {
-      if (s.set.name.startsWith('nodeport-ips-') || s.set.name.startsWith('cluster-cidrs-')) this.putSet(s.set.name, s, scope);
+      if (s.set.name.startsWith('nodeport-ips-') || s.set.name.startsWith('cluster-cidrs-')) putSet(this.desired, s.set.name, s, scope);
     }
     const key = JSON.stringify(this.env);
     if (key === this.envKey) return;
@@ -518,8 +473,8 @@ export class ProxyComponent implements Component {
       if (restored !== undefined) this.slotChanged.add(this.chainService.get(restored)!);
       if (emptyBlock) emptied.push([f, slot.block]);
     }
-    this.reportRefusals(old.refusals, now.refusals);
-    for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
+    reportRefusals(this.opts, old.refusals, now.refusals);
+    for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.aftercare.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
     const m = this.desired;
     for (const [name, c] of now.chains) {
       const was = old.chains.get(name);
@@ -536,21 +491,21 @@ export class ProxyComponent implements Component {
       m.chains.delete(name);
       scope.chains.add(name);
     }
-    for (const [name, s] of now.sets) this.putSet(name, s, scope);
+    for (const [name, s] of now.sets) putSet(this.desired, name, s, scope);
     for (const name of old.sets.keys()) {
       if (now.sets.has(name)) continue;
       m.sets.delete(name);
       scope.sets.add(name);
     }
     // A first render (every service at start-up) has nothing to compare with.
-    if (old.entries.length === 0) now.entries.forEach(([set, e], i) => this.claim(set, now.entryKeys[i], key, e, scope));
+    if (old.entries.length === 0) now.entries.forEach(([set, e], i) => claimElement(this.desired, set, now.entryKeys[i], key, e, scope));
     else {
       const was = (old.entryIndex ??= entriesBySet(old));
       const next = entriesBySet(now);
       if (now !== EMPTY) now.entryIndex = next;
-      compareBySet(was, next, (set, k) => this.release(set, k, key, scope), (set, k, e) => this.claim(set, k, key, e, scope));
+      compareBySet(was, next, (set, k) => releaseElement(this.desired, set, k, key, scope, (owner) => lastEntry(this.rendered.get(owner)!, set, k)!), (set, k, e) => claimElement(this.desired, set, k, key, e, scope));
     }
-    if (old.owned.length === 0) for (const g of now.owned) this.putOwned(g.set, g.elements, g.keys, scope);
+    if (old.owned.length === 0) for (const g of now.owned) putOwned(this.desired, g.set, g.elements, g.keys, scope);
     else {
       const was = (old.ownedIndex ??= ownedBySet(old));
       const next = ownedBySet(now);
@@ -577,22 +532,6 @@ export class ProxyComponent implements Component {
     for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
   }
 
-  /** Reports refusals that are new (a warning, a metric, an Event on the Service) and those that
-   * are over. */
-  private reportRefusals(old: Refusal[], now: Refusal[]): void {
-    if (old.length === 0 && now.length === 0) return;
-    const before = new Set(old.map((r) => r.message));
-    const after = new Set(now.map((r) => r.message));
-    for (const r of now) {
-      if (before.has(r.message)) continue;
-      this.opts.logger?.warn({ service: r.service, kind: r.kind, value: r.value, holder: r.holder }, r.message);
-      this.opts.metrics?.refused.inc({ kind: r.kind });
-      const [namespace, name] = r.service.split('/');
-      this.opts.events?.warning({ kind: 'Service', namespace, name }, REFUSAL_REASON, r.message);
-    }
-    for (const r of old) if (!after.has(r.message)) this.opts.logger?.info({ service: r.service, kind: r.kind, value: r.value }, `${r.message}: no longer`);
-  }
-
   /** Re-renders the services whose draw slot was taken or given back by another's change. */
   private resyncSlotChanges(scope: ChangeScope): void {
     for (const key of this.slotChanged) {
@@ -601,88 +540,8 @@ export class ProxyComponent implements Component {
     }
   }
 
-  /** Replaces a set of the model, recording only the elements that differ when only they do. */
-  private putSet(name: string, s: SetModel, scope: ChangeScope): void {
-    const m = this.desired;
-    const was = m.sets.get(name);
-    m.sets.set(name, s);
-    if (!was || !sameSetDefinition(was.set, s.set)) {
-      scope.sets.add(name);
-      return;
-    }
-    for (const [k, e] of s.elements) {
-      const old = was.elements.get(k);
-      if (!old || !sameElementValue(old, e)) scope.element(name, k);
-    }
-    for (const k of was.elements.keys()) if (!s.elements.has(k)) scope.element(name, k);
-  }
-
-  /** Puts endpoint-map elements (and their keys, at the same index) into the model. */
-  private putOwned(set: string, elements: SetElement[], keys: string[], scope: ChangeScope): void {
-    const model = this.desired.sets.get(set)!.elements;
-    for (let i = 0; i < elements.length; i++) {
-      model.set(keys[i], elements[i]);
-      scope.element(set, keys[i]);
-    }
-  }
-
-  private claim(set: string, k: string, owner: string, e: SetElement, scope: ChangeScope): void {
-    const elements = this.desired.sets.get(set)!.elements;
-    const held = elements.get(k) as Claimed | undefined;
-    const by = held?.[CLAIMED_BY];
-    let owners: string | string[] = owner;
-    if (typeof by === 'string') {
-      if (by !== owner) owners = by < owner ? [by, owner] : [owner, by];
-    } else if (by !== undefined) {
-      if (!by.includes(owner)) {
-        by.push(owner);
-        by.sort();
-      }
-      owners = by;
-    }
-    if ((typeof owners === 'string' ? owners : owners[0]) !== owner) {
-      held![CLAIMED_BY] = owners;
-      return;
-    }
-    (e as Claimed)[CLAIMED_BY] = owners;
-    elements.set(k, e);
-    scope.element(set, k);
-  }
-
-  private release(set: string, k: string, owner: string, scope: ChangeScope): void {
-    const elements = this.desired.sets.get(set)!.elements;
-    const held = elements.get(k) as Claimed | undefined;
-    const by = held?.[CLAIMED_BY];
-    const owners = typeof by === 'string' ? [by] : by;
-    const at = owners ? owners.indexOf(owner) : -1;
-    if (!held || !owners || at < 0) return;
-    owners.splice(at, 1);
-    const rest = owners.length === 1 ? owners[0] : owners;
-    if (at > 0) {
-      held[CLAIMED_BY] = rest;
-      return;
-    }
-    scope.element(set, k);
-    if (owners.length === 0) {
-      elements.delete(k);
-      return;
-    }
-    const next = lastEntry(this.rendered.get(owners[0])!, set, k)! as Claimed;
-    next[CLAIMED_BY] = rest;
-    elements.set(k, next);
-  }
 }
 
-/** The reason of the Events recorded for a refused claim. */
-export const REFUSAL_REASON = 'ServiceClaimRefused';
-
-/** The services claiming a shared-map element, kept on the element in force: the service key, or
- * the keys, sorted, when several render the same key (the first one's element is in force). On
- * the element rather than in a map of its own: a full sync claims a hairpin element per endpoint,
- * and a second map of 250k entries cost more than all the rest of their rendering. A symbol, so
- * it is no field of the element as nft and the diff see it. */
-const CLAIMED_BY = Symbol('claimedBy');
-type Claimed = SetElement & { [CLAIMED_BY]?: string | string[] };
 
 /** A render's shared-map elements by map and key (the last of equal ones, as a later element of
  * a render replaces an earlier one in the model), to compare two renders of one service. */

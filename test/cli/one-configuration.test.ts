@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseWithPositionals, usageText } from '../../src/cli/options';
 import { parseConfig } from '../../src/cli/config';
-import { DENY_OPTIONS } from '../../src/cli/deny-options';
+import { DENY_OPTIONS } from '../../src/policy/options';
 import { COMMON_OPTIONS } from '../../src/cli/options';
 import { withSandbox, Sandbox } from '../helpers/netns';
 

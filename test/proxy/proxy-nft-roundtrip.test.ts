@@ -13,7 +13,8 @@ import { formatTable } from '../../src/nft/format';
 import { markedTable } from '../../src/nft/ownership';
 import { listTable } from '../../src/nft/readback';
 import { commit, Transaction } from '../../src/nft/transaction';
-import { proxyChoice, proxyComponent } from '../../src/cli/proxy-options';
+import { proxyComponent, proxySettings } from '../../src/proxy/options';
+import { PROXY_KINDS } from '../../src/k8s/source';
 import { ProxyComponent } from '../../src/proxy/component';
 import { diffRulesets, diffTransaction, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import { emptyModel, modelFromKernel, modelToContents, RulesetModel } from '../../src/ruleset/model';
@@ -63,11 +64,11 @@ async function viaNetlinkAndText(model: RulesetModel, text: string): Promise<{ n
 
 /** The proxy model `nfkube render --proxy --no-policy` builds for a manifests directory. */
 async function renderManifests(dir: string, clusterCIDR: string): Promise<RulesetModel> {
-  const choice = proxyChoice({ proxy: true, 'no-policy': true, 'cluster-cidr': clusterCIDR });
-  const source = new ManifestSource({ dir, kinds: choice.kinds, onChange: () => undefined, onWarning: () => undefined, onError: (e) => assert.fail(e.message) });
+  const settings = proxySettings({ proxy: true, 'no-policy': true, 'cluster-cidr': clusterCIDR });
+  const source = new ManifestSource({ dir, kinds: PROXY_KINDS, onChange: () => undefined, onWarning: () => undefined, onError: (e) => assert.fail(e.message) });
   const snap = await source.start();
   await source.stop();
-  const proxy = proxyComponent(choice.proxy!, 'node-1');
+  const proxy = proxyComponent(settings!, 'node-1');
   proxy.start(snap);
   return proxy.desired;
 }

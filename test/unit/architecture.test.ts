@@ -14,7 +14,7 @@ const SRC = join(__dirname, '..', '..', '..', 'src');
  * (policy, proxy, IPAM) never import each other. Files directly under src/ are units of their own. */
 const LAYERS: readonly (readonly string[])[] = [
   ['native', 'net', 'startup', 'build-info.ts', 'edit-distance.ts', 'log-format.ts'],
-  ['log.ts', 'observe'],
+  ['log.ts', 'observe', 'options'],
   ['netlink'],
   ['nft', 'ipset', 'rtnl', 'conntrack', 'nflog'],
   ['ruleset'],
@@ -22,6 +22,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['pipeline', 'cni'],
   ['policy', 'proxy', 'ipam'],
   ['explain'],
+  ['node'],
   ['demo'],
   ['cli', 'index.ts', 'netfilter.ts'],
 ];

@@ -6,14 +6,14 @@ import { AttrWriter } from '../../src/netlink/attr';
 import { decodeTextUdata, textUdata, UDATA_TABLE_COMMENT, UDATA_TABLE_NFKUBE_OPTIONS, commentUdata, decodeComment } from '../../src/nft/objects/codec';
 import { encodeTable } from '../../src/nft/objects/table';
 import { policyRecord, proxyRecord, readRecord, withRecorded, POLICY_RECORDED } from '../../src/cli/table-record';
-import { closest } from '../../src/cli/usage-error';
+import { closest } from '../../src/options/usage-error';
 import { editDistance } from '../../src/edit-distance';
 import { textLine } from '../../src/log-format';
 import { DropRing } from '../../src/policy/droplog/drop-ring';
 import type { DropRecord } from '../../src/policy/droplog/drop-log';
 import { netlinkInode } from '../../src/cli/table-holder';
 import { metricSamples } from '../../src/cli/commands/status';
-import { recordProblem } from '../../src/pipeline/table-sync';
+import { recordProblem } from '../../src/pipeline/table-writer';
 
 test('recorded options: a TLV of their own beside the comment, read back whole; too much user data is refused', () => {
   const options = policyRecord({ denyAction: 'reject', log: { group: 7, rate: 10, burst: 5 }, policyMode: 'audit' });

@@ -1,12 +1,11 @@
 /** `nfkube cleanup`: remove nfkube's own table, and nothing else. */
-import { policyTable } from '../../policy/component';
-import { TableRef } from '../../pipeline/component';
+import { ownedTables } from '../../node/enabled';
+import type { OptionValues } from '../../options/table';
 import { NetlinkSocket } from '../../netlink/socket';
 import { deleteOwnTable } from '../../nft/ownership';
-import { DEFAULT_PROXY_TABLE } from '../../proxy/render';
 import { Command } from '../command';
-import { PROXY_CLI_OPTIONS } from '../proxy-options';
-import { COMMON_OPTIONS, parse, tableName, usageText } from '../options';
+import { PROXY_CLI_OPTIONS } from '../../proxy/options';
+import { COMMON_OPTIONS, parse, usageText } from '../options';
 
 /** The names of nfkube's tables; `nfkube uninstall` takes them too. */
 export const TABLE_OPTIONS = {
@@ -35,15 +34,10 @@ const command: Command = {
 /** Deletes the policy and proxy tables named by the `table` and `proxy-table` options; returns
  * each as `inet NAME` with what happened to it. A table of that name nfkube did not create, or
  * one a running agent holds, is refused (ForeignTableError). */
-export async function deleteOwnTables(socket: NetlinkSocket, v: Record<string, string | boolean | undefined>): Promise<[string, 'deleted' | 'absent'][]> {
+export async function deleteOwnTables(socket: NetlinkSocket, v: OptionValues): Promise<[string, 'deleted' | 'absent'][]> {
   const done: [string, 'deleted' | 'absent'][] = [];
-  for (const t of ownTables(v)) done.push([`${t.family} ${t.name}`, await deleteOwnTable(socket, t.family, t.name)]);
+  for (const t of ownedTables(v)) done.push([`${t.family} ${t.name}`, await deleteOwnTable(socket, t.family, t.name)]);
   return done;
-}
-
-/** The policy and proxy tables the TABLE_OPTIONS values name. */
-export function ownTables(v: Record<string, string | boolean | undefined>): TableRef[] {
-  return [policyTable(tableName(v.table)), { family: 'inet', name: tableName((v['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE) }];
 }
 
 export default command;

@@ -2,7 +2,7 @@
  * each command's option table, so it lists exactly what the commands accept. */
 import { Command, RunContext } from '../command';
 import { GLOBAL_OPTIONS, OptionTable, parseWithPositionals, usageText } from '../options';
-import { UsageError } from '../usage-error';
+import { UsageError } from '../../options/usage-error';
 
 const options = {} as const satisfies OptionTable;
 const usage = usageText('nfkube completion bash|zsh', options, 'Prints a completion script: `source <(nfkube completion bash)`, or in zsh `source <(nfkube completion zsh)`.');

@@ -5,7 +5,7 @@ import type { TimedDrop } from '../../policy/droplog/drop-ring';
 import { DEFAULT_METRICS_ADDR, localClientAddress, parseListenAddress } from '../../observe/server';
 import { Command } from '../command';
 import { OptionTable, OUTPUT_OPTION, outputFormat, parse, parseDuration, usageText } from '../options';
-import { UsageError } from '../usage-error';
+import { UsageError } from '../../options/usage-error';
 
 const options = {
   pod: { type: 'string', value: 'NAMESPACE/NAME', description: "only drops to, from or caught by this pod's default deny" },

@@ -2,16 +2,15 @@
  * and from the table read back from the kernel; exit 1 when the two disagree. */
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTable } from '../../nft/readback';
-import { compileFull } from '../../policy/engine/compile';
 import { explainFlow, formatExplanation } from '../../explain/explain';
 import { explainTiers } from '../../explain/tier-verdict';
 import { flowPackets, FlowProtocol, resolveEndpoint } from '../../explain/flow';
 import { Command } from '../command';
-import { policyModes } from '../deny-options';
-import { PolicyModes } from '../../policy/modes';
-import { nodeName, OptionTable, parseWithPositionals, tableName, usageText } from '../options';
-import { readSnapshot, SOURCE_OPTIONS } from '../source';
-import { UsageError } from '../usage-error';
+import { desiredComponents, policyOf } from '../../node/desired';
+import { enabledFeatures, kindsOf } from '../../node/enabled';
+import { readSnapshot } from '../../node/source';
+import { nodeName, OptionTable, parseWithPositionals, SOURCE_OPTIONS, tableName, usageText } from '../options';
+import { UsageError } from '../../options/usage-error';
 import { withTableRecords } from '../table-record';
 
 const options = {
@@ -38,9 +37,10 @@ const command: Command = {
     if (portText !== undefined && (!/^\d+$/.test(portText) || port < 1 || port > 65535)) throw new Error(`--port: "${portText}" is not a port from 1 to 65535`);
     const table = tableName(v.table);
 
-    const snap = await readSnapshot(v, ctx);
-    const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
-    const modes = policyModes(v, snap.namespaces.values()) ?? new PolicyModes();
+    const enabled = enabledFeatures(v);
+    const snap = await readSnapshot(v, ctx, kindsOf(enabled));
+    const policy = policyOf(desiredComponents(enabled, snap, nodeName(v['node-name']), v))!;
+    const [ir, modes] = [policy.state(), policy.modes];
     const [src, dst] = parsed.positionals.map((t) => resolveEndpoint(t, snap.pods));
     const tiers = explainTiers(snap, nodeName(v['node-name']), modes);
 

@@ -4,7 +4,7 @@ import { ClientNodeApi, loadKubeConfig, NodeInfo } from '../../ipam/api';
 import { auditCluster, HeldAddress, heldAddresses } from '../../ipam/check';
 import { PLURALS, readBlock, readClaim } from '../../ipam/objects';
 import { Command } from '../command';
-import { didYouMean, UsageError } from '../usage-error';
+import { didYouMean, UsageError } from '../../options/usage-error';
 import { OptionTable, parse, usageText } from '../options';
 
 const options = {

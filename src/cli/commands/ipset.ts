@@ -3,7 +3,7 @@
  * window (syncSets); save prints what `ipset save` prints. */
 import { Command } from '../command';
 import { OptionTable, parse, usageText } from '../options';
-import { didYouMean, UsageError } from '../usage-error';
+import { didYouMean, UsageError } from '../../options/usage-error';
 import { fatalMessage } from '../fatal-message';
 import { NetlinkSocket } from '../../netlink/socket';
 import { IpsetClient } from '../../ipset/client';

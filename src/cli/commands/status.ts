@@ -12,9 +12,9 @@ import { DEFAULT_PROXY_TABLE } from '../../proxy/render';
 import { Command } from '../command';
 import { COMMON_OPTIONS, OptionTable, OUTPUT_OPTION, outputFormat, parse, tableName, usageText } from '../options';
 import { withTableRecords } from '../table-record';
-import { PROXY_CLI_OPTIONS } from '../proxy-options';
+import { PROXY_CLI_OPTIONS } from '../../proxy/options';
 import { findHolder, TableHolder } from '../table-holder';
-import { compareTable, desiredTables } from './verify';
+import { compareTable, desiredTables } from '../../node/desired';
 
 const { manifests, kubeconfig, 'node-name': node, table } = COMMON_OPTIONS;
 const options = {

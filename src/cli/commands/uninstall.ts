@@ -11,7 +11,8 @@ import { NetlinkSocket } from '../../netlink/socket';
 import { ForeignTableError } from '../../nft/ownership';
 import { Command } from '../command';
 import { parse, usageText } from '../options';
-import { deleteOwnTables, ownTables, TABLE_OPTIONS } from './cleanup';
+import { ownedTables } from '../../node/enabled';
+import { deleteOwnTables, TABLE_OPTIONS } from './cleanup';
 import { CACHE_DIR, ENV_EXAMPLE, installPaths, PATH_OPTIONS, RUNTIME_DIR, STATE_DIR, SYSUSERS_FILE, UNIT_FILE } from './install';
 
 const options = {
@@ -69,7 +70,7 @@ const command: Command = {
         if (err instanceof ForeignTableError && err.reason === 'held') throw new Error(`${err.message}\nstop the agent first (systemctl disable --now nfkube, or delete its DaemonSet), then run nfkube uninstall again; nothing was removed`);
         throw err;
       }
-      if (o.dryRun) say(`delete tables ${ownTables(v).map((t) => `${t.family} ${t.name}`).join(', ')} if present`);
+      if (o.dryRun) say(`delete tables ${ownedTables(v).map((t) => `${t.family} ${t.name}`).join(', ')} if present`);
     }
     const at = (path: string) => join(o.root, path);
     const prefix = at(o.prefix);

@@ -3,9 +3,9 @@
 import * as C from '../constants';
 import { ExprCodec, u32 } from './codec';
 
-// libnftnl's names (fib.c), by NFT_FIB_RESULT_*.
+// libnftnl's names (fib.c), by NFT_FIB_RESULT_*; flags by NFTA_FIB_F_*, nft's own names too.
 const RESULT_TEXT = ['unspec', 'oif', 'oifname', 'type'];
-const FLAG_TEXT: [number, string][] = [
+export const FIB_FLAG_TEXT: [number, string][] = [
   [C.NFTA_FIB_F_SADDR, 'saddr'],
   [C.NFTA_FIB_F_DADDR, 'daddr'],
   [C.NFTA_FIB_F_MARK, 'mark'],
@@ -32,7 +32,7 @@ export const fib: ExprCodec<'fib'> = {
   },
 
   describe(e) {
-    const flags = FLAG_TEXT.filter(([bit]) => e.flags & bit).map(([, t]) => t);
+    const flags = FIB_FLAG_TEXT.filter(([bit]) => e.flags & bit).map(([, t]) => t);
     return `${flags.join(' . ')} ${RESULT_TEXT[e.result] ?? 'unknown'} => reg ${e.dreg} `;
   },
 };

@@ -3,7 +3,7 @@ import { AttrMap, AttrWriter } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { Chain, ChainType, Family, HookName } from '../types';
-import { familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
+import { definition, familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
 
 // linux/netfilter.h NF_INET_*, NF_NETDEV_*; linux/netfilter_arp.h NF_ARP_IN, NF_ARP_OUT, NF_ARP_FORWARD.
 const INET_HOOKS: HookName[] = ['prerouting', 'input', 'forward', 'output', 'postrouting', 'ingress'];
@@ -98,4 +98,6 @@ export const chain: ObjectCodec<'chain'> = {
     const self = isCreation(op.verb) ? [] : [{ kind: 'chain' as const, family: c.family, table: c.table, name: c.name, role: 'the chain' }];
     return [tableReference(c.family, c.table), ...self];
   },
+
+  defines: (op) => definition(op.verb, { kind: 'chain', family: op.chain.family, table: op.chain.table, name: op.chain.name }),
 };

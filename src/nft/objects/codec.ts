@@ -3,7 +3,7 @@
 import { AttrWriter } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import { NFNL_SUBSYS_NFTABLES, nfMsgType, NLM_F_CREATE, NLM_F_EXCL } from '../../netlink/message';
-import { Family, NFPROTO, NftObjectKind, OperationOf, VerbOf } from '../types';
+import { Family, NFPROTO, NftObjectKind, NftSet, OperationOf, VerbOf } from '../types';
 
 /** The netlink message an operation becomes: its type, its flags besides NLM_F_REQUEST, and
  * whether the kernel is to echo it (new rules, for their handles). */
@@ -21,15 +21,32 @@ export interface BatchWriter {
   next(): void;
 }
 
-/** An object an operation needs to exist, for naming the missing one after a refusal. */
-export interface Reference {
+/** A table, chain or set by name; a table's `table` is its own name. */
+export interface ObjectName {
   kind: 'table' | 'chain' | 'set';
   family: Family;
   table: string;
   name: string;
+}
+
+/** An object an operation needs to exist, for naming the missing one after a refusal. */
+export interface Reference extends ObjectName {
   /** How the failing operation uses it. */
   role: string;
 }
+
+/** The object an operation creates or removes, replayed to know what exists at a later one. */
+export interface Definition extends ObjectName {
+  /** True: it exists after the operation; false: it is gone. */
+  exists: boolean;
+  /** It holds its table's chains and sets (a table): removing it removes them. */
+  holdsObjects?: boolean;
+  /** The set an operation declares, against which later elements and lookups are checked. */
+  set?: NftSet;
+}
+
+/** The sets a transaction's checks resolve by name: added earlier in it, or read from the kernel. */
+export type SetsInScope = (family: Family, table: string, name: string) => NftSet | undefined;
 
 export interface ObjectCodec<K extends NftObjectKind> {
   /** The netlink message each verb becomes. */
@@ -49,6 +66,14 @@ export interface ObjectCodec<K extends NftObjectKind> {
   format(op: OperationOf<K>): string;
   /** The objects the operation needs to exist before it. */
   references(op: OperationOf<K>): Reference[];
+  /** The object the operation creates or removes; undefined: none (a rule, elements, a flush). */
+  defines(op: OperationOf<K>): Definition | undefined;
+  /** Throws a SetTypeError for a value the operation puts in or matches against a set that does
+   * not fit the set's types; absent: the operation has none. */
+  check?(op: OperationOf<K>, sets: SetsInScope): void;
+  /** The sets check() resolves in `sets`, for reading the kernel's that the transaction does not
+   * add; absent: none. */
+  setsChecked?(op: OperationOf<K>): Reference[];
 }
 
 /** A generous guess at one object's message: a rule is about 500 bytes. */
@@ -75,6 +100,13 @@ export function flushableVerbs(newType: number, delType: number, destroyType: nu
 
 export const isCreation = (verb: string) => verb === 'add' || verb === 'create';
 export const isRemoval = (verb: string) => verb === 'delete' || verb === 'destroy';
+
+/** What a creation or removal does to the object's existence; undefined for other verbs (flush). */
+export function definition(verb: string, object: ObjectName): Definition | undefined {
+  if (isCreation(verb)) return { ...object, exists: true };
+  if (isRemoval(verb)) return { ...object, exists: false };
+  return undefined;
+}
 
 /** The reference to an object's table. */
 export const tableReference = (family: Family, table: string): Reference => ({ kind: 'table', family, table, name: table, role: 'its table' });

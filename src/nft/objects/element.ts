@@ -4,6 +4,7 @@ import { DecodeError } from '../../netlink/errors';
 import * as C from '../constants';
 import { decodeData, decodeValue, encodeValue, encodeVerdict } from '../expr/data';
 import { formatElement } from '../format';
+import * as fit from '../set-fit';
 import { NftSet, SetElement } from '../types';
 import { dataLength, decrement, increment, keyLength, typeText } from '../values';
 import { isRemoval, ObjectCodec, objectVerbs, tableReference } from './codec';
@@ -201,4 +202,9 @@ export const element: ObjectCodec<'element'> = {
   },
 
   references: (op) => [tableReference(op.set.family, op.set.table), { kind: 'set', family: op.set.family, table: op.set.table, name: op.set.name, role: 'the set' }],
+
+  defines: () => undefined,
+
+  // The operation carries its set's declaration: nothing to resolve.
+  check: (op) => fit.checkElements(op.set, op.elements, isRemoval(op.verb)),
 };

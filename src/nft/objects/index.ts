@@ -2,13 +2,13 @@
  * looked up by the operation's kind. Adding a kind of object is one file plus its line here. */
 import { Operation, NftObjectKind } from '../types';
 import { chain } from './chain';
-import { MessageKind, ObjectCodec, Reference } from './codec';
+import { Definition, MessageKind, ObjectCodec, Reference, SetsInScope } from './codec';
 import { element } from './element';
 import { rule } from './rule';
 import { set } from './set';
 import { table } from './table';
 
-export { BatchWriter, familyFromNumber, MessageKind, ObjectCodec, Reference } from './codec';
+export { BatchWriter, Definition, familyFromNumber, MessageKind, ObjectCodec, ObjectName, Reference, SetsInScope } from './codec';
 export { decodeTable, encodeTable, encodeTableRef } from './table';
 export { decodeChain, encodeChain, encodeChainRef } from './chain';
 export { decodeRule, encodeRule, encodeRuleRef, RuleEncodeOptions } from './rule';
@@ -41,4 +41,19 @@ export function formatOperation(op: Operation): string {
 /** The objects an operation needs to exist before it. */
 export function operationReferences(op: Operation): Reference[] {
   return codecOf(op).references(op);
+}
+
+/** The object an operation creates or removes, if any. */
+export function operationDefinition(op: Operation): Definition | undefined {
+  return codecOf(op).defines(op);
+}
+
+/** Throws a SetTypeError for a value of the operation that does not fit its set. */
+export function checkOperation(op: Operation, sets: SetsInScope): void {
+  codecOf(op).check?.(op, sets);
+}
+
+/** The sets checkOperation resolves by name for the operation. */
+export function setsCheckedBy(op: Operation): Reference[] {
+  return codecOf(op).setsChecked?.(op) ?? [];
 }

@@ -4,6 +4,7 @@ import { NLM_F_APPEND, NLM_F_CREATE, NLM_F_REPLACE } from '../../netlink/message
 import * as C from '../constants';
 import { decodeExprListAttr, encodeExprList } from '../expr';
 import { formatRule } from '../format';
+import { checkRuleLookups, setsResolvedByLookups } from '../set-fit';
 import { Rule } from '../types';
 import { decodeComment, familyFromNumber, isRemoval, msg, ObjectCodec, Reference, tableReference, UDATA_RULE_COMMENT } from './codec';
 
@@ -109,5 +110,19 @@ export const rule: ObjectCodec<'rule'> = {
       }
     }
     return refs;
+  },
+
+  // Rules are named by handle, never referenced by other operations.
+  defines: () => undefined,
+
+  check(op, sets) {
+    const r = op.rule;
+    if (!isRemoval(op.verb)) checkRuleLookups(r.exprs, (name) => sets(r.family, r.table, name));
+  },
+
+  setsChecked(op) {
+    const r = op.rule;
+    if (isRemoval(op.verb)) return [];
+    return setsResolvedByLookups(r.exprs).map((name) => ({ kind: 'set', family: r.family, table: r.table, name, role: 'looked up' }));
   },
 };

@@ -7,7 +7,7 @@ import { Expr, NFT_TYPE, NftSet, NftTypeName } from '../types';
 import { dataLength, keyLength, TYPE_LEN, typeText } from '../values';
 import { decodeSetUdata, encodeSetUdata } from './set-udata';
 import { decodeExpr, decodeExprListAttr, encodeExprList, encodeExprNest } from '../expr';
-import { familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
+import { definition, familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference } from './codec';
 
 // nftables src/datatype.h: concatenated type ids are built 6 bits per field.
 const TYPE_BITS = 6;
@@ -164,5 +164,10 @@ export const set: ObjectCodec<'set'> = {
     const s = op.set;
     const self = isCreation(op.verb) ? [] : [{ kind: 'set' as const, family: s.family, table: s.table, name: s.name, role: 'the set' }];
     return [tableReference(s.family, s.table), ...self];
+  },
+
+  defines(op) {
+    const d = definition(op.verb, { kind: 'set', family: op.set.family, table: op.set.table, name: op.set.name });
+    return d?.exists ? { ...d, set: op.set } : d;
   },
 };

@@ -2,7 +2,7 @@
 import { AttrMap, AttrWriter } from '../../netlink/attr';
 import * as C from '../constants';
 import { Table } from '../types';
-import { commentUdata, decodeComment, decodeTextUdata, textUdata, UDATA_TABLE_NFKUBE_OPTIONS, familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference, UDATA_TABLE_COMMENT } from './codec';
+import { commentUdata, decodeComment, decodeTextUdata, definition, textUdata, UDATA_TABLE_NFKUBE_OPTIONS, familyFromNumber, flushableVerbs, isCreation, ObjectCodec, tableReference, UDATA_TABLE_COMMENT } from './codec';
 
 // Encoders write a message's attributes into the caller's writer (one buffer per batch).
 
@@ -69,4 +69,9 @@ export const table: ObjectCodec<'table'> = {
   },
 
   references: (op) => (isCreation(op.verb) ? [] : [{ ...tableReference(op.table.family, op.table.name), role: 'the table' }]),
+
+  defines(op) {
+    const d = definition(op.verb, { kind: 'table', family: op.table.family, table: op.table.name, name: op.table.name });
+    return d && { ...d, holdsObjects: true };
+  },
 };

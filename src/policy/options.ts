@@ -2,13 +2,23 @@
  * reads the table (agent, render, verify, explain) so they agree on it. */
 import type { NamespaceInfo } from '../k8s/model';
 import type { Logger } from 'pino';
-import { parsePolicyMode, POLICY_MODE_ANNOTATION, PolicyModes } from '../policy/modes';
-import { DropLogOptions } from '../policy/render/tail';
-import type { OptionTable } from './options';
+import { parsePolicyMode, POLICY_MODE_ANNOTATION, PolicyModes } from './modes';
+import { DropLogOptions } from './render/tail';
+import type { OptionTable, OptionValues } from '../options/table';
+import { boundedInteger } from '../options/values';
 
 export const DEFAULT_LOG_GROUP = 100;
 export const DEFAULT_LOG_RATE = 10;
 export const DEFAULT_LOG_BURST = 5;
+
+export const POLICY_TABLE_OPTIONS = {
+  table: { type: 'string', value: 'NAME', description: "name of nfkube's own nftables table (family inet)", default: 'nfkube' },
+  'deny-action': { type: 'string', value: 'drop|reject', description: 'what happens to traffic no policy allows to or from an isolated pod', default: 'drop' },
+} as const satisfies OptionTable;
+
+export const NO_POLICY_OPTION = {
+  'no-policy': { type: 'boolean', description: 'do not enforce NetworkPolicy: run the proxy (--proxy) and/or IPAM (--ipam) alone' },
+} as const satisfies OptionTable;
 
 export const DENY_OPTIONS = {
   'log-drops': { type: 'boolean', description: "each pod's default deny logs to nfnetlink_log (the agent writes one line per drop), rate-limited in the kernel per combination chain (the pods isolated by the same policies)" },
@@ -18,31 +28,24 @@ export const DENY_OPTIONS = {
   'policy-mode': { type: 'string', value: 'enforce|audit', description: `audit support: with audit, what a deny would drop is logged and accepted instead; with enforce, namespaces annotated ${POLICY_MODE_ANNOTATION}: audit are audited (off when absent)` },
 } as const satisfies OptionTable;
 
-function integer(v: string | boolean | undefined, flag: string, def: number, min: number, max: number): number {
-  if (v === undefined) return def;
-  const n = Number(v);
-  if (typeof v !== 'string' || !/^\d+$/.test(v) || n < min || n > max) throw new Error(`${flag}: "${v}" is not an integer from ${min} to ${max}`);
-  return n;
-}
-
 /** --log-drops [--log-group G] [--log-rate R] [--log-burst B]; undefined without --log-drops. */
-export function dropLogOptions(v: Record<string, string | boolean | undefined>): DropLogOptions | undefined {
+export function dropLogOptions(v: OptionValues): DropLogOptions | undefined {
   const given = ['log-group', 'log-rate', 'log-burst'].filter((k) => v[k] !== undefined);
   if (!v['log-drops']) {
     if (given.length > 0) throw new Error(`--${given[0]} needs --log-drops`);
     return undefined;
   }
   return {
-    group: integer(v['log-group'], '--log-group', DEFAULT_LOG_GROUP, 0, 65535),
-    rate: integer(v['log-rate'], '--log-rate', DEFAULT_LOG_RATE, 0, 1_000_000),
-    burst: integer(v['log-burst'], '--log-burst', DEFAULT_LOG_BURST, 1, 1_000_000),
+    group: boundedInteger(v['log-group'], '--log-group', DEFAULT_LOG_GROUP, 0, 65535),
+    rate: boundedInteger(v['log-rate'], '--log-rate', DEFAULT_LOG_RATE, 0, 1_000_000),
+    burst: boundedInteger(v['log-burst'], '--log-burst', DEFAULT_LOG_BURST, 1, 1_000_000),
   };
 }
 
 /** --policy-mode, with every namespace's annotation taken in; undefined without the flag. Audit
  * support adds the audit sets and two rules to each default deny chain, so it is asked for: with
  * `--policy-mode enforce` namespaces may switch themselves to audit by annotation. */
-export function policyModes(v: Record<string, string | boolean | undefined>, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes | undefined {
+export function policyModes(v: OptionValues, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes | undefined {
   if (v['policy-mode'] === undefined) return undefined;
   const modes = new PolicyModes(parsePolicyMode(v['policy-mode']), onInvalid);
   for (const ns of namespaces) modes.setNamespace(ns);

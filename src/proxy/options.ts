@@ -4,14 +4,13 @@
  * enforce with admission for kube-proxy: externalIPs outside them are refused),
  * --healthz-bind-address ADDR (kube-proxy's /healthz and /livez) and --kube-proxy-metric-names. */
 import type { Logger } from 'pino';
-import { POLICY_KINDS, PROXY_KINDS, type ObjectKind } from '../k8s/source';
-import { parseCidr } from '../net/ip';
-import type { ProxyComponent, ProxyOptions } from '../proxy/component';
-import { DEFAULT_PROXY_TABLE } from '../proxy/render';
-import type { MetricPrefix } from '../proxy/metrics';
-import { DEFAULT_HEALTHZ_BIND_ADDRESS } from '../proxy/proxier-health';
+import type { ProxyComponent, ProxyOptions } from './component';
+import { DEFAULT_PROXY_TABLE } from './render';
+import type { MetricPrefix } from './metrics';
+import { DEFAULT_HEALTHZ_BIND_ADDRESS } from './proxier-health';
 import { ListenAddress, parseListenAddress } from '../observe/server';
-import { OptionTable, tableName } from './options';
+import type { OptionTable, OptionValues } from '../options/table';
+import { cidrList, tableName } from '../options/values';
 
 export const PROXY_CLI_OPTIONS = {
   proxy: { type: 'boolean', description: "run the service proxy (kube-proxy's nftables semantics) beside NetworkPolicy enforcement; with --no-policy, alone" },
@@ -28,10 +27,8 @@ export const PROXY_AGENT_OPTIONS = {
   'kube-proxy-metric-names': { type: 'boolean', description: "name the proxy's metrics kubeproxy_* as kube-proxy does (default nfkube_proxy_*)" },
 } as const satisfies OptionTable;
 
-export const PROXY_AGENT_USAGE = '[--healthz-bind-address ADDR] [--kube-proxy-metric-names]';
-
 /** Where the agent serves kube-proxy's /healthz and /livez (none when off), and its metric names. */
-export function proxyServing(v: Record<string, string | boolean | undefined>): { healthzAddress?: ListenAddress; metricPrefix: MetricPrefix } {
+export function proxyServing(v: OptionValues): { healthzAddress?: ListenAddress; metricPrefix: MetricPrefix } {
   if (v.proxy !== true) for (const flag of Object.keys(PROXY_AGENT_OPTIONS)) if (v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
   const healthz = ((v['healthz-bind-address'] as string | undefined) ?? DEFAULT_HEALTHZ_BIND_ADDRESS).trim();
   return {
@@ -40,41 +37,25 @@ export function proxyServing(v: Record<string, string | boolean | undefined>): {
   };
 }
 
-export const PROXY_USAGE = '[--proxy [--no-policy] [--cluster-cidr CIDR[,CIDR]] [--nodeport-addresses CIDR,...|primary] [--masquerade-all] [--proxy-table T] [--allowed-external-ip-cidrs CIDR,...]]';
-
-function cidrList(text: string, flag: string): string[] {
-  const list = text.split(',').map((s) => s.trim()).filter(Boolean);
-  if (list.length === 0) throw new Error(`${flag}: no CIDR given`);
-  for (const c of list) if (!parseCidr(c)) throw new Error(`${flag}: "${c}" is not a CIDR`);
-  return list;
-}
-
-/** What the flags ask for: which components run, and the proxy's options (without the node name). */
-export function proxyChoice(v: Record<string, string | boolean | undefined>): { policy: boolean; proxy?: Omit<ProxyOptions, 'nodeName'>; kinds: ObjectKind[] } {
+/** The proxy's options (without the node name) from the flags; undefined without --proxy. */
+export function proxySettings(v: OptionValues): Omit<ProxyOptions, 'nodeName'> | undefined {
   const proxy = v.proxy === true;
-  const policy = v['no-policy'] !== true;
   for (const flag of ['cluster-cidr', 'nodeport-addresses', 'masquerade-all', 'proxy-table', 'allowed-external-ip-cidrs']) {
     if (!proxy && v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
   }
-  if (!policy && !proxy && v.ipam !== true) throw new Error('--no-policy needs --proxy or --ipam (the agent would have nothing to do)');
-  const kinds: ObjectKind[] = [...(policy ? POLICY_KINDS : []), ...(proxy ? PROXY_KINDS : [])];
-  if (!proxy) return { policy, kinds };
+  if (!proxy) return undefined;
   const np = v['nodeport-addresses'] as string | undefined;
   return {
-    policy,
-    kinds,
-    proxy: {
-      table: tableName((v['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE),
-      clusterCIDRs: v['cluster-cidr'] !== undefined ? cidrList(v['cluster-cidr'] as string, '--cluster-cidr') : undefined,
-      nodePortAddresses: np === undefined || np.trim() === 'primary' ? 'primary' : cidrList(np, '--nodeport-addresses'),
-      masqueradeAll: v['masquerade-all'] === true,
-      allowedExternalIPCIDRs: v['allowed-external-ip-cidrs'] !== undefined ? cidrList(v['allowed-external-ip-cidrs'] as string, '--allowed-external-ip-cidrs') : [],
-    },
+    table: tableName((v['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE),
+    clusterCIDRs: v['cluster-cidr'] !== undefined ? cidrList(v['cluster-cidr'] as string, '--cluster-cidr') : undefined,
+    nodePortAddresses: np === undefined || np.trim() === 'primary' ? 'primary' : cidrList(np, '--nodeport-addresses'),
+    masqueradeAll: v['masquerade-all'] === true,
+    allowedExternalIPCIDRs: v['allowed-external-ip-cidrs'] !== undefined ? cidrList(v['allowed-external-ip-cidrs'] as string, '--allowed-external-ip-cidrs') : [],
   };
 }
 
 /** The proxy's Event writer when the agent reads an API server (none over manifests). */
-export function proxyEvents(v: Record<string, string | boolean | undefined>, nodeName: string, logger: Logger): ProxyOptions['events'] {
+export function proxyEvents(v: OptionValues, nodeName: string, logger: Logger): ProxyOptions['events'] {
   if (v.manifests !== undefined) return undefined;
   const { loadKubeConfig } = require('../k8s/informer-source') as typeof import('../k8s/informer-source');
   const { EventWriter, kubeConfigTransport } = require('../k8s/event-writer') as typeof import('../k8s/event-writer');
@@ -94,6 +75,6 @@ export function proxyComponent(
   extra: Pick<ProxyOptions, 'conntrack' | 'logger' | 'metrics' | 'health' | 'events' | 'proxierHealth'> = {},
 ): ProxyComponent {
   // Loaded only when the proxy runs: the policy agent alone never pays for it.
-  const { ProxyComponent } = require('../proxy/component') as typeof import('../proxy/component');
+  const { ProxyComponent } = require('./component') as typeof import('./component');
   return new ProxyComponent({ ...opts, nodeName, ...extra });
 }

@@ -2,13 +2,12 @@
  * only inside a pod). */
 import { accessSync, constants } from 'node:fs';
 import { ClusterSnapshot, ClusterSource, ObjectKind, SourceHandlers } from '../k8s/source';
-import type { RunContext } from './command';
-import { COMMON_OPTIONS, parseByteSize } from './options';
 import { describeKubeconfig, findKubeconfig } from '../k8s/kubeconfig-path';
-import { DENY_OPTIONS } from './deny-options';
+import type { OptionValues } from '../options/table';
+import { parseByteSize } from '../options/values';
 
 /** `kinds`: what to read (default: what NetworkPolicy enforcement reads). */
-export function openSource(values: Record<string, string | boolean | undefined>, handlers: SourceHandlers, kinds?: readonly ObjectKind[]): ClusterSource {
+export function openSource(values: OptionValues, handlers: SourceHandlers, kinds?: readonly ObjectKind[]): ClusterSource {
   // Commands that take no warnings still show them, marked as such.
   if (!handlers.onWarning) handlers = { ...handlers, onWarning: (w) => handlers.onError({ ...w, severity: 'warning' }) };
   const manifests = values.manifests as string | undefined;
@@ -31,14 +30,14 @@ export function openSource(values: Record<string, string | boolean | undefined>,
 }
 
 /** --manifests-max-bytes, undefined for the default. */
-export function manifestsMaxBytes(values: Record<string, string | boolean | undefined>): number | undefined {
+export function manifestsMaxBytes(values: OptionValues): number | undefined {
   const text = values['manifests-max-bytes'] as string | undefined;
   return text === undefined ? undefined : parseByteSize(text, '--manifests-max-bytes');
 }
 
 /** The cluster state once, for a command that reads it and exits: the source's problems on
  * stderr, the source stopped however the command ends. */
-export async function readSnapshot(values: Record<string, string | boolean | undefined>, ctx: RunContext, kinds?: readonly ObjectKind[]): Promise<ClusterSnapshot> {
+export async function readSnapshot(values: OptionValues, ctx: { defer(close: () => unknown): void }, kinds?: readonly ObjectKind[]): Promise<ClusterSnapshot> {
   await prepareSource(values);
   const source = openSource(values, { onChange: () => undefined, onError: (e) => process.stderr.write(`nfkube: ${e.message}\n`) }, kinds);
   ctx.defer(() => source.stop());
@@ -49,21 +48,14 @@ export async function readSnapshot(values: Record<string, string | boolean | und
 
 /** Before openSource() for a cluster: loads the part of client-node the informers use, not its
  * generated API (src/k8s/client-node.ts). */
-export async function prepareSource(values: Record<string, string | boolean | undefined>): Promise<void> {
+export async function prepareSource(values: OptionValues): Promise<void> {
   if (values.manifests) return;
   const { loadInformerClient } = require('../k8s/client-node') as typeof import('../k8s/client-node');
   await loadInformerClient();
 }
 
-/** Says when no pod of the snapshot runs on `node`: a wrong --node-name renders an empty table. */
-export function warnNoPods(snapshot: ClusterSnapshot, node: string, warn: (text: string) => void): void {
-  if (![...snapshot.pods.values()].some((p) => p.nodeName === node)) warn(`no pods are scheduled on node ${node}: nothing to enforce yet (is --node-name right?)`);
-}
-
 /** Where cluster state comes from, in words, for the agent's first log line. */
-export function describeSource(values: Record<string, string | boolean | undefined>): string {
+export function describeSource(values: OptionValues): string {
   if (values.manifests) return `manifests ${values.manifests as string}`;
   return describeKubeconfig(findKubeconfig(values.kubeconfig as string | undefined));
 }
-
-export const SOURCE_OPTIONS = { ...COMMON_OPTIONS, ...DENY_OPTIONS };

@@ -1,5 +1,5 @@
-/** The shape of a command's options, below both the parser (options.ts) and the config file
- * (config.ts), which each read it. */
+/** The shape of a command's options: below the parser and the config file (src/cli), and below
+ * the features (src/policy, src/proxy, src/ipam), which each declare their own. */
 /** One command-line option: how it parses and how `--help` describes it. */
 export interface OptionInfo {
   type: 'string' | 'boolean';
@@ -14,3 +14,6 @@ export interface OptionInfo {
 }
 
 export type OptionTable = Record<string, OptionInfo>;
+
+/** Parsed option values by name: flags, NFKUBE_* variables and the --config file, layered. */
+export type OptionValues = Record<string, string | boolean | undefined>;
