@@ -29,6 +29,8 @@ export interface PolicyComponentOptions {
     inputError(e: PolicyError): void;
     /** An object the renderer isolated (RenderError). */
     failClosed(err: RenderError): void;
+    /** A ClusterNetworkPolicy rule that failed closed. */
+    clusterInputError?(e: PolicyError): void;
   };
 }
 
@@ -52,7 +54,7 @@ export class PolicyComponent implements Component {
     this.engine = new PolicyEngine(opts.nodeName);
     const onFailClosed = opts.report ? (err: RenderError) => opts.report!.failClosed(err) : (err: RenderError) => opts.logger.error({ object: err.object, err: err.cause }, err.message);
     this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, onFailClosed });
-    this.tiers = new ClusterTiers({ nodeName: opts.nodeName, table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, logger: opts.logger }, this.renderer);
+    this.tiers = new ClusterTiers({ nodeName: opts.nodeName, table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, logger: opts.logger, onInputError: opts.report?.clusterInputError }, this.renderer);
   }
 
   /** What start() took, in ms: the engine's load of the snapshot, and the render of its state. */

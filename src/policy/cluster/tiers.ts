@@ -23,8 +23,8 @@ export interface ClusterTiersOptions {
   log?: DropLogOptions;
   modes?: PolicyModes;
   logger: Logger;
-  /** Counts a rule that failed closed (the metric nfkube_objects_failed_closed). */
-  onFailedClosed?: (policy: string, field: string) => void;
+  /** Where a rule that failed closed is reported instead of the log (render, verify). */
+  onInputError?: (e: PolicyError) => void;
 }
 
 export class ClusterTiers {
@@ -131,7 +131,7 @@ export class ClusterTiers {
     const key = `${e.policy} ${e.field} ${e.message}`;
     if (this.reported.has(key)) return;
     this.reported.add(key);
-    this.opts.onFailedClosed?.(e.policy, e.field);
+    if (this.opts.onInputError) return this.opts.onInputError(e);
     this.opts.logger.error({ object: `ClusterNetworkPolicy ${e.policy}`, field: e.field }, e.message);
   }
 }
