@@ -84,8 +84,12 @@ export function policyCounters(rows: (PolicyCounterRow | AuditRow)[], ir: Policy
 
 export function formatPolicyCounters(rows: PolicyCounters[]): string {
   const header = ['POLICY', 'DIRECTION', 'PODS', 'DROPPED', 'DROPPED BYTES', 'AUDITED', 'ACCEPTED'];
-  const lines = rows.map((r) => [printable(r.policy), r.direction, String(r.pods), String(r.droppedPackets), String(r.droppedBytes), String(r.auditedPackets), String(r.acceptedPackets)]);
+  return formatColumns(header, rows.map((r) => [printable(r.policy), r.direction, String(r.pods), String(r.droppedPackets), String(r.droppedBytes), String(r.auditedPackets), String(r.acceptedPackets)]), 2);
+}
+
+/** Aligned columns under `header`: those from index `numbersFrom` on right-aligned. */
+export function formatColumns(header: string[], lines: string[][], numbersFrom: number): string {
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  const fmt = (l: string[]) => l.map((c, i) => (i >= 2 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+  const fmt = (l: string[]) => l.map((c, i) => (i >= numbersFrom ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
   return [fmt(header), ...lines.map(fmt)].join('\n') + '\n';
 }

@@ -29,10 +29,10 @@ import type {
 } from './model';
 import type { FieldTree } from './yaml-block';
 
-export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node';
+export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node' | 'ClusterNetworkPolicy';
 
 /** Kinds without a namespace: keyed by name alone. */
-const CLUSTER_SCOPED: ReadonlySet<ObjectKind> = new Set(['Namespace', 'Node']);
+const CLUSTER_SCOPED: ReadonlySet<ObjectKind> = new Set(['Namespace', 'Node', 'ClusterNetworkPolicy']);
 
 export interface NormalizeOptions {
   /** Namespace for namespaced objects that carry none (manifests: `default`, like kubectl). */
@@ -253,7 +253,7 @@ function containerPort(r: FieldReader, p: unknown, field: string): ContainerPort
 }
 
 /** Where survived problems go: opts.onProblem, or thrown when there is none. */
-function problemSink(opts: NormalizeOptions): (err: K8sObjectError) => void {
+export function problemSink(opts: NormalizeOptions): (err: K8sObjectError) => void {
   return (
     opts.onProblem ??
     ((err: K8sObjectError) => {
@@ -330,7 +330,7 @@ export function failClosedPolicy(id: ObjectId, raw: unknown, field: string, prob
 
 /** The parts of a label selector that can be read: requirements that cannot are left out, so the
  * selector selects at least what was meant. */
-function readableSelector(v: unknown): LabelSelector {
+export function readableSelector(v: unknown): LabelSelector {
   const out: LabelSelector = {};
   if (!isRecord(v)) return out;
   if (isRecord(v.matchLabels)) {
@@ -355,7 +355,7 @@ function readableSelector(v: unknown): LabelSelector {
 /** A JSON object, or a typed client model. Not what YAML's explicit tags make (`!!set`,
  * `!!omap`, `!!binary`, `!!timestamp`): their keys are not fields, and reading one as an empty
  * object would widen a selector. */
-function isRecord(v: unknown): v is Obj {
+export function isRecord(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Map) && !(v instanceof Set) && !ArrayBuffer.isView(v) && !(v instanceof Date);
 }
 
@@ -430,7 +430,7 @@ function ipBlock(r: FieldReader, v: unknown, field: string): IPBlockInfo | undef
 }
 
 /** Empty matchLabels/matchExpressions are omitted: `{}` is the one form of "everything". */
-function labelSelector(r: FieldReader, v: unknown, field: string): LabelSelector | undefined {
+export function labelSelector(r: FieldReader, v: unknown, field: string): LabelSelector | undefined {
   const s = r.optRecord(v, field);
   if (!s) return undefined;
   const out: LabelSelector = {};
@@ -467,6 +467,7 @@ export const FIELDS_READ: Partial<Record<ObjectKind, FieldTree>> = {
   },
   Namespace: { apiVersion: true, metadata: { name: true, labels: true, annotations: { 'nfkube.io/policy-mode': true } } },
   NetworkPolicy: { apiVersion: true, metadata: { name: true, namespace: true }, spec: true },
+  ClusterNetworkPolicy: { apiVersion: true, metadata: { name: true }, spec: true },
 };
 
 /** Milliseconds since the epoch of an object's last change as the API server recorded it: the

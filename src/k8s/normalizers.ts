@@ -5,6 +5,8 @@ import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from './model';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod, type NormalizeOptions, type ObjectKind } from './normalize';
 import { normalizeEndpointSlice, normalizeNode, normalizeService } from './normalize-service';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from './service-model';
+import type { ClusterNetworkPolicyInfo } from './cluster-policy-model';
+import { normalizeClusterNetworkPolicy } from './normalize-cluster-policy';
 
 /** With a problem sink, an object that must fail closed is reported there and its replacement
  * returned: what sources deliver (API and manifests alike). */
@@ -22,7 +24,7 @@ function orReplacement<T>(normalize: (raw: unknown, opts?: NormalizeOptions) => 
 
 export const normalizers: Record<
   ObjectKind,
-  (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo | ServiceInfo | EndpointSliceInfo | NodeInfo
+  (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo | ServiceInfo | EndpointSliceInfo | NodeInfo | ClusterNetworkPolicyInfo
 > = {
   Pod: normalizePod,
   Namespace: normalizeNamespace,
@@ -30,4 +32,5 @@ export const normalizers: Record<
   Service: normalizeService,
   EndpointSlice: normalizeEndpointSlice,
   Node: normalizeNode,
+  ClusterNetworkPolicy: normalizeClusterNetworkPolicy,
 };

@@ -12,6 +12,7 @@ import type { Component } from '../pipeline/component';
 import type { EnabledFeature, InputReport } from '../pipeline/feature';
 import { plan, Plan } from '../pipeline/plan';
 import { PolicyComponent } from '../policy/component';
+import type { ClusterTiers } from '../policy/cluster/tiers';
 import type { PolicyIR } from '../policy/engine/ir';
 import { adoptBindings } from '../policy/render/source-check';
 import { modelFromKernel, RulesetModel, tableFlagsProblem } from '../ruleset/model';
@@ -37,14 +38,15 @@ export function policyOf(components: readonly Component[]): PolicyComponent | un
 
 /** The tables the options ask for (policy, and the proxy's with --proxy), as the cluster state
  * says they must be; `ir`, the policy's compiled model, when policy is on. */
-export async function desiredTables(v: OptionValues, ctx: { defer(close: () => unknown): void }): Promise<{ models: RulesetModel[]; ir?: PolicyIR }> {
+export async function desiredTables(v: OptionValues, ctx: { defer(close: () => unknown): void }): Promise<{ models: RulesetModel[]; ir?: PolicyIR; tiers?: ClusterTiers }> {
   const enabled = enabledFeatures(v);
   const node = nodeNameOf(v['node-name']);
   // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
   createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
   const snap = await readSnapshot(v, ctx, kindsOf(enabled));
   const components = desiredComponents(enabled, snap, node, v);
-  return { models: components.map((c) => c.desired), ir: policyOf(components)?.state() };
+  const policy = policyOf(components);
+  return { models: components.map((c) => c.desired), ir: policy?.state(), tiers: policy?.tiers };
 }
 
 /** The kernel's copy of `desired`'s table, and what it would take to reach `desired` (which takes

@@ -56,6 +56,7 @@ export const policyFeature: Feature<PolicySettings> = {
       report: {
         inputError: (e) => report.problem({ object: `NetworkPolicy ${e.policy}`, field: e.field, message: `NetworkPolicy ${e.policy}: ${e.field}: ${e.message}` }),
         failClosed: (err) => report.problem({ object: err.object, message: err.message }),
+        clusterInputError: (e) => report.problem({ object: `ClusterNetworkPolicy ${e.policy}`, field: e.field, message: `ClusterNetworkPolicy ${e.policy}: ${e.field}: ${e.message}` }),
       },
     }),
   async open(s, ctx) {

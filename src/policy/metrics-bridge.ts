@@ -13,6 +13,7 @@ import type { DenyAction } from './modes';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
 import { AgentObserver } from '../pipeline/agent';
 import { parseLabel } from './render/labels';
+import { parseClusterRuleLabel } from './cluster/labels';
 import { ProgrammingLatency } from '../pipeline/programming-latency';
 
 /** `latency`, when given, must also see each change delivered (ProgrammingLatency.deliver). */
@@ -90,7 +91,9 @@ export function policyCounterRows(rules: Rule[], counterElements: ReadonlyMap<st
   const rows = new Map<string, PolicyCounterRow>();
   let denyVerdict: DenyAction = 'drop';
   for (const r of rules) {
-    const label = r.comment ? parseLabel(r.comment) : undefined;
+    // A ClusterNetworkPolicy rule's counter counts its own action (explain/cluster-counters.ts):
+    // never a NetworkPolicy's accepts, though its label parses like one.
+    const label = r.comment && !parseClusterRuleLabel(r.comment) ? parseLabel(r.comment) : undefined;
     if (label?.kind === 'deny' && r.exprs.some((e) => e.type === 'reject')) denyVerdict = 'reject';
     if (label?.kind !== 'accept') continue;
     const counter = r.exprs.find((e) => e.type === 'counter');

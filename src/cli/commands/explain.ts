@@ -3,6 +3,7 @@
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTable } from '../../nft/readback';
 import { explainFlow, formatExplanation } from '../../explain/explain';
+import { explainTiers } from '../../explain/tier-verdict';
 import { flowPackets, FlowProtocol, resolveEndpoint } from '../../explain/flow';
 import { Command } from '../command';
 import { desiredComponents, policyOf } from '../../node/desired';
@@ -41,13 +42,14 @@ const command: Command = {
     const policy = policyOf(desiredComponents(enabled, snap, nodeName(v['node-name']), v))!;
     const [ir, modes] = [policy.state(), policy.modes];
     const [src, dst] = parsed.positionals.map((t) => resolveEndpoint(t, snap.pods));
+    const tiers = explainTiers(snap, nodeName(v['node-name']), modes);
 
     const back = await listTable(socket, 'inet', table);
     if (!back) process.stdout.write(`table inet ${table} does not exist: the kernel enforces nothing of nfkube's\n`);
     let agree = true;
     let unknown = false;
     for (const packet of flowPackets(src, dst, protocol as FlowProtocol, port)) {
-      const e = explainFlow(ir, modes, back, packet);
+      const e = explainFlow(ir, modes, back, packet, tiers);
       process.stdout.write(formatExplanation(e, `${src.text} -> ${dst.text}`));
       agree &&= e.agree;
       unknown ||= !e.kernel;

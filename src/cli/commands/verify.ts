@@ -4,6 +4,7 @@
 import { NetlinkSocket } from '../../netlink/socket';
 import { tableText } from '../../pipeline/component';
 import { compareTable, desiredTables } from '../../node/desired';
+import type { ClusterTiers } from '../../policy/cluster/tiers';
 import type { PolicyIR } from '../../policy/engine/ir';
 import { formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, RulesetModel } from '../../ruleset/model';
@@ -12,6 +13,7 @@ import { OptionTable, parse, SOURCE_OPTIONS, tableName, usageText } from '../opt
 import { PROXY_CLI_OPTIONS } from '../../proxy/options';
 import { withTableRecords } from '../table-record';
 import { formatPolicyCounters, policyCounters, readCounterRows } from '../../explain/counters';
+import { clusterRuleCounters, formatClusterRuleCounters } from '../../explain/cluster-counters';
 
 const options = {
   ...SOURCE_OPTIONS,
@@ -29,19 +31,21 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     const v = await withTableRecords(socket, 'verify', parse(args, options, usage));
-    const { models, ir } = await desiredTables(v, ctx);
+    const { models, ir, tiers } = await desiredTables(v, ctx);
     let differ = 0;
-    for (const desired of models) differ += await verifyTable(socket, desired, v.counters && desired.table.name === tableName(v.table) ? ir : undefined);
+    for (const desired of models) differ += await verifyTable(socket, desired, v.counters && desired.table.name === tableName(v.table) ? ir : undefined, tiers);
     return differ > 0 ? 1 : 0;
   },
 };
 
 /** Prints how the kernel's copy of one table differs from `desired` (and, given the policy IR,
  * its per-policy counters); 1 when it differs. */
-async function verifyTable(socket: NetlinkSocket, desired: RulesetModel, countersFor?: PolicyIR): Promise<number> {
+async function verifyTable(socket: NetlinkSocket, desired: RulesetModel, countersFor?: PolicyIR, tiers?: ClusterTiers): Promise<number> {
   const table = desired.table;
   const { back, kernel, flags, plan: p } = await compareTable(socket, desired);
   if (countersFor && back) process.stdout.write(formatPolicyCounters(policyCounters(await readCounterRows(socket, table.name, countersFor), countersFor)));
+  const clusterPolicies = tiers ? [...tiers.engine.state().policies.values()] : [];
+  if (countersFor && back && clusterPolicies.length > 0) process.stdout.write(formatClusterRuleCounters(clusterRuleCounters(back.rules, clusterPolicies)));
   if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
   if (flags) process.stdout.write(`${flags}\n`);
   if (p.action === 'noop') {
