@@ -1,6 +1,8 @@
 /** What a ClusterNetworkPolicy conformance step needs around its policies: the houses' pods as a
  * topology, the manifests the agent reads for a step's state, the full reachability matrix the
  * reference evaluator expects for it, and the step's upstream pokes checked against that matrix. */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { cnpWorld, decide, describeDecision, type CnpWorld, type NodeInfo } from '../helpers/cnp-spec';
 import { cellName, Matrix, NODE, slicesOf, type Cell, type ServedPorts } from '../helpers/prober';
@@ -9,6 +11,7 @@ import type { PodEndpoint, PodPlacement, Topology } from '../helpers/topology';
 /** What the manifests and the evaluator need of a topology (no namespaces need exist). */
 export type PodLayout = Pick<Topology, 'pods' | 'nodeIPv4' | 'nodeIPv6'>;
 import { CNP_PORTS, HOUSE_PODS, HOUSES, houseNamespace, parsePoke, type CnpCase, type CnpState, type CnpStep, type PodAddresses } from './cnp-cases';
+import { agentUnavailable, REPO_ROOT } from './harness';
 import { clusterObjects, type ContainerPort, type K8sObject } from './manifests';
 
 export const CNP_SERVED: ServedPorts = CNP_PORTS;
@@ -118,4 +121,13 @@ export function pokeDisagreements(step: CnpStep, matrix: Matrix): string[] {
 export function addressesOf(t: Pick<Topology, 'pods'>): PodAddresses {
   const byId = new Map(t.pods.map((p) => [p.id, p]));
   return { ipv4: (id) => byId.get(id)!.ipv4, ipv6: (id) => byId.get(id)!.ipv6 };
+}
+
+/** Why the agent cannot be tested on ClusterNetworkPolicy yet, or undefined when it can: its
+ * source layer (dist/src/k8s) must know the kind, which branch s9-cnp adds. */
+export function clusterNetworkPolicyUnavailable(): string | undefined {
+  const dir = join(REPO_ROOT, 'dist', 'src', 'k8s');
+  if (!existsSync(dir)) return `the agent is not built yet (${dir} missing)`;
+  const knows = readdirSync(dir).some((f) => f.endsWith('.js') && readFileSync(join(dir, f), 'utf8').includes('ClusterNetworkPolicy'));
+  return knows ? agentUnavailable() : 'the agent does not read ClusterNetworkPolicy yet (src/k8s knows no such kind)';
 }
