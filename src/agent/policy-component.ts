@@ -11,6 +11,7 @@ import { DesiredTable } from './desired';
 import { Renderer } from './render';
 import { PolicyModes } from '../deny/modes';
 import { DropLogOptions } from '../deny/tail';
+import { ClusterTiers } from '../policy/cluster/tiers';
 
 export interface PolicyComponentOptions {
   nodeName: string;
@@ -36,11 +37,14 @@ export class PolicyComponent implements Component {
   private readonly renderer: Renderer;
   private desiredTable?: DesiredTable;
   private readonly reportedErrors = new Set<string>();
+  /** ClusterNetworkPolicy's Admin and Baseline tiers, in the same table. */
+  readonly tiers: ClusterTiers;
 
   constructor(private readonly opts: PolicyComponentOptions) {
     this.table = policyTable(opts.table);
     this.engine = new PolicyEngine(opts.nodeName);
     this.renderer = new Renderer({ table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, onFailClosed: (err) => opts.logger.error({ object: err.object, err: err.cause }, err.message) });
+    this.tiers = new ClusterTiers({ nodeName: opts.nodeName, table: opts.table, denyAction: opts.denyAction, log: opts.log, modes: opts.modes, logger: opts.logger }, this.renderer);
   }
 
   /** What start() took, in ms: the engine's load of the snapshot, and the render of its state. */
@@ -56,6 +60,7 @@ export class PolicyComponent implements Component {
     const ir = this.engine.state();
     const t1 = performance.now();
     this.desiredTable = new DesiredTable(this.renderer, ir, snapshot.pods.values());
+    this.tiers.start(snapshot, this.desiredTable.model);
     this.loadStages = { engine: t1 - t0, render: performance.now() - t1 };
     this.reportPolicyErrors([...ir.policies.values()].flatMap((p) => p.errors));
   }
@@ -85,11 +90,12 @@ export class PolicyComponent implements Component {
       this.opts.logger.error({ err, object: `${change.kind} ${change.key}` }, 'policy engine rejected a change');
       return false;
     }
-    if (!delta) return false;
+    if (!delta) return this.tiers.apply(change, scope);
     const modes = this.opts.modes;
     const modeChanged = change.kind === 'Namespace' && !!modes && (change.type === 'upsert' ? modes.setNamespace(change.object) : modes.deleteNamespace(change.key));
     const sourcesChanged = change.kind === 'Pod' && this.desiredTable.podChanged(change, scope);
-    if (isEmptyDelta(delta) && !modeChanged) return sourcesChanged;
+    const tiersChanged = this.tiers.apply(change, scope);
+    if (isEmptyDelta(delta) && !modeChanged) return sourcesChanged || tiersChanged;
     this.reportPolicyErrors(delta.policies.upsert.flatMap((p) => p.errors));
     this.desiredTable.apply(delta, scope);
     if (modeChanged) this.desiredTable.namespaceModeChanged(change.key, scope);
@@ -104,7 +110,8 @@ export class PolicyComponent implements Component {
 
   stats(): Record<string, number> {
     const s = this.engine.stats();
-    return { pods: s.targets ?? 0, policies: s.policies ?? 0, failedClosed: (s.policiesFailedClosed ?? 0) + this.renderer.failedClosed.size };
+    const t = this.tiers.stats();
+    return { pods: s.targets ?? 0, policies: s.policies ?? 0, clusterPolicies: t.clusterPolicies, failedClosed: (s.policiesFailedClosed ?? 0) + this.renderer.failedClosed.size + t.clusterPoliciesFailedClosed };
   }
 
   /** The change's effect on the engine; undefined for kinds NetworkPolicy does not read. */

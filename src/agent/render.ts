@@ -42,6 +42,7 @@ import { PodInfo } from '../k8s/model';
 import { PolicyModes } from '../deny/modes';
 import { auditElements } from '../deny/audit-entries';
 import { BOUND_SETS, LocalSources, MAC_SETS, SOURCE_CHAIN, SOURCE_SETS, sourceCheckRules, SPOOFED_CHAIN, spoofedRules } from './source-check';
+import { tierHook } from '../policy/cluster/hooks';
 import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from '../deny/tail';
 
 export interface RenderOptions {
@@ -190,7 +191,10 @@ export class Renderer {
 
   /** Base chains, the default deny chains, the four vmaps and the counter sets (empty): the part
    * that never depends on the cluster. */
-  base(): { chains: ChainModel[]; sets: SetModel[] } {
+  /** The base chains: each dispatches by the pod's address to its combination chain; with
+   * `clusterTiers` (while ClusterNetworkPolicies exist), around that dispatch, the jumps to the
+   * Admin and Baseline tiers (src/policy/cluster/hooks.ts). */
+  dispatchChains(clusterTiers = false): ChainModel[] {
     const established = [...b.ctState(['established', 'related']), b.accept()];
     // Neighbor discovery is how an IPv6 pod reaches its gateway at all (it may come from the
     // pod's own address); NetworkPolicy governs connections, not the link.
@@ -198,14 +202,20 @@ export class Renderer {
     const dispatch = (chain: string, dir: Direction, field: 'saddr' | 'daddr') => [
       this.rule(chain, established),
       this.rule(chain, discovery),
+      ...(clusterTiers ? [this.rule(chain, tierHook('admin', dir))] : []),
       this.rule(chain, [...b.nfproto('ipv4'), b.load(`ip ${field}`), b.vmap(VMAPS[dir].v4)]),
       this.rule(chain, [...b.nfproto('ipv6'), b.load(`ip6 ${field}`), b.vmap(VMAPS[dir].v6)]),
+      ...(clusterTiers ? [this.rule(chain, tierHook('baseline', dir))] : []),
     ];
-    const chains: ChainModel[] = [
+    return [
       { chain: this.chain('forward_egress', { hook: 'forward', priority: 0, type: 'filter', policy: 'accept' }), rules: dispatch('forward_egress', 'egress', 'saddr') },
       { chain: this.chain('forward_ingress', { hook: 'forward', priority: 1, type: 'filter', policy: 'accept' }), rules: dispatch('forward_ingress', 'ingress', 'daddr') },
       { chain: this.chain('input_egress', { hook: 'input', priority: 0, type: 'filter', policy: 'accept' }), rules: dispatch('input_egress', 'egress', 'saddr') },
     ];
+  }
+
+  base(): { chains: ChainModel[]; sets: SetModel[] } {
+    const chains = this.dispatchChains();
     for (const dir of ['ingress', 'egress'] as const) {
       const name = DENY_CHAINS[dir];
       const rules = denyChainRules(dir, !!this.opts.modes).map((r) => this.rule(name, r.exprs, r.comment));
@@ -354,6 +364,11 @@ export class Renderer {
   /** Every (peer x port) match of one rule entry, each ending in a counted accept: one rule each;
    * with `portSet`, one rule per peer matches every port match of the entry. */
   private acceptRules(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>, portSet?: string): Expr[][] {
+    return this.ruleMatches(entry, dir, ipBlocks, COUNTED_ACCEPT, portSet);
+  }
+
+  /** Every (peer x port) match of one rule entry, each followed by `tail` (its verdict). */
+  ruleMatches(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>, tail: Expr[], portSet?: string): Expr[][] {
     const peerField = dir === 'ingress' ? 'saddr' : 'daddr';
     // Peer alternatives, each tagged with the address family it pins (undefined: any).
     const peers: { fam?: Fam; exprs: Expr[] }[] = [];
@@ -373,19 +388,19 @@ export class Renderer {
     }
     const out: Expr[][] = [];
     if (entry.ports === 'any') {
-      for (const peer of peers) out.push(peer.exprs.concat(COUNTED_ACCEPT));
+      for (const peer of peers) out.push(peer.exprs.concat(tail));
       return out;
     }
     const ports: Expr[][] = [];
     if (portSet) ports.push(PORT_SET_LOADS.exprs.concat(this.lookup(portSet, PORT_SET_LOADS.sreg)));
     else for (const pm of entry.ports) ports.push(this.portMatch(pm));
     for (const peer of peers) {
-      for (const port of ports) out.push(peer.exprs.concat(port, COUNTED_ACCEPT));
+      for (const port of ports) out.push(peer.exprs.concat(port, tail));
       if (entry.namedPorts) {
         for (const fam of peer.fam ? [peer.fam] : (['v4', 'v6'] as const)) {
           const loads = NAMED_PORT_LOADS[fam];
           const lookup = this.lookup(namedPortSetName(entry.namedPorts, fam), loads.sreg);
-          out.push(peer.exprs.concat(peer.fam ? loads.pinned : loads.exprs, lookup, COUNTED_ACCEPT));
+          out.push(peer.exprs.concat(peer.fam ? loads.pinned : loads.exprs, lookup, tail));
         }
       }
     }

@@ -23,7 +23,7 @@ import { sourceErrorFrom } from './errors';
 import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
 import { rawLister, type ListPage } from './raw-list';
 import { RawWatch } from './raw-watch';
-import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
+import { ClusterState, OPTIONAL_KINDS, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
 
 /** A kubeconfig file, or as kubectl finds one when no path is given (kubeconfig-path.ts). */
@@ -75,6 +75,8 @@ export interface InformerSourceOptions extends SourceHandlers {
 }
 
 const DEFAULT_PAGE_SIZE = 100;
+/** How often an optional kind that is not served is asked for again. */
+const NOT_SERVED_RETRY_MS = 30_000;
 
 interface KindAccess {
   kind: ObjectKind;
@@ -110,6 +112,11 @@ export class InformerSource implements ClusterSource {
         list: rawLister(kc, '/apis/discovery.k8s.io/v1/endpointslices'),
       },
       { kind: 'Node', watchPath: '/api/v1/nodes', list: rawLister(kc, '/api/v1/nodes') },
+      {
+        kind: 'ClusterNetworkPolicy',
+        watchPath: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
+        list: rawLister(kc, '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies'),
+      },
     ];
     this.reflectors = all.filter((k) => wanted.has(k.kind)).map((k) => new Reflector(k, watch, this.state, opts));
   }
@@ -159,6 +166,8 @@ class Reflector {
   /** False once the server refused WatchList for good (400/422, or ignored it). */
   private watchList: boolean;
   private stopped = false;
+  /** An optional kind found not served (notServed). */
+  private absent = false;
   private controller?: AbortController;
   private wakeUp?: () => void;
   private running?: Promise<void>;
@@ -221,6 +230,10 @@ class Reflector {
         failures = end.events > 0 || Date.now() - started >= 1000 ? 0 : failures + 1;
       } catch (err) {
         if (this.stopped) break;
+        if (this.notServed(err)) {
+          await this.sleep(NOT_SERVED_RETRY_MS);
+          continue;
+        }
         failures += 1;
         const e = sourceErrorFrom(err);
         this.opts.onError({ ...e, message: `${this.access.kind} list/watch failed (attempt ${failures}): ${e.message}` });
@@ -229,10 +242,25 @@ class Reflector {
     }
   }
 
+  /** An optional kind the server does not serve (404: its CRD is not installed): its state is
+   * empty, said once, and asked for again now and then, so it is picked up once installed. */
+  private notServed(err: unknown): boolean {
+    if (!OPTIONAL_KINDS.has(this.access.kind) || (err as { statusCode?: number } | null)?.statusCode !== 404) return false;
+    if (!this.absent) {
+      this.absent = true;
+      this.notice(`${this.access.kind} is not served by the API server (its CRD is not installed): enforcing without it; it is read as soon as it is served`);
+      this.state.replaceKind(this.access.kind, new Map());
+      this.resolveSynced();
+    }
+    this.resourceVersion = '';
+    return true;
+  }
+
   /** A WatchList that ended before its initial state: as client-go does, a paged LIST instead,
    * this time; for good when the server refused the parameters or ignored them. */
   private async fallBackToList(end: WatchEnd, initial: InitialEvents): Promise<void> {
     const status = (end.error as { statusCode?: number } | undefined)?.statusCode;
+    if (status === 404 && OPTIONAL_KINDS.has(this.access.kind)) throw end.error;
     const refused = status === 400 || status === 422;
     if (refused || initial.unsupported) this.watchList = false;
     const why = initial.unsupported ? 'the server ignored sendInitialEvents'

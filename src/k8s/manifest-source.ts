@@ -44,6 +44,7 @@ const API_VERSIONS: Record<ObjectKind, string> = {
   Service: 'v1',
   EndpointSlice: 'discovery.k8s.io/v1',
   Node: 'v1',
+  ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
 };
 const DEFAULT_NAMESPACE = 'default';
 /** Larger files are refused unread: parsing blocks the event loop, so a file this big would stall

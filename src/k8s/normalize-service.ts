@@ -360,6 +360,7 @@ export function normalizeNode(raw: unknown, opts: NormalizeOptions = {}): NodeIn
         : [];
   const podCIDRs = parseEach(cidrFns, opts, false);
   const node: NodeInfo = { name: id.name, addresses, podCIDRs };
+  if (Object.keys(labels).length > 0) node.labels = labels;
   if (labels[ZONE_LABEL]) node.zone = labels[ZONE_LABEL];
   const taints = Array.isArray(spec.taints) ? (spec.taints as unknown[]) : [];
   const autoscalerTaint = taints.some((t) => (t as { key?: unknown } | null)?.key === TO_BE_DELETED_TAINT);

@@ -29,12 +29,14 @@ import type {
 } from './model';
 import { normalizeEndpointSlice, normalizeNode, normalizeService } from './normalize-service';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from './service-model';
+import type { ClusterNetworkPolicyInfo } from './cluster-policy-model';
+import { normalizeClusterNetworkPolicy } from './normalize-cluster-policy';
 import type { FieldTree } from './yaml-block';
 
-export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node';
+export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node' | 'ClusterNetworkPolicy';
 
 /** Kinds without a namespace: keyed by name alone. */
-const CLUSTER_SCOPED: ReadonlySet<ObjectKind> = new Set(['Namespace', 'Node']);
+const CLUSTER_SCOPED: ReadonlySet<ObjectKind> = new Set(['Namespace', 'Node', 'ClusterNetworkPolicy']);
 
 export interface NormalizeOptions {
   /** Namespace for namespaced objects that carry none (manifests: `default`, like kubectl). */
@@ -255,7 +257,7 @@ function containerPort(r: FieldReader, p: unknown, field: string): ContainerPort
 }
 
 /** Where survived problems go: opts.onProblem, or thrown when there is none. */
-function problemSink(opts: NormalizeOptions): (err: K8sObjectError) => void {
+export function problemSink(opts: NormalizeOptions): (err: K8sObjectError) => void {
   return (
     opts.onProblem ??
     ((err: K8sObjectError) => {
@@ -332,7 +334,7 @@ export function failClosedPolicy(id: ObjectId, raw: unknown, field: string, prob
 
 /** The parts of a label selector that can be read: requirements that cannot are left out, so the
  * selector selects at least what was meant. */
-function readableSelector(v: unknown): LabelSelector {
+export function readableSelector(v: unknown): LabelSelector {
   const out: LabelSelector = {};
   if (!isRecord(v)) return out;
   if (isRecord(v.matchLabels)) {
@@ -357,7 +359,7 @@ function readableSelector(v: unknown): LabelSelector {
 /** A JSON object, or a typed client model. Not what YAML's explicit tags make (`!!set`,
  * `!!omap`, `!!binary`, `!!timestamp`): their keys are not fields, and reading one as an empty
  * object would widen a selector. */
-function isRecord(v: unknown): v is Obj {
+export function isRecord(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Map) && !(v instanceof Set) && !ArrayBuffer.isView(v) && !(v instanceof Date);
 }
 
@@ -432,7 +434,7 @@ function ipBlock(r: FieldReader, v: unknown, field: string): IPBlockInfo | undef
 }
 
 /** Empty matchLabels/matchExpressions are omitted: `{}` is the one form of "everything". */
-function labelSelector(r: FieldReader, v: unknown, field: string): LabelSelector | undefined {
+export function labelSelector(r: FieldReader, v: unknown, field: string): LabelSelector | undefined {
   const s = r.optRecord(v, field);
   if (!s) return undefined;
   const out: LabelSelector = {};
@@ -471,7 +473,7 @@ function orReplacement<T>(normalize: (raw: unknown, opts?: NormalizeOptions) => 
 
 export const normalizers: Record<
   ObjectKind,
-  (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo | ServiceInfo | EndpointSliceInfo | NodeInfo
+  (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo | ServiceInfo | EndpointSliceInfo | NodeInfo | ClusterNetworkPolicyInfo
 > = {
   Pod: normalizePod,
   Namespace: normalizeNamespace,
@@ -480,6 +482,7 @@ export const normalizers: Record<
   Service: (raw, opts) => normalizeService(raw, opts),
   EndpointSlice: (raw, opts) => normalizeEndpointSlice(raw, opts),
   Node: (raw, opts) => normalizeNode(raw, opts),
+  ClusterNetworkPolicy: (raw, opts) => normalizeClusterNetworkPolicy(raw, opts),
 };
 
 /** The fields of a manifest each normalizer reads (objectId, readObject and failClosedPolicy
@@ -496,6 +499,7 @@ export const FIELDS_READ: Partial<Record<ObjectKind, FieldTree>> = {
   },
   Namespace: { apiVersion: true, metadata: { name: true, labels: true, annotations: { 'nfkube.io/policy-mode': true } } },
   NetworkPolicy: { apiVersion: true, metadata: { name: true, namespace: true }, spec: true },
+  ClusterNetworkPolicy: { apiVersion: true, metadata: { name: true }, spec: true },
 };
 
 /** Milliseconds since the epoch of an object's last change as the API server recorded it: the

@@ -85,6 +85,8 @@ export interface NodeAddressInfo {
 
 export interface NodeInfo {
   name: string;
+  /** metadata.labels, when it has any (ClusterNetworkPolicy `nodes` peers select by them). */
+  labels?: Record<string, string>;
   /** topology.kubernetes.io/zone */
   zone?: string;
   addresses: NodeAddressInfo[];

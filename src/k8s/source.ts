@@ -5,6 +5,7 @@ import type { SourceError } from './errors';
 import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from './model';
 import type { ObjectKind } from './normalize';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from './service-model';
+import type { ClusterNetworkPolicyInfo } from './cluster-policy-model';
 
 export type { ObjectKind } from './normalize';
 export type { SourceError } from './errors';
@@ -16,6 +17,7 @@ interface ObjectOfKind {
   Service: ServiceInfo;
   EndpointSlice: EndpointSliceInfo;
   Node: NodeInfo;
+  ClusterNetworkPolicy: ClusterNetworkPolicyInfo;
 }
 
 export type ChangeOf<K extends ObjectKind> = {
@@ -37,10 +39,16 @@ export type ClusterChange =
   | ChangeOf<'NetworkPolicy'>
   | ChangeOf<'Service'>
   | ChangeOf<'EndpointSlice'>
-  | ChangeOf<'Node'>;
+  | ChangeOf<'Node'>
+  | ChangeOf<'ClusterNetworkPolicy'>;
 
-/** The kinds NetworkPolicy enforcement reads: what a source watches unless asked for more. */
-export const POLICY_KINDS: readonly ObjectKind[] = ['Namespace', 'Pod', 'NetworkPolicy'];
+/** The kinds NetworkPolicy enforcement reads: what a source watches unless asked for more.
+ * ClusterNetworkPolicy is optional (a cluster may not serve its CRD; see OPTIONAL_KINDS), and
+ * Nodes are read for its `nodes` peers. */
+export const POLICY_KINDS: readonly ObjectKind[] = ['Namespace', 'Pod', 'NetworkPolicy', 'Node', 'ClusterNetworkPolicy'];
+/** Kinds served by a CRD that may be missing: their absence is said once and enforcement goes on
+ * without them, until they appear. */
+export const OPTIONAL_KINDS: ReadonlySet<ObjectKind> = new Set(['ClusterNetworkPolicy']);
 /** A change of a kind NetworkPolicy enforcement reads. */
 export type PolicyChange = ChangeOf<'Pod'> | ChangeOf<'Namespace'> | ChangeOf<'NetworkPolicy'>;
 
@@ -60,6 +68,8 @@ export interface ClusterSnapshot {
   services?: ReadonlyMap<string, Readonly<ServiceInfo>>;
   endpointSlices?: ReadonlyMap<string, Readonly<EndpointSliceInfo>>;
   nodes?: ReadonlyMap<string, Readonly<NodeInfo>>;
+  /** Present when the source watches ClusterNetworkPolicies. */
+  clusterPolicies?: ReadonlyMap<string, Readonly<ClusterNetworkPolicyInfo>>;
 }
 
 export interface SourceHandlers {
@@ -93,6 +103,7 @@ export class ClusterState {
     Service: new Map(),
     EndpointSlice: new Map(),
     Node: new Map(),
+    ClusterNetworkPolicy: new Map(),
   };
   /** Before the initial state is complete changes are only cached. */
   private live = false;
@@ -112,6 +123,7 @@ export class ClusterState {
       services: new Map(this.maps.Service),
       endpointSlices: new Map(this.maps.EndpointSlice),
       nodes: new Map(this.maps.Node),
+      clusterPolicies: new Map(this.maps.ClusterNetworkPolicy),
     };
   }
 

@@ -165,7 +165,7 @@ function compilePeer(
   return { kind: 'pods', set: spec.id };
 }
 
-function compileIpBlock(cidrText: unknown, exceptTexts: unknown[], at: string, errors: FieldError[]): IpBlockSet | undefined {
+export function compileIpBlock(cidrText: unknown, exceptTexts: unknown[], at: string, errors: FieldError[]): IpBlockSet | undefined {
   const cidr = typeof cidrText === 'string' ? parseCidr(cidrText) : undefined;
   if (!cidr) {
     errors.push({ field: `${at}.cidr`, message: `invalid CIDR ${JSON.stringify(cidrText)}` });
@@ -200,7 +200,7 @@ function compileIpBlock(cidrText: unknown, exceptTexts: unknown[], at: string, e
 
 /** IANA_SVC_NAME as the API validates a named port: 1-15 of [a-z0-9-], at least one letter,
  * no leading, trailing or doubled hyphen. */
-function isPortName(name: string): boolean {
+export function isPortName(name: string): boolean {
   return /^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/.test(name) && /[a-z]/.test(name) && !name.includes('--');
 }
 

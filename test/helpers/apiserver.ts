@@ -649,3 +649,12 @@ export class TestApiServer {
     }
   }
 }
+
+/** ClusterNetworkPolicy as network-policy-api's CRD serves it: `server.serveResource(CLUSTER_NETWORK_POLICIES)`
+ * installs it (until then its paths answer 404, as a cluster without the CRD does). */
+export const CLUSTER_NETWORK_POLICIES: ServedResource = {
+  plural: 'clusternetworkpolicies',
+  kind: 'ClusterNetworkPolicy',
+  apiVersion: 'policy.networking.k8s.io/v1alpha2',
+  namespaced: false,
+};

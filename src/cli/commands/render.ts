@@ -7,6 +7,8 @@ import { manifestsMaxBytes } from '../source';
 import { formatTable } from '../../nft/format';
 import { markedTable } from '../../nft/ownership';
 import { compileFull } from '../../policy/compile';
+import { fullPolicyTable } from '../../policy/cluster/tiers';
+import { createLogger } from '../../log';
 import { modelToContents } from '../../ruleset/model';
 import { Command } from '../command';
 import { UsageError } from '../usage-error';
@@ -61,7 +63,17 @@ const command: Command = {
       process.stderr.write(`nfkube: ${err.message}\n`);
     };
     const models = [];
-    if (choice.policy) models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()), onFailClosed }).full(ir, undefined, undefined, snap.pods.values()));
+    if (choice.policy) {
+      const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()), onFailClosed });
+      const { model, tiers } = fullPolicyTable(renderer, ir, snap, createLogger('silent'));
+      for (const p of tiers.engine.state().policies.values()) {
+        for (const e of p.errors) {
+          errors++;
+          if (!reported.has(`ClusterNetworkPolicy ${e.policy} ${e.field}`)) process.stderr.write(`nfkube: ClusterNetworkPolicy ${e.policy}: ${e.field}: ${e.message}\n`);
+        }
+      }
+      models.push(model);
+    }
     if (choice.proxy) {
       const proxy = proxyComponent(choice.proxy, nodeName(v['node-name']));
       proxy.start(snap);

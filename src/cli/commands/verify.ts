@@ -11,6 +11,7 @@ import { plan, Plan } from '../../pipeline/plan';
 import type { TableContents } from '../../nft/types';
 import type { OptionValues } from '../config';
 import { compileFull } from '../../policy/compile';
+import { ClusterTiers, fullPolicyTable } from '../../policy/cluster/tiers';
 import type { PolicyIR } from '../../policy/ir';
 import { formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, modelFromKernel, RulesetModel, tableFlagsProblem } from '../../ruleset/model';
@@ -47,7 +48,7 @@ const command: Command = {
 
 /** The tables the options ask for (policy, and the proxy's with --proxy), as the cluster state
  * says they must be; `ir`, the policy's compiled model, when policy is on. */
-export async function desiredTables(v: OptionValues, ctx: RunContext): Promise<{ models: RulesetModel[]; ir?: PolicyIR }> {
+export async function desiredTables(v: OptionValues, ctx: RunContext): Promise<{ models: RulesetModel[]; ir?: PolicyIR; tiers?: ClusterTiers }> {
   const choice = proxyChoice(v);
   const node = nodeName(v['node-name']);
   // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
@@ -55,16 +56,20 @@ export async function desiredTables(v: OptionValues, ctx: RunContext): Promise<{
   const snap = await readSnapshot(v, ctx, choice.kinds);
   const models: RulesetModel[] = [];
   let ir: PolicyIR | undefined;
+  let tiers: ClusterTiers | undefined;
   if (choice.policy) {
     ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, node);
-    models.push(new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) }).full(ir, undefined, undefined, snap.pods.values()));
+    const renderer = new Renderer({ table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), modes: policyModes(v, snap.namespaces.values()) });
+    const policyTable = fullPolicyTable(renderer, ir, snap, createLogger('silent'));
+    models.push(policyTable.model);
+    tiers = policyTable.tiers;
   }
   if (choice.proxy) {
     const proxy = proxyComponent(choice.proxy, node);
     proxy.start(snap);
     models.push(proxy.desired);
   }
-  return { models, ir };
+  return { models, ir, tiers };
 }
 
 /** The kernel's copy of `desired`'s table, and what it would take to reach `desired` (which takes
