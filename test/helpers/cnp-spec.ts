@@ -177,8 +177,10 @@ function protocolMatches(p: CnpProtocol, q: FlowQuery): boolean {
  * fail closed as the API types ask: Accept matches nothing, Deny and Pass become "Deny all". */
 function ruleAction(w: CnpWorld, rule: CnpRule, dir: Direction, q: FlowQuery): 'Accept' | 'Deny' | 'Pass' | undefined {
   const peers = (dir === 'ingress' ? rule.from : rule.to) ?? [];
+  // A named port cannot apply to nodes or networks (the API forbids the pairing): unreadable.
+  const namedPortOffPods = (rule.protocols ?? []).some((p) => p.destinationNamedPort !== undefined) && peers.some((p) => p.networks !== undefined || p.nodes !== undefined);
   const readable = peers.length > 0 && peers.every((p) => readablePeer(p, dir)) && (rule.protocols ?? []).every(readableProtocol)
-    && ['Accept', 'Deny', 'Pass'].includes(rule.action);
+    && ['Accept', 'Deny', 'Pass'].includes(rule.action) && !namedPortOffPods;
   if (!readable) return rule.action === 'Accept' ? undefined : 'Deny';
   const peer = dir === 'ingress' ? q.src : q.dst;
   if (!peers.some((p) => peerMatches(w, p, peer))) return undefined;

@@ -69,12 +69,19 @@ function worldOf(c: RandomCluster) {
   });
 }
 
-async function runSet(sb: Sandbox, dir: string, seed: number): Promise<{ flows: number; denied: number; disagreements: Disagreement[] }> {
+async function runSet(sb: Sandbox, dir: string, seed: number): Promise<{ flows: number; denied: number; disagreements: Disagreement[]; failedClosed: boolean }> {
   const g = new CnpGenerator(mulberry32(seed));
   const cluster = g.cluster();
   writeFileSync(join(dir, 'cluster.yaml'), cluster.objects.map((o) => `---\n${stringify(o)}`).join(''));
-  await execFileAsync('nsenter', [`--net=${sb.netns.path}`, process.execPath, join(REPO_ROOT, 'bin', 'nfkube'), 'agent', '--once', '--manifests', dir,
-    '--node-name', THIS_NODE, '--table', TABLE, '--log-level', 'silent'], { cwd: REPO_ROOT });
+  const run = await execFileAsync('nsenter', [`--net=${sb.netns.path}`, process.execPath, join(REPO_ROOT, 'bin', 'nfkube'), 'agent', '--once', '--manifests', dir,
+    '--node-name', THIS_NODE, '--table', TABLE, '--log-level', 'error'], { cwd: REPO_ROOT }).catch((err: { code?: number; stderr?: string }) => err);
+  // Exit 1 says some input failed closed (and was enforced so); anything else is a failure.
+  const failedClosed = 'code' in run && run.code === 1;
+  if ('code' in run && !failedClosed) assert.fail(`seed ${seed}: agent --once failed: ${run.stderr}`);
+  if (failedClosed) {
+    const unexplained = (run.stderr ?? '').split('\n').filter((l) => l !== '' && !/"object":"ClusterNetworkPolicy [^"]+","field":"spec\./.test(l));
+    assert.deepEqual(unexplained, [], `seed ${seed}: agent --once exited 1 for more than failed-closed ClusterNetworkPolicy rules`);
+  }
   const table = await listTable(sb.socket, 'inet', TABLE);
   assert.ok(table, `seed ${seed}: the agent left no table`);
   const world = worldOf(cluster);
@@ -95,13 +102,14 @@ async function runSet(sb: Sandbox, dir: string, seed: number): Promise<{ flows: 
       });
     }
   }
-  return { flows: sample.length, denied, disagreements };
+  return { flows: sample.length, denied, disagreements, failedClosed };
 }
 
 test(`random ClusterNetworkPolicy + NetworkPolicy sets: the kernel decides as the reference evaluator (${SETS} sets)`, { skip: clusterNetworkPolicyUnavailable(), timeout: 60 * 60_000 }, async (t) => {
   const all: Disagreement[] = [];
   let flowCount = 0;
   let deniedCount = 0;
+  let failedClosedSets = 0;
   await Promise.all(Array.from({ length: PARALLEL }, async (_, lane) => {
     const sb = openSandbox();
     const dir = mkdtempSync(join(tmpdir(), 'nfk-cnp-fuzz-'));
@@ -110,6 +118,7 @@ test(`random ClusterNetworkPolicy + NetworkPolicy sets: the kernel decides as th
         const r = await runSet(sb, dir, seed);
         flowCount += r.flows;
         deniedCount += r.denied;
+        if (r.failedClosed) failedClosedSets++;
         all.push(...r.disagreements);
       }
     } finally {
@@ -117,7 +126,7 @@ test(`random ClusterNetworkPolicy + NetworkPolicy sets: the kernel decides as th
       await sb.close();
     }
   }));
-  t.diagnostic(`${SETS} sets, ${flowCount} flows, ${deniedCount} denied, ${all.length} disagreements`);
+  t.diagnostic(`${SETS} sets (${failedClosedSets} with rules failing closed), ${flowCount} flows, ${deniedCount} denied, ${all.length} disagreements`);
   const seeds = [...new Set(all.map((d) => d.seed))].sort((a, b) => a - b);
   assert.equal(all.length, 0, `${all.length} disagreements in ${seeds.length} sets (seeds ${seeds.slice(0, 20).join(', ')}):\n${all.slice(0, 12).map((d) => d.text).join('\n')}`);
   assert.ok(deniedCount > flowCount / 20 && deniedCount < flowCount, `${deniedCount} of ${flowCount} denied: the sets exercise both verdicts`);
