@@ -7,7 +7,7 @@
  * later subtests, as upstream patches them in place) and its pokes with the expected answer. */
 import type { K8sObject } from './manifests';
 import { clusterNetworkPolicy, type Action, type ClusterNetworkPolicy, type CnpPeer, type CnpProtocol, type CnpRule, type Tier } from '../helpers/cnp-spec';
-import type { Protocol } from '../helpers/prober';
+import { NODE, type Protocol } from '../helpers/prober';
 
 export const HOUSES = ['gryffindor', 'slytherin', 'hufflepuff', 'ravenclaw'] as const;
 export type House = (typeof HOUSES)[number];
@@ -50,8 +50,10 @@ export interface ParsedPoke {
   allowed: boolean;
 }
 
-/** `harry-potter-0` -> `network-policy-conformance-gryffindor/harry-potter-0`. */
+/** `harry-potter-0` -> `network-policy-conformance-gryffindor/harry-potter-0`; the host-network
+ * centaurs of forbidden-forrest live in the node, so `centaur-N` is the node's own target. */
 export function podId(name: string): string {
+  if (/^centaur-\d$/.test(name)) return NODE;
   const house = HOUSES.find((h) => name.startsWith(`${HOUSE_PODS[h]}-`));
   if (!house) throw new Error(`no house has pod ${name}`);
   return `${houseNamespace(house)}/${name}`;
@@ -465,7 +467,52 @@ function namedPortCases(): CnpCase[] {
   ];
 }
 
-/** Every ported test except the node-peer ones (cnp-node-cases.ts: they need the node to serve). */
+/** The upstream HostNetworkPorts: ports the host-network centaurs serve (TCP [0] and [1], UDP
+ * [2] and [4], SCTP [6]); any free ports do. */
+export const HOST_NETWORK_PORTS = [34000, 34001, 34002, 34003, 34004, 34005, 34006, 34007];
+const HNP = HOST_NETWORK_PORTS;
+export const NODE_PEER_PORTS = { tcp: [HNP[0], HNP[1]], udp: [HNP[2], HNP[4]], sctp: [HNP[6]] };
+
+/** The experimental node-peer tests: egress to the host-network centaur on a node. */
+export function nodePeerCases(): CnpCase[] {
+  const linux = { nodes: { matchLabels: { 'kubernetes.io/os': 'linux' } } };
+  const internet: CnpPeer = { networks: ['0.0.0.0/0', '::/0'] };
+  return [
+    {
+      test: 'CNPAdminTierEgressNodePeers', feature: 'EgressNodePeers',
+      policies: [clusterNetworkPolicy('node-and-cidr-as-peers-example', {
+        tier: 'Admin', priority: 75, subject: { pods: housePods('gryffindor') },
+        egress: [
+          rule('egress', `allow-egress-to-${HNP[0]}-on-nodes`, 'Accept', [linux], [port('tcp', HNP[0])]),
+          rule('egress', `pass-egress-to-${HNP[2]}-on-nodes`, 'Pass', [linux], [port('udp', HNP[2])]),
+          rule('egress', 'deny-egress-to-slytherin-and-nodes-and-internet', 'Deny', [{ pods: housePods('slytherin') }, linux, internet]),
+        ],
+      })],
+      steps: [
+        { name: "Should support an 'allow-egress' rule policy for egress-node-peer", pokes: [`harry-potter-1 -> centaur-1 tcp/${HNP[0]} allow`] },
+        { name: "Should support a 'pass-egress' rule policy for egress-node-peer", pokes: [`harry-potter-1 -> centaur-1 udp/${HNP[2]} allow`] },
+        { name: "Should support a 'deny-egress' rule policy for egress-node-peer",
+          pokes: [`harry-potter-1 -> centaur-1 tcp/${HNP[1]} deny`, `harry-potter-1 -> centaur-1 udp/${HNP[4]} deny`, `harry-potter-1 -> centaur-1 sctp/${HNP[6]} deny`] },
+      ],
+    },
+    {
+      test: 'CNPBaselineTierEgressNodePeers', feature: 'EgressNodePeers',
+      policies: [clusterNetworkPolicy('default', {
+        tier: 'Baseline', priority: 10, subject: { namespaces: byName('gryffindor') },
+        egress: [
+          rule('egress', `allow-egress-to-${HNP[0]}-on-nodes`, 'Accept', [linux], [{ tcp: { destinationPort: { range: { start: HNP[0], end: HNP[1] } } } }]),
+          rule('egress', 'deny-egress-to-nodes-and-internet', 'Deny', [linux, internet]),
+        ],
+      })],
+      steps: [
+        { name: "Should support an 'allow-egress' rule policy for egress-node-peer", pokes: [`harry-potter-0 -> centaur-1 tcp/${HNP[0]} allow`, `harry-potter-1 -> centaur-1 tcp/${HNP[1]} allow`] },
+        { name: "Should support a 'deny-egress' rule policy for egress-node-peer", pokes: [`harry-potter-1 -> centaur-1 udp/${HNP[4]} deny`, `harry-potter-1 -> centaur-1 sctp/${HNP[6]} deny`] },
+      ],
+    },
+  ];
+}
+
+/** Every ported test except the node-peer ones (nodePeerCases: they need the node to serve). */
 export function cnpCases(addresses: PodAddresses): CnpCase[] {
   return [
     adminProtocolCase('ingress', 'tcp', INGRESS_TCP),

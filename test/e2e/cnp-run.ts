@@ -10,9 +10,9 @@ import type { PodEndpoint, PodPlacement, Topology } from '../helpers/topology';
 
 /** What the manifests and the evaluator need of a topology (no namespaces need exist). */
 export type PodLayout = Pick<Topology, 'pods' | 'nodeIPv4' | 'nodeIPv6'>;
-import { CNP_PORTS, HOUSE_PODS, HOUSES, houseNamespace, parsePoke, type CnpCase, type CnpState, type CnpStep, type PodAddresses } from './cnp-cases';
+import { CNP_PORTS, HOST_NETWORK_PORTS, HOUSE_PODS, HOUSES, houseNamespace, parsePoke, type CnpCase, type CnpState, type CnpStep, type PodAddresses } from './cnp-cases';
 import { agentUnavailable, REPO_ROOT } from './harness';
-import { clusterObjects, type ContainerPort, type K8sObject } from './manifests';
+import { clusterObjects, pod, type ContainerPort, type K8sObject } from './manifests';
 
 export const CNP_SERVED: ServedPorts = CNP_PORTS;
 
@@ -25,6 +25,14 @@ const HOUSE_CONTAINER_PORTS: ContainerPort[] = [
   { name: 'dns', containerPort: 53, protocol: 'UDP' },
 ];
 
+/** The host-network centaurs' named ports, on the host network ports. */
+const CENTAUR_PORTS: ContainerPort[] = [
+  { name: `web-${HOST_NETWORK_PORTS[0]}`, containerPort: HOST_NETWORK_PORTS[0], protocol: 'TCP' },
+  { name: `web-${HOST_NETWORK_PORTS[1]}`, containerPort: HOST_NETWORK_PORTS[1], protocol: 'TCP' },
+  { name: `dns-${HOST_NETWORK_PORTS[2]}`, containerPort: HOST_NETWORK_PORTS[2], protocol: 'UDP' },
+  { name: `dns-${HOST_NETWORK_PORTS[4]}`, containerPort: HOST_NETWORK_PORTS[4], protocol: 'UDP' },
+];
+
 const houseOf = (namespace: string): string => namespace.replace('network-policy-conformance-', '');
 
 export function initialState(c: CnpCase): CnpState {
@@ -35,11 +43,16 @@ export function initialState(c: CnpCase): CnpState {
  * relabelled namespace carries only its new labels), and the node (for `nodes` peers). */
 export function stateClusterObjects(t: PodLayout, nodeName: string, s: CnpState): K8sObject[] {
   const namespaceLabels = Object.fromEntries(HOUSES.map((h) => [houseNamespace(h), s.namespaceLabels[houseNamespace(h)] ?? { 'conformance-house': h }]));
+  const forest = houseNamespace('forbidden-forrest');
+  const centaurs = [0, 1].map((i) => pod({ namespace: forest, name: `centaur-${i}`, ips: [t.nodeIPv4, t.nodeIPv6] }, {
+    nodeName, hostNetwork: true, labels: { 'conformance-house': 'forbidden-forrest' }, ports: CENTAUR_PORTS,
+  }));
   const objects = clusterObjects(t.pods, nodeName, {
-    namespaceLabels,
+    namespaceLabels: { ...namespaceLabels, [forest]: { 'conformance-house': 'forbidden-forrest' } },
+    extraNamespaces: [forest],
     containerPorts: HOUSE_CONTAINER_PORTS,
     pods: Object.fromEntries(t.pods.map((p) => [p.id, { labels: { 'conformance-house': houseOf(p.namespace) } }])),
-    extraObjects: [nodeObject(t, nodeName)],
+    extraObjects: [nodeObject(t, nodeName), ...centaurs],
   });
   // The harness's own `ns` label would survive a relabelling; upstream replaces every label.
   for (const o of objects) {
@@ -82,17 +95,18 @@ export function stateWorld(t: PodLayout, nodeName: string, s: CnpState): CnpWorl
 
 /** The whole matrix as the evaluator decides it, with the harness's conventions: the node reaches
  * every pod (kubelet probes) and a pod always reaches itself. `why` names what decided a cell. */
-export function evaluatorMatrix(t: PodLayout, w: CnpWorld, ports: ServedPorts = CNP_SERVED): { matrix: Matrix; why: (c: Cell) => string } {
+export function evaluatorMatrix(t: PodLayout, w: CnpWorld, ports: ServedPorts = CNP_SERVED, opts: { nodeTarget?: boolean } = {}): { matrix: Matrix; why: (c: Cell) => string } {
   const pods = t.pods.map((p) => p.id);
   const byId = new Map(t.pods.map((p) => [p.id, p]));
   const model = new Map(w.pods.map((p) => [`${p.namespace}/${p.name}`, p]));
-  const matrix = new Matrix([NODE, ...pods], pods, true, slicesOf(ports));
-  const query = (c: Cell) => {
-    const ip = (e: PodEndpoint) => (c.family === 4 ? e.ipv4 : e.ipv6);
-    const dst = byId.get(c.to)!;
-    const src = c.from === NODE ? { ip: c.family === 4 ? t.nodeIPv4 : t.nodeIPv6 } : { ip: ip(byId.get(c.from)!), pod: model.get(c.from) };
-    return { src, dst: { ip: ip(dst), pod: model.get(c.to) }, protocol: c.protocol.toUpperCase() as 'TCP' | 'UDP' | 'SCTP', port: c.port };
+  const matrix = new Matrix([NODE, ...pods], [...pods, ...(opts.nodeTarget ? [NODE] : [])], true, slicesOf(ports));
+  // The node (and its host-network pods) is an address, never a subject or a pods peer.
+  const end = (id: string, family: 4 | 6) => {
+    if (id === NODE) return { ip: family === 4 ? t.nodeIPv4 : t.nodeIPv6 };
+    const e: PodEndpoint = byId.get(id)!;
+    return { ip: family === 4 ? e.ipv4 : e.ipv6, pod: model.get(id) };
   };
+  const query = (c: Cell) => ({ src: end(c.from, c.family), dst: end(c.to, c.family), protocol: c.protocol.toUpperCase() as 'TCP' | 'UDP' | 'SCTP', port: c.port });
   for (const c of matrix.allCells()) {
     if (c.from === NODE || c.from === c.to) continue;
     matrix.set(c, decide(w, query(c)).allowed);

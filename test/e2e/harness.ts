@@ -38,11 +38,11 @@ export class Harness {
   ) {}
 
   /** Builds the topology and starts the probers; tears down whatever was made if that fails. */
-  static async open(kind: TopologyKind, placements: PodPlacement[] = conformancePods(), ports: ServedPorts = DEFAULT_PORTS): Promise<Harness> {
+  static async open(kind: TopologyKind, placements: PodPlacement[] = conformancePods(), ports: ServedPorts = DEFAULT_PORTS, opts: { nodeServes?: boolean } = {}): Promise<Harness> {
     const topology = createTopology(kind, placements);
     let prober: Prober | undefined;
     try {
-      prober = await Prober.start(topology, ports);
+      prober = await Prober.start(topology, ports, opts);
       // A first round resolves every neighbour, so cases are not the ones paying for it.
       await prober.probeAll({ timeoutMs: PROBE_TIMEOUT_MS });
       return new Harness(topology, prober, mkdtempSync(join(tmpdir(), 'nfk-manifests-')));

@@ -181,19 +181,26 @@ export interface ProbeOptions {
 export class Prober {
   private nextId = 1;
 
-  private constructor(private readonly topology: Topology, private readonly agents: Map<string, Agent>, readonly slices: Slice[]) {}
+  private constructor(
+    private readonly topology: Topology,
+    private readonly agents: Map<string, Agent>,
+    readonly slices: Slice[],
+    private readonly nodeServes: boolean,
+  ) {}
 
-  /** Starts a serving agent in every pod and a probing-only one in the node. */
-  static async start(topology: Topology, ports: ServedPorts = DEFAULT_PORTS): Promise<Prober> {
+  /** Starts a serving agent in every pod and a probing-only one in the node; with `nodeServes`
+   * the node's serves too (as host-network pods do), and the node is a target as well. */
+  static async start(topology: Topology, ports: ServedPorts = DEFAULT_PORTS, opts: { nodeServes?: boolean } = {}): Promise<Prober> {
+    const nodeServes = opts.nodeServes ?? false;
     const starting = [
-      startAgent(NODE, topology.nodeNetnsPath, false, ports),
+      startAgent(NODE, topology.nodeNetnsPath, nodeServes, ports),
       ...topology.pods.map((p) => startAgent(p.id, p.netnsPath, true, ports)),
     ];
     const settled = await Promise.allSettled(starting);
     const agents = new Map<string, Agent>();
     for (const s of settled) if (s.status === 'fulfilled') agents.set(s.value.id, s.value);
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    const prober = new Prober(topology, agents, slicesOf(ports));
+    const prober = new Prober(topology, agents, slicesOf(ports), nodeServes);
     if (failed) {
       await prober.close();
       throw failed.reason;
@@ -206,7 +213,14 @@ export class Prober {
   }
 
   get targets(): string[] {
-    return this.topology.pods.map((p) => p.id);
+    return [...this.topology.pods.map((p) => p.id), ...(this.nodeServes ? [NODE] : [])];
+  }
+
+  /** The addresses of every target by id (the node's own when it serves). */
+  private targetAddresses(): Map<string, { ipv4: string; ipv6: string }> {
+    const byTarget = new Map<string, { ipv4: string; ipv6: string }>(this.topology.pods.map((p) => [p.id, p]));
+    if (this.nodeServes) byTarget.set(NODE, { ipv4: this.topology.nodeIPv4, ipv6: this.topology.nodeIPv6 });
+    return byTarget;
   }
 
   /** Probes every source to every pod on every slice, all at once. A cell is allowed when the
@@ -220,7 +234,7 @@ export class Prober {
   /** Probes just these cells again, all at once, updating result in place. */
   async probeInto(result: ProbeResult, cells: Cell[], opts: ProbeOptions = {}): Promise<void> {
     const timeoutMs = opts.timeoutMs ?? 1000;
-    const byTarget = new Map(this.topology.pods.map((p) => [p.id, p]));
+    const byTarget = this.targetAddresses();
     await Promise.all(this.sources.map(async (from) => {
       const mine = cells.filter((c) => c.from === from);
       if (mine.length === 0) return;
@@ -239,8 +253,8 @@ export class Prober {
 
   /** One connection from a pod (or the node) to a pod: whether the target itself answered. */
   async probe(from: string, to: string, slice: Slice, timeoutMs = 1000): Promise<{ ok: boolean; outcome: ProbeOutcome | undefined }> {
-    const target = this.topology.pods.find((p) => p.id === to);
-    if (!target) throw new Error(`no pod ${to} in the topology`);
+    const target = this.targetAddresses().get(to);
+    if (!target) throw new Error(`no target ${to} in the topology`);
     const cell: Cell = { from, to, ...slice };
     const key = cellKey(cell);
     const host = slice.family === 4 ? target.ipv4 : target.ipv6;

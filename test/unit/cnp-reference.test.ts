@@ -9,7 +9,7 @@ import { clusterNetworkPolicy, cnpWorld, decide, tierOrder } from '../helpers/cn
 import { cellName, compareMatrices } from '../helpers/prober';
 import { conformancePods, podAddress, type PodEndpoint } from '../helpers/topology';
 import { CASES } from '../e2e/cases';
-import { cnpCases } from '../e2e/cnp-cases';
+import { cnpCases, nodePeerCases, NODE_PEER_PORTS } from '../e2e/cnp-cases';
 import { addressesOf, evaluatorMatrix, HOUSE_PLACEMENTS, initialState, pokeDisagreements, stateWorld, type PodLayout } from '../e2e/cnp-run';
 import { NODE_NAME } from '../e2e/harness';
 import { clusterObjects, type K8sObject } from '../e2e/manifests';
@@ -45,17 +45,18 @@ describe('the reference evaluator on the NetworkPolicy conformance cases', () =>
 
 describe('the reference evaluator answers every upstream ClusterNetworkPolicy poke as upstream does', () => {
   const t = layout(HOUSE_PLACEMENTS);
-  const cases = cnpCases(addressesOf(t));
-  test('the port covers the upstream suite (87 subtests here, the 5 node-peer ones with the node as target)', () => {
+  const cases = [...cnpCases(addressesOf(t)), ...nodePeerCases()];
+  test('the port covers the upstream suite: 92 subtests', () => {
     const subtests = new Set(cases.flatMap((c) => c.steps.map((s) => `${c.test}: ${s.name.replace(/ \(.*\)$/, '')}`)));
-    assert.equal(subtests.size, 87);
+    assert.equal(subtests.size, 92);
   });
   for (const c of cases) {
+    const nodePeers = c.feature === 'EgressNodePeers';
     test(c.test, () => {
       const state = initialState(c);
       for (const step of c.steps) {
         step.change?.(state);
-        const { matrix, why } = evaluatorMatrix(t, stateWorld(t, NODE_NAME, state));
+        const { matrix, why } = evaluatorMatrix(t, stateWorld(t, NODE_NAME, state), nodePeers ? NODE_PEER_PORTS : undefined, { nodeTarget: nodePeers });
         const wrong = pokeDisagreements(step, matrix);
         assert.deepEqual(wrong, [], `${step.name}:\n${wrong.map((w) => `${w} (${why(cellOf(w))})`).join('\n')}`);
       }
