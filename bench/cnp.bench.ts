@@ -200,8 +200,9 @@ function soak(): string {
   if (SOAK_SETS <= 0) return '';
   const t0 = Date.now();
   const r = spawnSync(process.execPath, ['--test', join(__dirname, '..', 'test', 'kernel', 'cnp-fuzz.test.js')], { encoding: 'utf8', env: { ...process.env, NFKUBE_CNP_FUZZ_SETS: String(SOAK_SETS) }, maxBuffer: 64 * 1024 * 1024 });
-  const line = /# (\d+ sets[^\n]*disagreements)/.exec(r.stdout)?.[1] ?? 'no summary line';
-  const firstFailure = /disagreements in [^\n]*\n[^\n]*/.exec(r.stdout)?.[0];
+  const output = `${r.stdout}\n${r.stderr}`;
+  const line = /# (\d+ sets[^\n]*disagreements)/.exec(output)?.[1] ?? `no summary line (exit ${r.status}, ${output.trim().split('\n').slice(-3).join(' / ')})`;
+  const firstFailure = /disagreements in [^\n]*\n[^\n]*/.exec(output)?.[0];
   return `\n\nFuzz soak (test/kernel/cnp-fuzz.test.ts, NFKUBE_CNP_FUZZ_SETS=${SOAK_SETS}): ${line}; ${r.status === 0 ? 'passed' : `FAILED${firstFailure ? `: ${firstFailure.trim()}` : ''}`} in ${((Date.now() - t0) / 1000).toFixed(0)} s.`;
 }
 
