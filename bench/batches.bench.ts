@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { PolicyComponent } from '../src/agent/policy-component';
+import { PolicyComponent } from '../src/policy/component';
 import { ClusterSnapshot } from '../src/k8s/source';
 import { Agent, SyncReport } from '../src/pipeline/agent';
 import { BatchLimits, DEFAULT_BATCH_LIMITS } from '../src/pipeline/batches';

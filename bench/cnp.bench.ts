@@ -11,7 +11,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { PolicyComponent } from '../src/agent/policy-component';
+import { PolicyComponent } from '../src/policy/component';
 import { Agent } from '../src/pipeline/agent';
 import type { ClusterChange } from '../src/k8s/source';
 import type { PodInfo } from '../src/k8s/model';

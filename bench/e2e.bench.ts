@@ -25,7 +25,7 @@ import { stringify } from 'yaml';
 import { Netns } from '../src/netlink/netns';
 import { NetlinkSocket } from '../src/netlink/socket';
 import { getGeneration } from '../src/nft/generation';
-import { compileFull } from '../src/policy/compile';
+import { compileFull } from '../src/policy/engine/compile';
 import { TestApiServer } from '../test/helpers/apiserver';
 import { buildCluster, Cluster, makePod, NODE, podIp, rng } from './cluster';
 import { ms, procStats, ratio, table } from './harness';

@@ -7,9 +7,9 @@
  * with except, and egress to DNS. */
 
 import os from 'node:os';
-import { compileFull } from '../src/policy/compile';
-import { PolicyEngine } from '../src/policy/engine';
-import { isEmptyDelta, type PolicyDelta, type PolicyIR } from '../src/policy/ir';
+import { compileFull } from '../src/policy/engine/compile';
+import { PolicyEngine } from '../src/policy/engine/engine';
+import { isEmptyDelta, type PolicyDelta, type PolicyIR } from '../src/policy/engine/ir';
 import { buildCluster, makePod, NODE, PODS_PER_NAMESPACE, PODS_PER_NODE, rng, TIERS } from './cluster';
 
 function heapMB(): number {

@@ -1,6 +1,6 @@
 /** The same intent as other tools load it, for side-by-side rows: kube-router's iptables/ipset
  * dataplane, and an nft file as a person writes it. */
-import type { PolicyIR, PortTriple } from '../src/policy/ir';
+import type { PolicyIR, PortTriple } from '../src/policy/engine/ir';
 
 /** kube-router's dataplane for the same intent: one ipset per peer set and family, a chain per
  * policy and per pod, FORWARD dispatch per pod address; re-rendered whole on every event. */

@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { PolicyComponent } from '../src/agent/policy-component';
+import { PolicyComponent } from '../src/policy/component';
 import { Agent } from '../src/pipeline/agent';
 import { readTable } from '../src/nft/readback';
 import { diffRulesets, isEmptyDiff } from '../src/ruleset/diff';

@@ -1,51 +1,28 @@
-/** nfkube as a library: build, commit and inspect netfilter state over netlink, in any network
- * namespace, with no userspace binary. */
+/** `nfkube`: the Kubernetes node agent as a library. An `Agent` hosts one component per owned
+ * table (NetworkPolicy, the service proxy) over the shared sync pipeline, fed by a cluster source
+ * (the API server's informers or a manifests directory). The netfilter library itself is
+ * `nfkube/netfilter`; the CNI IPAM plugin is `nfkube/cni`. */
 
-// Transport and sandboxes
-export { Netns } from './netlink/netns';
-export { NetlinkSocket, SocketOptions, TransactReply, Ack } from './netlink/socket';
-export { NetlinkError, DecodeError, isNotFound, isAlreadyExists, isBusy, isGenerationMismatch } from './netlink/errors';
-
-// nf_tables: objects, expressions, transactions, read-back, formatting
-export * from './nft/types';
-export * as nftBuild from './nft/build';
-export { Transaction, commit, CommitOptions, CommitResult, OperationEncodeError } from './nft/transaction';
-export { getGeneration, NftTransport } from './nft/generation';
-export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead } from './nft/readback';
-export { formatTable, formatRule, formatRuleBody, formatSet, formatElement } from './nft/format';
-export { formatOperation } from './nft/objects';
-export { describeExpr, encodeExprList, decodeExprList } from './nft/expr';
-export { canonicalExpr, canonicalExprs, ruleKey } from './nft/canonical';
-export { SetTypeError, checkElements } from './nft/check';
-// Set flags for NftSet.flags (default 0: a plain set or map).
-export { NFT_SET_CONSTANT, NFT_SET_INTERVAL, NFT_SET_TIMEOUT, NFT_SET_EVAL } from './nft/constants';
-export { ipv4, ipv6, ipAddr, cidrRange } from './net/ip-bytes';
-export { concatKey, be16, be32 } from './nft/values';
-
-// Desired-vs-kernel comparison
-export { RulesetModel, modelFromKernel, modelToContents } from './ruleset/model';
-export { diffRulesets, diffTransaction, formatDiff, isEmptyDiff, RuleSetDiff } from './ruleset/diff';
-
-// ipset
-export * as ipset from './ipset';
-
-// NetworkPolicy
-export { compileFull } from './policy/compile';
-export { PolicyEngine } from './policy/engine';
-export { Renderer } from './agent/render';
-export { PolicyComponent } from './agent/policy-component';
-
-// The pipeline: components -> desired state -> planner -> transaction -> read-back
+// The host: components -> desired state -> planner -> transaction -> read-back
 export { Agent, AgentOptions, AgentObserver, SyncReport } from './pipeline/agent';
 export { Component, SyncKind, TableRef } from './pipeline/component';
 export { ChangeScope } from './pipeline/scope';
-export { plan, Plan } from './pipeline/plan';
-export { RenderError } from './agent/render';
-export { formatLabel, parseLabel, RuleLabel } from './agent/labels';
+export { RulesetModel } from './ruleset/model';
+// Where the agent programs: a netlink socket, in this or another network namespace.
+export { Netns } from './netlink/netns';
+export { NetlinkSocket, SocketOptions } from './netlink/socket';
 
-// Drop logs (nfnetlink_log), audit mode, explain
-export { NflogSubscription } from './nflog/subscription';
-export { decodePacket as decodeNflogPacket, NflogPacket } from './nflog/codec';
-export { decodeHeaders, PacketHeaders } from './nflog/headers';
-export { PolicyModes } from './deny/modes';
-export { explainFlow, formatExplanation } from './explain/explain';
+// Cluster state: sources, what they deliver, the normalized objects
+export { ClusterSnapshot, ClusterChange, ClusterSource, SourceHandlers, ChangeOf, ObjectKind, SourceError, POLICY_KINDS, PROXY_KINDS } from './k8s/source';
+export { InformerSource, InformerSourceOptions, loadKubeConfig } from './k8s/informer-source';
+export { ManifestSource, ManifestSourceOptions } from './k8s/manifest-source';
+export { PodInfo, NamespaceInfo, NetworkPolicyInfo, LabelSelector } from './k8s/model';
+export { ServiceInfo, EndpointSliceInfo, NodeInfo } from './k8s/service-model';
+
+// NetworkPolicy: the component, audit mode, the drop log
+export { PolicyComponent, PolicyComponentOptions, policyTable } from './policy/component';
+export { PolicyModes, PolicyMode, DenyAction } from './policy/modes';
+export { startDropLogging, DropLogging, DropLoggingOptions, DropRecord } from './policy/droplog';
+
+// The service proxy
+export { ProxyComponent, ProxyOptions } from './proxy/component';

@@ -18,4 +18,7 @@ export interface RunContext {
   /** Registers a resource to close when the command ends, however it ends; the last registered
    * is closed first. */
   defer(close: () => unknown): void;
+  /** Every command by name (registry.ts, which loads this module's users), for the commands
+   * that describe the others: completion. */
+  readonly commands: Readonly<Record<string, () => Command>>;
 }

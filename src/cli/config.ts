@@ -10,7 +10,7 @@
  * A field no command knows is an error naming it; a field another command knows is left to it. */
 import { readFileSync } from 'node:fs';
 import { UsageError, didYouMean } from './usage-error';
-import type { OptionInfo, OptionTable } from './options';
+import type { OptionInfo, OptionTable } from './option-table';
 
 export const CONFIG_API_VERSION = 'nfkube.io/v1alpha1';
 export const CONFIG_KIND = 'NfkubeConfiguration';

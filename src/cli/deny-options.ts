@@ -2,8 +2,8 @@
  * reads the table (agent, render, verify, explain) so they agree on it. */
 import type { NamespaceInfo } from '../k8s/model';
 import type { Logger } from 'pino';
-import { parsePolicyMode, POLICY_MODE_ANNOTATION, PolicyModes } from '../deny/modes';
-import { DropLogOptions } from '../deny/tail';
+import { parsePolicyMode, POLICY_MODE_ANNOTATION, PolicyModes } from '../policy/modes';
+import { DropLogOptions } from '../policy/render/tail';
 import type { OptionTable } from './options';
 
 export const DEFAULT_LOG_GROUP = 100;

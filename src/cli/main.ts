@@ -1,11 +1,11 @@
 /** `nfkube` entry point: dispatches to one module per command, and is the one place that ends a
  * command: what it opened is closed, and a fatal error is reported once and exits non-zero
  * within a second, whatever is still pending. */
-import { NetlinkError } from '../netlink/errors';
 import { chooseLogFormat, LogFormat, setLogFormat } from '../log-format';
 import { Command, RunContext } from './command';
 import { COMMANDS as commands } from './registry';
 import { didYouMean, UsageError } from './usage-error';
+import { fatalMessage } from './fatal-message';
 
 /** Commands whose stderr usually goes to a log pipeline (a unit, a pod, a Job) write JSON lines
  * when stderr is not a terminal; the others write text. --log-format decides for every command,
@@ -40,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${command.usage}\n`);
     return 0;
   }
-  const resources = new Resources();
+  const resources = new Resources(commands);
   let format: LogFormat = 'text';
   try {
     format = chooseLogFormat(givenLogFormat(rest), JSON_WHEN_PIPED.has(name) ? 'json' : 'text');
@@ -75,14 +75,6 @@ export function cli(argv: string[]): void {
   );
 }
 
-/** The cause in words, with what to do about a missing privilege. */
-export function fatalMessage(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  const code = err instanceof NetlinkError ? err.code : (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'EPERM') return `${text}: the kernel refused (EPERM); nfkube needs CAP_NET_ADMIN in this network namespace (run it as root or grant the capability)`;
-  return text;
-}
-
 /** --log-format's value among a command's arguments, before they are parsed. */
 function givenLogFormat(args: string[]): string | undefined {
   const at = args.findIndex((a) => a === '--log-format' || a.startsWith('--log-format='));
@@ -108,6 +100,8 @@ function reportFatal(command: string, err: unknown, format: LogFormat): void {
 
 class Resources implements RunContext {
   private readonly closers: (() => unknown)[] = [];
+
+  constructor(readonly commands: Readonly<Record<string, () => Command>>) {}
 
   defer(close: () => unknown): void {
     this.closers.push(close);

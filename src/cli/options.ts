@@ -3,22 +3,19 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { CONFIG_ENV, CONFIG_OPTION, layered, OptionValues, readConfigFile } from './config';
+import type { OptionInfo, OptionTable } from './option-table';
 import { didYouMean, UsageError } from './usage-error';
+import type { DenyAction } from '../policy/modes';
 
-/** One command-line option: how it parses and how `--help` describes it. */
-export interface OptionInfo {
-  type: 'string' | 'boolean';
-  /** What the option does, one line. */
-  description: string;
-  /** The placeholder for a string option's value in `--help` (e.g. DIR). */
-  value?: string;
-  /** The default in words, as `--help` prints it; absent for options that are off by default. */
-  default?: string;
-  /** A one-letter alias (`-o` for --output). */
-  short?: string;
+export type { OptionInfo, OptionTable } from './option-table';
+
+/** Every option of every command, for the --config file (one file configures them all): the
+ * command registry, which loads the commands and so sits above this module, supplies it. */
+let everyOption: () => OptionTable = () => ({});
+
+export function knowEveryOption(all: () => OptionTable): void {
+  everyOption = all;
 }
-
-export type OptionTable = Record<string, OptionInfo>;
 
 export function parse(args: string[], table: OptionTable, usage: string): OptionValues {
   return parseWithPositionals(args, table, usage, false).values;
@@ -38,7 +35,7 @@ export function parseWithPositionals(args: string[], table: OptionTable, usage: 
   }
   const flags = r.values as OptionValues;
   const configPath = (flags.config as string | undefined) ?? (env[CONFIG_ENV] || undefined);
-  const file = configPath ? readConfigFile(configPath, { ...(require('./registry') as typeof import('./registry')).allOptions(), ...table }) : {};
+  const file = configPath ? readConfigFile(configPath, { ...everyOption(), ...table }) : {};
   return { values: layered(flags, table, env, file), positionals: r.positionals };
 }
 
@@ -81,7 +78,7 @@ export function parseByteSize(text: string, flag: string): number {
   return n;
 }
 
-export function denyAction(v: string | boolean | undefined): 'drop' | 'reject' {
+export function denyAction(v: string | boolean | undefined): DenyAction {
   const a = (v as string | undefined) ?? 'drop';
   if (a !== 'drop' && a !== 'reject') throw new Error(`--deny-action: "${a}" is not drop or reject`);
   return a;

@@ -1,7 +1,7 @@
 /** Every `nfkube` command, by name. Loaded lazily so a command never pays for another's
  * dependencies; `help`, completion and the config file's field check load them all. */
 import type { Command } from './command';
-import type { OptionTable } from './options';
+import { knowEveryOption, type OptionTable } from './options';
 
 export const COMMANDS: Record<string, () => Command> = {
   agent: () => require('./commands/agent').default,
@@ -26,3 +26,5 @@ export function allOptions(): OptionTable {
   for (const load of Object.values(COMMANDS)) for (const [name, o] of Object.entries(load().options ?? {})) out[name] ??= o;
   return out;
 }
+
+knowEveryOption(allOptions);

@@ -3,7 +3,7 @@
  * its flags being repeated. What the user gives explicitly (flag, NFKUBE_*, --config) still wins,
  * with a note when it differs from the record. */
 import { parseArgs } from 'node:util';
-import type { DropLogOptions } from '../deny/tail';
+import type { DropLogOptions } from '../policy/render/tail';
 import type { ProxyOptions } from '../proxy/component';
 import type { OptionValues } from './config';
 import type { NetlinkSocket } from '../netlink/socket';

@@ -7,7 +7,7 @@
  * runtime's environment and configuration unread (EXEC): both plugins answer with one code. */
 import { lstatSync, readSync } from 'node:fs';
 import { connect } from 'node:net';
-import type { IpamReply, IpamRequest } from '../ipam/protocol';
+import type { IpamReply, IpamRequest } from './protocol';
 
 const SUPPORTED = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
 const DEFAULT_SOCKET = '/run/nfkube/ipam.sock';

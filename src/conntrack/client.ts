@@ -5,7 +5,8 @@
 import { DecodeError } from '../netlink/errors';
 import { NfMessage, packDatagrams } from '../netlink/message';
 import type { TransactReply } from '../netlink/socket';
-import { CtEntry, CtFamily, decodeEntry, encodeDelete, encodeDump } from './codec';
+import { CtEntry, decodeEntry, encodeDelete, encodeDump } from './codec';
+import type { IpFamily } from '../net/ip';
 
 export interface ConntrackTransport {
   transact(datagrams: Buffer[]): Promise<TransactReply>;
@@ -30,7 +31,7 @@ export class ConntrackClient {
 
   constructor(private readonly transport: ConntrackTransport) {}
 
-  async dump(family: CtFamily): Promise<CtEntry[]> {
+  async dump(family: IpFamily): Promise<CtEntry[]> {
     const messages = await this.transport.dump(encodeDump(family, this.transport.nextSeq()), `conntrack ${family} dump`);
     const out: CtEntry[] = [];
     this.undecodable = 0;

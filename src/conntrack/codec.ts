@@ -7,8 +7,8 @@ import { DecodeError } from '../netlink/errors';
 import { AF_INET, AF_INET6, encodeNfMessage, nfMsgType, NfMessage, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from '../netlink/message';
 import { formatIPv4, formatIPv6, ipv4, ipv6 } from '../net/ip-bytes';
 import * as C from './constants';
+import type { IpFamily } from '../net/ip';
 
-export type CtFamily = 'v4' | 'v6';
 
 export interface CtTuple {
   src: string;
@@ -22,7 +22,7 @@ export interface CtTuple {
 }
 
 export interface CtEntry {
-  family: CtFamily;
+  family: IpFamily;
   orig: CtTuple;
   reply: CtTuple;
   id?: number;
@@ -30,9 +30,9 @@ export interface CtEntry {
   zone?: number;
 }
 
-type TupleField = (t: Partial<CtTuple>, a: AttrMap, type: number, family: CtFamily) => void;
+type TupleField = (t: Partial<CtTuple>, a: AttrMap, type: number, family: IpFamily) => void;
 
-const addr = (family: CtFamily, want: CtFamily, a: AttrMap, type: number, name: string): string => {
+const addr = (family: IpFamily, want: IpFamily, a: AttrMap, type: number, name: string): string => {
   if (family !== want) throw new DecodeError(`conntrack: ${name} in an ${family === 'v4' ? 'IPv4' : 'IPv6'} entry`);
   const b = a.bytes(type)!;
   if (b.length !== (want === 'v4' ? 4 : 16)) throw new DecodeError(`conntrack: ${name} has ${b.length} bytes`);
@@ -54,14 +54,14 @@ const PROTO_ATTRS: Record<number, TupleField> = {
   [C.CTA_PROTO_DST_PORT]: (t, a, type) => (t.dstPort = a.be16(type)),
 };
 
-function readMembers(table: Record<number, TupleField>, map: AttrMap, t: Partial<CtTuple>, family: CtFamily): void {
+function readMembers(table: Record<number, TupleField>, map: AttrMap, t: Partial<CtTuple>, family: IpFamily): void {
   for (const attr of map.list) {
     const field = table[attr.type];
     if (field) field(t, map, attr.type, family);
   }
 }
 
-function decodeTuple(map: AttrMap | undefined, what: string, family: CtFamily): CtTuple {
+function decodeTuple(map: AttrMap | undefined, what: string, family: IpFamily): CtTuple {
   if (!map) throw new DecodeError(`conntrack: missing ${what}`);
   const t: Partial<CtTuple> = {};
   const ip = map.nested(C.CTA_TUPLE_IP);
@@ -75,8 +75,8 @@ function decodeTuple(map: AttrMap | undefined, what: string, family: CtFamily): 
   return t as CtTuple;
 }
 
-const FAMILIES: Record<number, CtFamily> = { [AF_INET]: 'v4', [AF_INET6]: 'v6' };
-const AF: Record<CtFamily, number> = { v4: AF_INET, v6: AF_INET6 };
+const FAMILIES: Record<number, IpFamily> = { [AF_INET]: 'v4', [AF_INET6]: 'v6' };
+const AF: Record<IpFamily, number> = { v4: AF_INET, v6: AF_INET6 };
 
 /** One conntrack entry from a dump or event message. Throws DecodeError on malformed bytes. */
 export function decodeEntry(m: NfMessage): CtEntry {
@@ -98,7 +98,7 @@ export function decodeEntry(m: NfMessage): CtEntry {
   return e;
 }
 
-function writeTuple(w: AttrWriter, type: number, family: CtFamily, t: CtTuple): void {
+function writeTuple(w: AttrWriter, type: number, family: IpFamily, t: CtTuple): void {
   w.nest(type, (tw) => {
     tw.nest(C.CTA_TUPLE_IP, (iw) => {
       if (family === 'v4') iw.bytes(C.CTA_IP_V4_SRC, ipv4(t.src)).bytes(C.CTA_IP_V4_DST, ipv4(t.dst));
@@ -116,7 +116,7 @@ function writeTuple(w: AttrWriter, type: number, family: CtFamily, t: CtTuple): 
 const ctMsg = (m: number) => nfMsgType(C.NFNL_SUBSYS_CTNETLINK, m);
 
 /** Dump every conntrack entry of one family. */
-export function encodeDump(family: CtFamily, seq: number): Buffer {
+export function encodeDump(family: IpFamily, seq: number): Buffer {
   return encodeNfMessage({ type: ctMsg(C.IPCTNL_MSG_CT_GET), flags: NLM_F_REQUEST | NLM_F_DUMP, seq, family: AF[family] });
 }
 

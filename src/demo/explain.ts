@@ -2,7 +2,7 @@
  * intent (the same PolicyIR the agent renders) and names the side that isolates it (the target's
  * ingress, the source's egress) with the NetworkPolicies that select it, none of which allows it. */
 import { canonicalIp, parseIp } from '../net/ip';
-import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
+import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/engine/ir';
 
 export interface Denial {
   direction: Direction;

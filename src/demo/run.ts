@@ -4,7 +4,7 @@
  * happens (an error, or an abort from SIGINT/SIGTERM between steps). */
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
-import { PolicyComponent, policyTable } from '../agent/policy-component';
+import { PolicyComponent, policyTable } from '../policy/component';
 import { Agent } from '../pipeline/agent';
 import { ManifestSource } from '../k8s/manifest-source';
 import type { PodInfo } from '../k8s/model';
@@ -12,17 +12,17 @@ import { NetlinkSocket } from '../netlink/socket';
 import type { Netns } from '../netlink/netns';
 import { formatTable } from '../nft/format';
 import { listTable } from '../nft/readback';
-import { compileFull } from '../policy/compile';
-import type { PolicyIR } from '../policy/ir';
+import { compileFull } from '../policy/engine/compile';
+import type { PolicyIR } from '../policy/engine/ir';
 import { explainDenial } from './explain';
 import { CELL, formatLegend, formatMatrix, Matrix } from './matrix';
 import { NODE_V4, NODE_V6, Sandbox } from './sandbox';
 import { showService } from './service';
 import { Listeners, probe } from './traffic';
-import { PolicyModes } from '../deny/modes';
-import { DropLogOptions } from '../deny/tail';
-import { DropLogging, startDropLogging } from '../nflog';
-import { comboChainName, policyChainName } from '../agent/render';
+import { PolicyModes, type DenyAction } from '../policy/modes';
+import { DropLogOptions } from '../policy/render/tail';
+import { DropLogging, startDropLogging } from '../policy/droplog';
+import { comboChainName, policyChainName } from '../policy/render/render';
 
 /** The drop log the demo shows: nfnetlink_log group 100, as `--log-drops` defaults to. */
 const DEMO_LOG: DropLogOptions = { group: 100, rate: 10, burst: 5 };
@@ -31,7 +31,7 @@ export interface DemoOptions {
   manifests: string;
   nodeName: string;
   table: string;
-  denyAction: 'drop' | 'reject';
+  denyAction: DenyAction;
   /** How long a connect may go unanswered before the path counts as blocked. */
   probeTimeoutMs: number;
   color: boolean;

@@ -15,11 +15,12 @@ import { NetlinkSocket } from '../netlink/socket';
 import { Agent } from '../pipeline/agent';
 import { ProxyComponent } from '../proxy/component';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
-import { familyOf, type Fam } from '../proxy/service-ports';
+import { familyOf } from '../proxy/service-ports';
 import { AF_INET, AF_INET6 } from '../netlink/message';
 import { Rtnl } from '../rtnl/client';
 import { RT_SCOPE_LINK } from '../rtnl/constants';
 import { NODE_V4, NODE_V6, type Sandbox, type SandboxPod } from './sandbox';
+import type { IpFamily } from '../net/ip';
 
 /** The demo Service's addresses and ports (TEST-NET-2 and the documentation prefix). */
 export const DEMO_SERVICE = { name: 'demo-echo', clusterIPs: { v4: '198.19.0.80', v6: '2001:db8:f::80' }, port: 80, targetPort: 8080 };
@@ -109,7 +110,7 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
   const { namespace, endpoints, client } = chosen;
   // Families every endpoint has, and the client too (the node has both), whose service address
   // no pod of the manifests uses.
-  const usable = (f: Fam) =>
+  const usable = (f: IpFamily) =>
     endpoints.every((e) => e.pod.ips.some((ip) => familyOf(ip) === f)) &&
     (client.ips.length === 0 || client.ips.some((ip) => familyOf(ip) === f)) &&
     !o.sandbox.pods.some((p) => p.pod.ips.includes(DEMO_SERVICE.clusterIPs[f]));
@@ -122,7 +123,7 @@ export async function showService(o: ServiceDemoOptions): Promise<void> {
     clusterIPs: fams.map((f) => DEMO_SERVICE.clusterIPs[f]),
     ports: [{ name: 'echo', protocol: 'TCP', port: DEMO_SERVICE.port, targetPort: 'echo' }],
   });
-  const sliceOf = (f: Fam, pods: SandboxPod[]): EndpointSliceInfo => ({
+  const sliceOf = (f: IpFamily, pods: SandboxPod[]): EndpointSliceInfo => ({
     namespace,
     name: `${DEMO_SERVICE.name}-${f === 'v4' ? 'ipv4' : 'ipv6'}`,
     serviceName: DEMO_SERVICE.name,

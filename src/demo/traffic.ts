@@ -4,12 +4,13 @@ import { createServer, isIPv4, type Server } from 'node:net';
 import { constants } from 'node:os';
 import type { Netns } from '../netlink/netns';
 import type { SandboxPod } from './sandbox';
+import type { IpFamily } from '../net/ip';
 
 export interface Target {
   pod: SandboxPod;
   port: number;
   address: string;
-  family: 'v4' | 'v6';
+  family: IpFamily;
 }
 
 /** allowed: the handshake completed; blocked: no answer within the timeout (dropped);

@@ -2,15 +2,15 @@
  * policy's accepts are its own rules' counters; its drops (and audit-mode passes) are the
  * default-deny (and audit accept) counts of the pods it selects in that direction: every policy
  * selecting a pod shares them, none of them allowed the packet. */
-import { PodAt, readPolicyCounters } from '../agent/metrics-bridge';
+import { PodAt, readPolicyCounters } from '../policy/metrics-bridge';
 import { printable } from '../log';
 import type { NetlinkSocket } from '../netlink/socket';
 import type { PolicyCounterRow } from '../observe/metrics';
-import type { PolicyIR } from '../policy/ir';
+import type { Direction, PolicyIR } from '../policy/engine/ir';
 
 export interface PolicyCounters {
   policy: string;
-  direction: 'ingress' | 'egress';
+  direction: Direction;
   pods: number;
   acceptedPackets: bigint;
   droppedPackets: bigint;
@@ -45,7 +45,7 @@ export interface AuditRow extends Omit<PolicyCounterRow, 'verdict'> {
 
 export function policyCounters(rows: (PolicyCounterRow | AuditRow)[], ir: PolicyIR): PolicyCounters[] {
   const out = new Map<string, PolicyCounters>();
-  const entry = (policy: string, direction: 'ingress' | 'egress') => {
+  const entry = (policy: string, direction: Direction) => {
     const key = `${policy} ${direction}`;
     let e = out.get(key);
     if (!e) out.set(key, (e = { policy, direction, pods: 0, acceptedPackets: 0n, droppedPackets: 0n, droppedBytes: 0n, auditedPackets: 0n }));

@@ -1,13 +1,13 @@
 /** `nfkube explain`: one flow's verdict from the model the agent enforces and from the table
  * read back from the kernel, what decides each, and whether they agree. */
-import { PolicyModes } from '../deny/modes';
+import { PolicyModes } from '../policy/modes';
 import { printable } from '../log';
 import { formatRule } from '../nft/format';
 import type { TableContents } from '../nft/types';
-import type { PolicyIR } from '../policy/ir';
+import type { PolicyIR } from '../policy/engine/ir';
 import type { FlowPacket } from './flow';
 import { evaluateKernel, KernelVerdict } from './kernel-verdict';
-import { evaluateModel, ModelVerdict, SideVerdict } from './model-verdict';
+import { evaluateModel, ModelVerdict, SideVerdict, type SideWrapper } from './model-verdict';
 
 export interface Explanation {
   packet: FlowPacket;
@@ -19,8 +19,8 @@ export interface Explanation {
 }
 
 /** `table` undefined: nfkube's table does not exist, so the kernel enforces nothing of it. */
-export function explainFlow(ir: PolicyIR, modes: PolicyModes, table: TableContents | undefined, packet: FlowPacket): Explanation {
-  const model = evaluateModel(ir, modes, packet);
+export function explainFlow(ir: PolicyIR, modes: PolicyModes, table: TableContents | undefined, packet: FlowPacket, tiers?: SideWrapper): Explanation {
+  const model = evaluateModel(ir, modes, packet, tiers);
   let kernel: KernelVerdict | undefined;
   let kernelError: string | undefined;
   try {
@@ -34,6 +34,7 @@ export function explainFlow(ir: PolicyIR, modes: PolicyModes, table: TableConten
 const verdictWord = (allowed: boolean) => (allowed ? 'ALLOWED' : 'DENIED');
 
 function describeSide(s: SideVerdict): string {
+  if (s.tier) return `${s.direction.padEnd(7)} ${s.pod}: ${s.tier.tier} tier: ${s.tier.action === 'Accept' ? 'accepted' : 'denied'} by ${s.tier.decidedBy}${s.audit ? ' (audit mode: let through and logged)' : ''}`;
   if (!s.pod) return `${s.direction.padEnd(7)} not isolated (no policy selects the ${s.direction === 'egress' ? 'source' : 'destination'} on this node)`;
   const by = `${s.pod}: isolated by ${s.policies.join(', ')}`;
   if (s.allowedBy) return `${s.direction.padEnd(7)} ${by}; allowed by ${s.allowedBy}`;

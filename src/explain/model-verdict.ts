@@ -3,10 +3,10 @@
  * destination, and the destination pod's ingress policies the source, each side only when a
  * policy isolates that pod on this node. Names the rule entry that allows, or the policies that
  * isolate and allow nothing; audit mode lets a denied side through. */
-import { namespaceOf, PolicyModes } from '../deny/modes';
+import { namespaceOf, PolicyModes } from '../policy/modes';
 import { canonicalIp, parseIp } from '../net/ip';
 import { isV6 } from '../net/ip-text';
-import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/ir';
+import type { CompiledRule, Direction, PolicyIR, Target } from '../policy/engine/ir';
 import type { FlowPacket } from './flow';
 
 export interface SideVerdict {
@@ -19,6 +19,8 @@ export interface SideVerdict {
   allowedBy?: string;
   /** Denied by policy, let through by audit mode. */
   audit?: boolean;
+  /** A ClusterNetworkPolicy tier decided: the tier, and the policy and rule that did. */
+  tier?: { tier: 'Admin' | 'Baseline'; decidedBy: string; action: 'Accept' | 'Deny' };
   allowed: boolean;
 }
 
@@ -28,7 +30,11 @@ export interface ModelVerdict {
   ingress: SideVerdict;
 }
 
-export function evaluateModel(ir: PolicyIR, modes: PolicyModes, packet: FlowPacket): ModelVerdict {
+/** What the model evaluates a side with: NetworkPolicy's verdict for the side, wrapped by the
+ * ClusterNetworkPolicy tiers when there are any (tier-verdict.ts). */
+export type SideWrapper = (dir: Direction, p: FlowPacket, networkPolicy: () => SideVerdict) => SideVerdict;
+
+export function evaluateModel(ir: PolicyIR, modes: PolicyModes, packet: FlowPacket, tiers?: SideWrapper): ModelVerdict {
   // The IR holds canonical address text (RFC 5952, dotted quads): compare like with like.
   const canonical = (a: string) => canonicalIp(a)?.text ?? a;
   const p = { ...packet, src: canonical(packet.src), dst: canonical(packet.dst) };
@@ -36,8 +42,9 @@ export function evaluateModel(ir: PolicyIR, modes: PolicyModes, packet: FlowPack
   // pod key holds it, as in the table's dispatch.
   const targets = [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1));
   const holder = (addr: string, dir: Direction) => targets.find((t) => t[dir] && (t.v4.includes(addr) || t.v6.includes(addr)));
-  const egress = side(ir, modes, p, 'egress', holder(p.src, 'egress'));
-  const ingress = side(ir, modes, p, 'ingress', holder(p.dst, 'ingress'));
+  const np = (dir: Direction) => () => side(ir, modes, p, dir, holder(dir === 'egress' ? p.src : p.dst, dir));
+  const egress = tiers ? tiers('egress', p, np('egress')) : np('egress')();
+  const ingress = tiers ? tiers('ingress', p, np('ingress')) : np('ingress')();
   return { allowed: egress.allowed && ingress.allowed, egress, ingress };
 }
 
@@ -63,11 +70,13 @@ function side(ir: PolicyIR, modes: PolicyModes, p: FlowPacket, dir: Direction, t
   return out;
 }
 
-function ruleAllows(ir: PolicyIR, rule: CompiledRule, peer: string, p: FlowPacket): boolean {
+/** Whether a rule entry matches the packet from or to `peer`: the sets it names are read from
+ * `ir` (a PolicyIR, or the tiers' sets in the same shape). */
+export function ruleAllows(ir: Pick<PolicyIR, 'peerSets' | 'ipBlockSets' | 'namedPortSets'>, rule: CompiledRule, peer: string, p: FlowPacket): boolean {
   return peerMatches(ir, rule, peer) && portMatches(ir, rule, p);
 }
 
-function peerMatches(ir: PolicyIR, rule: CompiledRule, peer: string): boolean {
+function peerMatches(ir: Pick<PolicyIR, 'peerSets' | 'ipBlockSets'>, rule: CompiledRule, peer: string): boolean {
   if (rule.peers === 'any') return true;
   const fam = isV6(peer) ? 'v6' : 'v4';
   const ip = parseIp(peer);
@@ -87,7 +96,7 @@ function peerMatches(ir: PolicyIR, rule: CompiledRule, peer: string): boolean {
   return false;
 }
 
-function portMatches(ir: PolicyIR, rule: CompiledRule, p: FlowPacket): boolean {
+function portMatches(ir: Pick<PolicyIR, 'namedPortSets'>, rule: CompiledRule, p: FlowPacket): boolean {
   if (rule.ports === 'any') return true;
   const proto = p.protocol.toUpperCase();
   for (const pm of rule.ports) {

@@ -31,7 +31,7 @@ import {
   reservedInRange,
   startIndex,
 } from './pool';
-import { CNI_ERR, IpamIp, IpamReply, IpamRequest } from './protocol';
+import { CNI_ERR, IpamIp, IpamReply, IpamRequest } from '../cni/protocol';
 import { PublishedBlock, reconcilePublished } from './reconcile';
 import { requestProblem } from './request';
 import { AllocatedIp, Allocation, BlockState, handleKey, NodeState } from './state';

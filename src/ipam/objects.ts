@@ -1,6 +1,6 @@
 /** The ipam.nfkube.io/v1alpha1 objects (IPPool, IPBlock, IPAddressClaim) as the API stores them,
  * and the label selector the pools use. */
-import { compileSelector, matches } from '../policy/selector';
+import { compileSelector, matches } from '../k8s/selector';
 
 // API objects are read as plain JSON and checked field by field where they are used.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

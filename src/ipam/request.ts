@@ -2,7 +2,7 @@
  * from whoever could connect, so a wrong type is a CNI error naming the field, never a TypeError
  * or a key like "[object Object]". Pure. */
 import { containerIdProblem, ifnameProblem } from '../cni/plugin';
-import { CNI_ERR } from './protocol';
+import { CNI_ERR } from '../cni/protocol';
 
 export interface RequestProblem {
   code: number;

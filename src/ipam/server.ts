@@ -8,7 +8,7 @@ import { connect, createServer, Server, Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { cniExec } from '../cni/plugin';
 import { unsafeDirReason } from '../startup/compile-cache';
-import { CniExecReply, CniExecRequest, CNI_ERR, IpamReply, IpamRequest } from './protocol';
+import { CniExecReply, CniExecRequest, CNI_ERR, IpamReply, IpamRequest } from '../cni/protocol';
 
 export const DEFAULT_IPAM_SOCKET = '/run/nfkube/ipam.sock';
 /** A request larger than this is refused (a GC list of ~10,000 attachments fits). */

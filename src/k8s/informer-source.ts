@@ -20,7 +20,8 @@ import { createLogger } from '../log';
 import { stamp } from '../observe/latency-trace';
 import { clientNode } from './client-node';
 import { sourceErrorFrom } from './errors';
-import { lastChangeTime, normalizers, objectId, type ObjectKind } from './normalize';
+import { lastChangeTime, objectId, type ObjectKind } from './normalize';
+import { normalizers } from './normalizers';
 import { rawLister, type ListPage } from './raw-list';
 import { RawWatch } from './raw-watch';
 import { ClusterState, OPTIONAL_KINDS, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
@@ -72,6 +73,8 @@ export interface InformerSourceOptions extends SourceHandlers {
   kinds?: readonly ObjectKind[];
   /** Read the initial state with WatchList where the server offers it (default true). */
   watchList?: boolean;
+  /** How often an optional kind the server does not serve is asked for again (default 30 s). */
+  notServedRetryMs?: number;
 }
 
 const DEFAULT_PAGE_SIZE = 100;
@@ -231,7 +234,7 @@ class Reflector {
       } catch (err) {
         if (this.stopped) break;
         if (this.notServed(err)) {
-          await this.sleep(NOT_SERVED_RETRY_MS);
+          await this.sleep(this.opts.notServedRetryMs ?? NOT_SERVED_RETRY_MS);
           continue;
         }
         failures += 1;

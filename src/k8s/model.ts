@@ -33,7 +33,7 @@ export interface PodInfo {
 export interface NamespaceInfo {
   name: string;
   labels: Record<string, string>;
-  /** The `nfkube.io/policy-mode` annotation, when present (src/deny/modes.ts reads it). */
+  /** The `nfkube.io/policy-mode` annotation, when present (src/policy/modes.ts reads it). */
   policyMode?: string;
 }
 

@@ -27,10 +27,6 @@ import type {
   PolicyPortInfo,
   PolicyRuleInfo,
 } from './model';
-import { normalizeEndpointSlice, normalizeNode, normalizeService } from './normalize-service';
-import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from './service-model';
-import type { ClusterNetworkPolicyInfo } from './cluster-policy-model';
-import { normalizeClusterNetworkPolicy } from './normalize-cluster-policy';
 import type { FieldTree } from './yaml-block';
 
 export type ObjectKind = 'Pod' | 'Namespace' | 'NetworkPolicy' | 'Service' | 'EndpointSlice' | 'Node' | 'ClusterNetworkPolicy';
@@ -456,34 +452,6 @@ export function labelSelector(r: FieldReader, v: unknown, field: string): LabelS
   }
   return out;
 }
-
-/** With a problem sink, an object that must fail closed is reported there and its replacement
- * returned: what sources deliver (API and manifests alike). */
-function orReplacement<T>(normalize: (raw: unknown, opts?: NormalizeOptions) => T): (raw: unknown, opts?: NormalizeOptions) => T {
-  return (raw, opts = {}) => {
-    try {
-      return normalize(raw, opts);
-    } catch (err) {
-      if (!(err instanceof FailClosedError) || !opts.onProblem) throw err;
-      opts.onProblem(err);
-      return err.replacement as T;
-    }
-  };
-}
-
-export const normalizers: Record<
-  ObjectKind,
-  (raw: unknown, opts?: NormalizeOptions) => PodInfo | NamespaceInfo | NetworkPolicyInfo | ServiceInfo | EndpointSliceInfo | NodeInfo | ClusterNetworkPolicyInfo
-> = {
-  Pod: normalizePod,
-  Namespace: normalizeNamespace,
-  NetworkPolicy: orReplacement(normalizeNetworkPolicy),
-  // Called through, as normalize-service.ts imports this module.
-  Service: (raw, opts) => normalizeService(raw, opts),
-  EndpointSlice: (raw, opts) => normalizeEndpointSlice(raw, opts),
-  Node: (raw, opts) => normalizeNode(raw, opts),
-  ClusterNetworkPolicy: (raw, opts) => normalizeClusterNetworkPolicy(raw, opts),
-};
 
 /** The fields of a manifest each normalizer reads (objectId, readObject and failClosedPolicy
  * included), for a parser that builds only those (yaml-block.ts): most of a Pod is never read.

@@ -365,9 +365,9 @@ export type Operation =
   | { kind: 'set'; verb: SetVerb; set: NftSet }
   | { kind: 'element'; verb: ElementVerb; set: NftSet; elements: SetElement[] };
 
-export type ObjectKind = Operation['kind'];
-export type OperationOf<K extends ObjectKind> = Extract<Operation, { kind: K }>;
-export type VerbOf<K extends ObjectKind> = OperationOf<K>['verb'];
+export type NftObjectKind = Operation['kind'];
+export type OperationOf<K extends NftObjectKind> = Extract<Operation, { kind: K }>;
+export type VerbOf<K extends NftObjectKind> = OperationOf<K>['verb'];
 
 /** Everything in one table, as read back or as desired. */
 export interface TableContents {

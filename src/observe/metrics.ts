@@ -5,6 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { buildInfo } from '../build-info';
 
+/** A full sync (start, table gone), an event's incremental one, or the periodic resync. */
 export type SyncKind = 'full' | 'incremental' | 'resync';
 
 /** One kernel counter attached to a policy's accept rule or to a pod's default deny. */

@@ -2,7 +2,24 @@
  * this module knows nothing about syncing; it only turns the agent's answers into status codes. */
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { concernsPod, type DropRing, type TimedDrop } from '../nflog/drop-ring';
+
+/** A drop as /drops serves it, by the fields the server reads: the drop log (policy/droplog)
+ * supplies them (TimedDrop), and this server imports no feature. */
+export interface ServedDrop {
+  time: number;
+  drop: { pod: string; src: string; dst: string };
+}
+
+/** The recent drops and the ones to come (policy/droplog/drop-ring.ts's DropRing). */
+export interface DropFeed {
+  since(since: number): ServedDrop[];
+  follow(f: (d: ServedDrop) => void): () => void;
+}
+
+/** Whether a drop concerns the pod `namespace/name`: the pod whose deny caught it, or either end. */
+export function concernsPod(d: ServedDrop['drop'], pod: string): boolean {
+  return d.pod === pod || d.src === pod || d.dst === pod;
+}
 
 export const DEFAULT_METRICS_ADDR = '127.0.0.1:9476';
 
@@ -75,7 +92,7 @@ export interface ObserveServerOptions {
   /** Clock, milliseconds since the epoch. */
   now?: () => number;
   /** The recent drop records (--log-drops), served on /drops to loopback clients only. */
-  drops?: DropRing;
+  drops?: DropFeed;
 }
 
 export interface ObserveServer {
@@ -96,15 +113,15 @@ function isLoopback(address: string | undefined): boolean {
 
 /** /drops?since=MS&pod=NS/NAME&follow=1: the recent drops as JSON lines ({time, drop}), oldest
  * first; with follow, then each new one as it is logged, until the client goes. */
-function serveDrops(req: IncomingMessage, res: ServerResponse, ring: DropRing | undefined): void {
+function serveDrops(req: IncomingMessage, res: ServerResponse, ring: DropFeed | undefined): void {
   if (!isLoopback(req.socket.remoteAddress)) return reply(res, 403, 'forbidden: /drops answers loopback clients only');
   if (!ring) return reply(res, 404, 'not found: the agent does not log drops (start it with --log-drops)');
   const query = new URL(req.url ?? '/', 'http://x').searchParams;
   const since = Number(query.get('since') ?? 0);
   if (!Number.isFinite(since)) return reply(res, 400, `since: "${query.get('since')}" is not milliseconds since the epoch`);
   const pod = query.get('pod') ?? undefined;
-  const wanted = (d: TimedDrop) => pod === undefined || concernsPod(d.drop, pod);
-  const line = (d: TimedDrop) => `${JSON.stringify(d)}\n`;
+  const wanted = (d: ServedDrop) => pod === undefined || concernsPod(d.drop, pod);
+  const line = (d: ServedDrop) => `${JSON.stringify(d)}\n`;
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
   const recent = ring.since(since).filter(wanted).map(line).join('');
   if (query.get('follow') !== '1') return void res.end(recent);

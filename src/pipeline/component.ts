@@ -6,6 +6,7 @@ import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { RulesetModel } from '../ruleset/model';
 import type { RuleSetDiff } from '../ruleset/diff';
 import type { ChangeScope } from './scope';
+import type { SyncKind } from '../observe/metrics';
 
 /** One table, referred to by one value everywhere (no literal 'inet' scattered around). */
 export interface TableRef {
@@ -13,7 +14,8 @@ export interface TableRef {
   name: string;
 }
 
-export type SyncKind = 'full' | 'incremental' | 'resync';
+/** A sync's kind, as the pipeline reports it and its metrics count it (observe/metrics.ts). */
+export type { SyncKind };
 
 /** A producer of desired kernel state (policy now, proxy next). The pipeline owns everything else:
  * reading back, planning, committing, coalescing, retries, periodic resync, the table check. */

@@ -17,11 +17,11 @@ import type { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/service-model';
 import type { SetElement } from '../nft/types';
 import type { Component, SyncKind, TableRef } from '../pipeline/component';
-import { parseCidr } from '../net/ip';
+import { parseCidr, type IpFamily } from '../net/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
 import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
 import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DrawSlot, drawSlot, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
-import { Fam, familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
+import { familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
 
 export interface ProxyOptions {
   /** This node's name (EndpointSlice nodeName, Node object). */
@@ -73,7 +73,7 @@ interface Rendered {
    * them. */
   localEndpoints: number;
   /** Load-balancing chains that asked for a draw slot, and their family. */
-  drawChains: Map<string, Fam>;
+  drawChains: Map<string, IpFamily>;
   /** Claims and endpoints refused (claims.ts, service-ports.ts). */
   refusals: Refusal[];
   healthCheckRefused: boolean;
@@ -164,7 +164,7 @@ export class ProxyComponent implements Component {
   private readonly nodes = new Map<string, NodeInfo>();
   private readonly claims: ClaimIndex;
   private readonly rendered = new Map<string, Rendered>();
-  private readonly drawSlots: Record<Fam, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
+  private readonly drawSlots: Record<IpFamily, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
   /** Load-balancing chain -> its service. */
   private readonly chainService = new Map<string, string>();
   /** Endpoint maps a render brought into the model, for the scope. */
@@ -394,7 +394,7 @@ export class ProxyComponent implements Component {
 
   private computeEnv(): ProxyEnv {
     const self = this.nodes.get(this.opts.nodeName);
-    const nodeIPs: Partial<Record<Fam, string>> = {};
+    const nodeIPs: Partial<Record<IpFamily, string>> = {};
     for (const type of ['InternalIP', 'ExternalIP']) {
       for (const a of self?.addresses ?? []) if (a.type === type && nodeIPs[familyOf(a.address)] === undefined) nodeIPs[familyOf(a.address)] = a.address;
     }
@@ -409,8 +409,8 @@ export class ProxyComponent implements Component {
     return env;
   }
 
-  private clusterCIDRs(): Record<Fam, string[]> {
-    const out: Record<Fam, string[]> = { v4: [], v6: [] };
+  private clusterCIDRs(): Record<IpFamily, string[]> {
+    const out: Record<IpFamily, string[]> = { v4: [], v6: [] };
     const all = this.opts.clusterCIDRs ?? [...this.nodes.values()].flatMap((n) => n.podCIDRs);
     for (const c of all) {
       const f = familyOfText(c);
@@ -421,7 +421,7 @@ export class ProxyComponent implements Component {
 
   private computeContents(): BaseContents {
     const np = this.opts.nodePortAddresses;
-    const ranges: Record<Fam, [bigint, bigint][]> = { v4: [], v6: [] };
+    const ranges: Record<IpFamily, [bigint, bigint][]> = { v4: [], v6: [] };
     for (const f of FAMS) {
       if (Array.isArray(np)) ranges[f] = nodePortRanges(np, f);
       else if (this.env.nodeIPs[f] !== undefined) ranges[f] = cidrRanges([`${this.env.nodeIPs[f]}/${f === 'v4' ? 32 : 128}`]);
@@ -451,8 +451,8 @@ export class ProxyComponent implements Component {
     out.healthCheckRefused = !decision.healthCheckNodePort();
     // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses of
     // ready local endpoints that some service port uses, so a dual-stack pod counts once.
-    const local: Record<Fam, Set<string>> | undefined = svc.healthCheckNodePort !== undefined ? { v4: new Set(), v6: new Set() } : undefined;
-    const drawId = (chain: string, f: Fam): DrawSlot | undefined => {
+    const local: Record<IpFamily, Set<string>> | undefined = svc.healthCheckNodePort !== undefined ? { v4: new Set(), v6: new Set() } : undefined;
+    const drawId = (chain: string, f: IpFamily): DrawSlot | undefined => {
       const slot = drawSlot(chain);
       out.drawChains.set(chain, f);
       this.chainService.set(chain, key);
@@ -509,7 +509,7 @@ export class ProxyComponent implements Component {
     const now = this.render(key);
     if (now === EMPTY) this.rendered.delete(key);
     else this.rendered.set(key, now);
-    const emptied: [Fam, number][] = [];
+    const emptied: [IpFamily, number][] = [];
     for (const [chain, f] of old.drawChains) {
       if (now.drawChains.has(chain)) continue;
       const slot = drawSlot(chain);

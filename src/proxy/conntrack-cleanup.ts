@@ -7,11 +7,11 @@ import type { Logger } from 'pino';
 import { ConntrackClient } from '../conntrack/client';
 import type { CtEntry } from '../conntrack/codec';
 import { IPPROTO_UDP } from '../net/protocols';
-import type { Fam } from './service-ports';
+import type { IpFamily } from '../net/ip';
 
 /** One UDP service port of one family as programmed: its destinations and endpoints. */
 export interface UdpServicePort {
-  fam: Fam;
+  fam: IpFamily;
   /** `ip port`: the cluster IP, external IPs and load-balancer IPs with the service port. */
   dsts: string[];
   nodePort?: number;
@@ -25,7 +25,7 @@ export interface UdpServicePort {
 /** A selection of entries: UDP, original destination one of `dsts` (or the node port), and
  * either replied by `replySrc` (DNATed to it) or not DNATed at all. */
 export interface StaleFlows {
-  fam: Fam;
+  fam: IpFamily;
   dsts: string[];
   nodePort?: number;
   replySrc?: string;
@@ -97,7 +97,7 @@ function anyStale(e: CtEntry, selections: StaleFlows[] | undefined): boolean {
  * process (kube-proxy's conntrack reconciler, pkg/proxy/conntrack/cleanup.go): an entry to a
  * service address and port, or to a node port, whose reply source is not a serving endpoint of a
  * service port that has one. A service port without serving endpoints leaves its entries alone. */
-export function reconcileStale(entries: readonly CtEntry[], ports: Iterable<UdpServicePort>, fam: Fam): CtEntry[] {
+export function reconcileStale(entries: readonly CtEntry[], ports: Iterable<UdpServicePort>, fam: IpFamily): CtEntry[] {
   const byDst = new Map<string, Set<string>>();
   const byNodePort = new Map<number, Set<string>>();
   for (const p of ports) {

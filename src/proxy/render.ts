@@ -43,16 +43,16 @@ import { ipv4, ipv4Number, ipv6 } from '../net/ip-bytes';
 import { K8S_IPPROTO, NFPROTO_IPV4, NFPROTO_IPV6 } from '../net/protocols';
 import { be16, concatKey, hostU32 } from '../nft/values';
 import { RTN_LOCAL } from '../rtnl/constants';
-import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges } from '../net/ip';
+import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges, type IpFamily } from '../net/ip';
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
 import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
-import type { Fam, ServicePortView } from './service-ports';
+import type { ServicePortView } from './service-ports';
 
 export const DEFAULT_PROXY_TABLE = 'nfkube-proxy';
 /** kube-proxy's --masquerade-bit default. */
 export const DEFAULT_MASQUERADE_BIT = 14;
 
-export const FAMS: readonly Fam[] = ['v4', 'v6'];
+export const FAMS: readonly IpFamily[] = ['v4', 'v6'];
 
 /** Names of the table's fixed parts. */
 export const N = {
@@ -64,16 +64,16 @@ export const N = {
   reject: 'reject-chain',
   noLocalEndpoints: 'no-local-endpoints',
   clusterIPsCheck: 'cluster-ips-check',
-  clusterIPs: (f: Fam) => `cluster-ips-${f}`,
-  serviceIPs: (f: Fam) => `service-ips-${f}`,
-  serviceNodePorts: (f: Fam) => `service-nodeports-${f}`,
-  noEndpointServices: (f: Fam) => `no-endpoint-services-${f}`,
-  noEndpointNodePorts: (f: Fam) => `no-endpoint-nodeports-${f}`,
-  firewallIPs: (f: Fam) => `firewall-ips-${f}`,
-  nodePortIPs: (f: Fam) => `nodeport-ips-${f}`,
-  clusterCIDRs: (f: Fam) => `cluster-cidrs-${f}`,
-  hairpin: (f: Fam) => `hairpin-${f}`,
-  endpointDraws: (f: Fam, block: number) => `endpoint-draws-${f}-${block}`,
+  clusterIPs: (f: IpFamily) => `cluster-ips-${f}`,
+  serviceIPs: (f: IpFamily) => `service-ips-${f}`,
+  serviceNodePorts: (f: IpFamily) => `service-nodeports-${f}`,
+  noEndpointServices: (f: IpFamily) => `no-endpoint-services-${f}`,
+  noEndpointNodePorts: (f: IpFamily) => `no-endpoint-nodeports-${f}`,
+  firewallIPs: (f: IpFamily) => `firewall-ips-${f}`,
+  nodePortIPs: (f: IpFamily) => `nodeport-ips-${f}`,
+  clusterCIDRs: (f: IpFamily) => `cluster-cidrs-${f}`,
+  hairpin: (f: IpFamily) => `hairpin-${f}`,
+  endpointDraws: (f: IpFamily, block: number) => `endpoint-draws-${f}-${block}`,
 } as const;
 
 /** Names of one service port's objects (kube-proxy's prefixes, with the family). */
@@ -102,16 +102,16 @@ export interface ProxyEnv {
   zone?: string;
   masqueradeAll: boolean;
   /** Per family: pod CIDRs known (so off-cluster sources can be told apart). */
-  localDetector: Record<Fam, boolean>;
+  localDetector: Record<IpFamily, boolean>;
   /** Per family: this node's primary address, for loadBalancerSourceRanges that include it. */
-  nodeIPs: Partial<Record<Fam, string>>;
+  nodeIPs: Partial<Record<IpFamily, string>>;
 }
 
 /** The base sets' contents: what node events change without touching any service. */
 export interface BaseContents {
-  clusterCIDRs: Record<Fam, string[]>;
+  clusterCIDRs: Record<IpFamily, string[]>;
   /** Inclusive address ranges that accept NodePorts. */
-  nodePortRanges: Record<Fam, [bigint, bigint][]>;
+  nodePortRanges: Record<IpFamily, [bigint, bigint][]>;
 }
 
 /** One service port's part of the table. */
@@ -274,7 +274,7 @@ export class HairpinElement implements SetElement {
  * looked up in the block's map, which writes the address to NFT_REG_1 and the port right after it
  * (the next 32-bit register for IPv4, NFT_REG_2 for IPv6: the registers nft picks, so nft's
  * listing of it parses back into the same expressions). */
-function drawDnat(f: Fam, slot: DrawSlot): Expr[] {
+function drawDnat(f: IpFamily, slot: DrawSlot): Expr[] {
   return [
     { type: 'numgen', dreg: C.NFT_REG_1, modulus: DRAWS, ngType: 'random', offset: (slot.id << 16) >>> 0 },
     { type: 'byteorder', sreg: C.NFT_REG_1, dreg: C.NFT_REG_1, op: 'hton', len: 4, size: 4 },
@@ -285,7 +285,7 @@ function drawDnat(f: Fam, slot: DrawSlot): Expr[] {
 
 /** DNAT to the address and port in these registers, as the kernel dumps it: the max registers
  * repeat the min ones, MAP_IPS is implied. */
-function dnat(f: Fam, regAddr: number, regProto: number): Expr {
+function dnat(f: IpFamily, regAddr: number, regProto: number): Expr {
   return {
     type: 'nat',
     natType: 'dnat',
@@ -317,7 +317,7 @@ export function cidrRanges(cidrs: readonly string[]): [bigint, bigint][] {
 
 /** NodePort ranges of one family for CIDRs, without loopback (kube-proxy has no localhost
  * NodePorts). */
-export function nodePortRanges(cidrs: readonly string[], fam: Fam): [bigint, bigint][] {
+export function nodePortRanges(cidrs: readonly string[], fam: IpFamily): [bigint, bigint][] {
   const loopback = parseCidr(fam === 'v4' ? '127.0.0.0/8' : '::1/128')!;
   const out: [bigint, bigint][] = [];
   for (const text of cidrs) {
@@ -327,7 +327,7 @@ export function nodePortRanges(cidrs: readonly string[], fam: Fam): [bigint, big
   return mergeRanges(out);
 }
 
-function rangeElements(fam: Fam, ranges: readonly [bigint, bigint][]): Map<string, SetElement> {
+function rangeElements(fam: IpFamily, ranges: readonly [bigint, bigint][]): Map<string, SetElement> {
   const out = new Map<string, SetElement>();
   for (const [first, last] of ranges) {
     const a = addrBuf(formatIp(fam, first));
@@ -379,11 +379,11 @@ export class ProxyRenderer {
     const r = (chain: string, exprs: Expr[]) => this.rule(chain, exprs);
     const ctNew = b.ctState(['new']);
     const filter = (hook: 'prerouting' | 'input' | 'forward' | 'output') => ({ hook, priority: -110, type: 'filter' as const, policy: 'accept' as const });
-    const tripleVmap = (fam: Fam, map: string) => {
+    const tripleVmap = (fam: IpFamily, map: string) => {
       const loads = b.concatLoads([ADDR[fam].daddr, 'meta l4proto', 'th dport']);
       return [...loads.exprs, b.vmap(map, loads.sreg)];
     };
-    const nodePortVmap = (fam: Fam, map: string) => {
+    const nodePortVmap = (fam: IpFamily, map: string) => {
       const loads = b.concatLoads(['meta l4proto', 'th dport']);
       return [
         ...b.matchAddrInSet(ADDR[fam].daddr, N.nodePortIPs(fam)),
@@ -477,7 +477,7 @@ export class ProxyRenderer {
   }
 
   /** The endpoint map of one block of draw ids. */
-  endpointMap(f: Fam, block: number): NftSet {
+  endpointMap(f: IpFamily, block: number): NftSet {
     return {
       ...this.set(N.endpointDraws(f, block), { key: ['integer'], flags: C.NFT_SET_INTERVAL, data: [ADDR[f].key, 'inet_service'] }),
       typeof: { key: `numgen random mod ${DRAWS}`, data: `${ADDR[f].daddr} . th dport` },
@@ -486,7 +486,7 @@ export class ProxyRenderer {
 
   /** One service port of one family: kube-proxy's syncProxyRules loop body. `drawId` gives a
    * load-balancing chain its draw slot, or none (then it dispatches through endpoint chains). */
-  servicePort(v: ServicePortView, env: ProxyEnv, drawId: (chain: string, fam: Fam) => DrawSlot | undefined = () => undefined): Contribution {
+  servicePort(v: ServicePortView, env: ProxyEnv, drawId: (chain: string, fam: IpFamily) => DrawSlot | undefined = () => undefined): Contribution {
     const out: Contribution = { chains: [], sets: [], elements: [], owned: [], reachable: [] };
     const svc = v.service;
     const names = servicePortNames(v);

@@ -3,16 +3,14 @@
  * the service port of the same name and protocol; an endpoint is keyed by address and port (the
  * first slice naming it wins, unless a later one says it is not terminating); only the family of
  * the slice's addressType. Headless, ExternalName and other proxies' services yield nothing. */
-import { canonicalIp, ipInCidr, parseCidr, parseIp } from '../net/ip';
+import { canonicalIp, ipInCidr, parseCidr, parseIp, type IpFamily } from '../net/ip';
 import type { EndpointSliceInfo, ServiceInfo, ServicePortInfo } from '../k8s/service-model';
 import type { ProxyEndpoint } from './endpoints';
-
-export type Fam = 'v4' | 'v6';
 
 export interface ServicePortView {
   /** `namespace/name/protocol/portName`, kube-proxy's service port name (protocol lower case). */
   name: string;
-  fam: Fam;
+  fam: IpFamily;
   service: ServiceInfo;
   port: ServicePortInfo;
   clusterIP: string;
@@ -49,7 +47,7 @@ export function endpointAddressRefusal(ip: string): string | undefined {
   return undefined;
 }
 
-export const familyOf = (ip: string): Fam => (ip.includes(':') ? 'v6' : 'v4');
+export const familyOf = (ip: string): IpFamily => (ip.includes(':') ? 'v6' : 'v4');
 
 /** Whether the proxy programs anything for this service. */
 export function isProxied(svc: ServiceInfo): boolean {
@@ -122,7 +120,7 @@ function compareEndpoints(a: ProxyEndpoint, b: ProxyEndpoint): number {
 }
 
 /** The canonical family of an address or CIDR text, or undefined. */
-export function familyOfText(text: string): Fam | undefined {
+export function familyOfText(text: string): IpFamily | undefined {
   const c = text.includes('/') ? parseCidr(text) : canonicalIp(text);
   return c ? c.family : undefined;
 }

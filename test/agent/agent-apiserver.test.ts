@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { Agent } from '../../src/pipeline/agent';
 import { InformerSource, loadKubeConfig } from '../../src/k8s/informer-source';
 import { listTable } from '../../src/nft/readback';

@@ -4,15 +4,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
-import { Renderer } from '../../src/agent/render';
+import { PolicyComponent } from '../../src/policy/component';
+import { Renderer } from '../../src/policy/render/render';
 import { ClusterChange, ClusterSnapshot } from '../../src/k8s/source';
 import { listTable } from '../../src/nft/readback';
 import { ipv4 } from '../../src/net/ip-bytes';
 import { Agent } from '../../src/pipeline/agent';
 import { Component, SyncKind, TableRef } from '../../src/pipeline/component';
 import { ChangeScope } from '../../src/pipeline/scope';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { diffRulesets, isEmptyDiff, RuleSetDiff } from '../../src/ruleset/diff';
 import { elementKey, emptyModel, modelFromKernel, RulesetModel } from '../../src/ruleset/model';
 import { withSandbox } from '../helpers/netns';

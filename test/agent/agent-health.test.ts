@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { NetlinkError } from '../../src/netlink/errors';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import { startObserveServer } from '../../src/observe/server';

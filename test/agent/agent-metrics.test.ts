@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { Agent } from '../../src/pipeline/agent';
-import { metricsObserver, policyCounterReader } from '../../src/agent/metrics-bridge';
+import { metricsObserver, policyCounterReader } from '../../src/policy/metrics-bridge';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { AgentMetrics } from '../../src/observe/metrics';
 import { startObserveServer } from '../../src/observe/server';

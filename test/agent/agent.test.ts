@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { Agent } from '../../src/pipeline/agent';
-import { Renderer } from '../../src/agent/render';
+import { Renderer } from '../../src/policy/render/render';
 import { listTable } from '../../src/nft/readback';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { diffRulesets, isEmptyDiff } from '../../src/ruleset/diff';
 import { modelFromKernel } from '../../src/ruleset/model';
 import { Sandbox, withSandbox } from '../helpers/netns';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { NFNL_MSG_BATCH_BEGIN } from '../../src/netlink/message';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import { listTable } from '../../src/nft/readback';

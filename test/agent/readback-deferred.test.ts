@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { Agent } from '../../src/pipeline/agent';
 import { Sandbox, withSandbox } from '../helpers/netns';
 import { baseCluster, NODE, policy } from './fixtures';

@@ -3,13 +3,13 @@
  * same verdict from the model and from the table read back from the kernel as the probe got. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PolicyModes } from '../../src/deny/modes';
+import { PolicyModes } from '../../src/policy/modes';
 import { explainFlow } from '../../src/explain/explain';
 import { FlowPacket } from '../../src/explain/flow';
 import { ManifestSource } from '../../src/k8s/manifest-source';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import { listTable } from '../../src/nft/readback';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { cellName, NODE } from '../helpers/prober';
 import { CASES } from './cases';
 import { agentUnavailable, Harness, NODE_NAME, TABLE } from './harness';

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { Agent } from '../../src/pipeline/agent';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { ClusterChange } from '../../src/k8s/source';

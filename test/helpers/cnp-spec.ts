@@ -5,7 +5,7 @@
  * then default allow. A connection passes when the source's egress and the destination's ingress
  * both allow it; an egress Accept decides only the egress side. */
 import type { LabelSelector, NamespaceInfo, NetworkPolicyInfo, PodInfo } from '../../src/k8s/model';
-import type { Direction, Protocol } from '../../src/policy/ir';
+import type { Direction, Protocol } from '../../src/policy/engine/ir';
 import { inCidr, live, namedPortIs, namespaceLabels, networkPolicyAllows, selects, type PolicyWorld } from './policy-spec';
 
 // --- the public API shape, as written in manifests ----------------------------------------------

@@ -3,7 +3,7 @@
  * model the property tests compare the compiler (and the ClusterNetworkPolicy evaluator) with. */
 import type { LabelSelector, NamespaceInfo, NetworkPolicyInfo, PeerInfo, PodInfo, PolicyPortInfo } from '../../src/k8s/model';
 import { ipInCidr, parseCidr, parseIp } from '../../src/net/ip';
-import type { Direction, Protocol } from '../../src/policy/ir';
+import type { Direction, Protocol } from '../../src/policy/engine/ir';
 
 /** The namespaces and NetworkPolicies a verdict depends on. */
 export interface PolicyWorld {

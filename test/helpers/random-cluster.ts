@@ -1,8 +1,8 @@
 /** A small random cluster for property tests: three namespaces, a few pods per namespace with
  * addresses drawn from 24 (so local pods often share one), and random policies, some invalid. */
 import type { LabelSelector, NamespaceInfo, NetworkPolicyInfo, PeerInfo, PodInfo, PolicyPortInfo, PolicyRuleInfo } from '../../src/k8s/model';
-import type { PolicyEngine } from '../../src/policy/engine';
-import type { PolicyDelta } from '../../src/policy/ir';
+import type { PolicyEngine } from '../../src/policy/engine/engine';
+import type { PolicyDelta } from '../../src/policy/engine/ir';
 import type { ClusterChange, PolicyChange } from '../../src/k8s/source';
 
 export const NODE = 'node-1';

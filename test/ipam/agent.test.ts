@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { TestApiServer } from '../helpers/apiserver';
 import { agentFactory, AgentFactory, checkEverything, node, pool, podObject, startIpamApiServer } from './cluster';
-import { IpamRequest } from '../../src/ipam/protocol';
+import { IpamRequest } from '../../src/cni/protocol';
 import { IpamMetrics } from '../../src/ipam/metrics';
 
 let server: TestApiServer;

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { IpamAgent } from '../../src/ipam/agent';
-import { IpamReply } from '../../src/ipam/protocol';
+import { IpamReply } from '../../src/cni/protocol';
 import { mulberry32 } from '../helpers/prng';
 import { pool, quiet } from './cluster';
 import { MemoryApi } from './memory-api';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { IpamAgent } from '../../src/ipam/agent';
-import { IpamReply, IpamRequest } from '../../src/ipam/protocol';
+import { IpamReply, IpamRequest } from '../../src/cni/protocol';
 import { TestApiServer } from '../helpers/apiserver';
 import { agentFactory, node, pool, startIpamApiServer } from './cluster';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { renameSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { auditCluster } from '../../src/ipam/check';
-import { IpamRequest } from '../../src/ipam/protocol';
+import { IpamRequest } from '../../src/cni/protocol';
 import { TestApiServer } from '../helpers/apiserver';
 import { agentFactory, AgentFactory, node, pool, podObject, startIpamApiServer } from './cluster';
 

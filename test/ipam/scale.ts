@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { IpamAgent } from '../../src/ipam/agent';
 import { Finding } from '../../src/ipam/check';
-import { IpamReply } from '../../src/ipam/protocol';
+import { IpamReply } from '../../src/cni/protocol';
 import { Fault, TestApiServer } from '../helpers/apiserver';
 import { mulberry32 } from '../helpers/prng';
 import { agentFactory, checkEverything, node, pool, podObject, startIpamApiServer } from './cluster';

@@ -11,7 +11,8 @@ import { describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import type { SourceError } from '../../src/k8s/errors';
 import { ManifestSource } from '../../src/k8s/manifest-source';
-import { failClosedPolicy, FIELDS_READ, normalizers, objectId, type ObjectKind } from '../../src/k8s/normalize';
+import { failClosedPolicy, FIELDS_READ, objectId, type ObjectKind } from '../../src/k8s/normalize';
+import { normalizers } from '../../src/k8s/normalizers';
 import type { FieldTree } from '../../src/k8s/yaml-block';
 
 type KObject = Record<string, unknown>;

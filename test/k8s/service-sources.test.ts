@@ -55,6 +55,7 @@ const expectedSlice = {
 
 const expectedNode = {
   name: 'node-1',
+  labels: { other: 'x', 'topology.kubernetes.io/zone': 'a' },
   zone: 'a',
   addresses: [
     { type: 'InternalIP', address: '198.18.0.1' },

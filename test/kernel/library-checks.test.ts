@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { commit, listRules, listSets, NetlinkError, NFT_SET_INTERVAL, nftBuild as b, NftSet, SetTypeError, Transaction, ruleKey, canonicalExprs } from '../../src/index';
+import { commit, listRules, listSets, NetlinkError, NFT_SET_INTERVAL, nftBuild as b, NftSet, SetTypeError, Transaction, ruleKey, canonicalExprs } from '../../src/netfilter';
 import { sameRuleBody } from '../../src/nft/canonical';
 import { ipv4, ipv6 } from '../../src/net/ip-bytes';
 import { withSandbox } from '../helpers/netns';

@@ -3,7 +3,8 @@
  * built (a seeded property test, so a failure replays); interface wildcards stay wildcards. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalExprs, formatRuleBody, listRules, nftBuild as b } from '../../src/index';
+import { canonicalExprs, listRules, nftBuild as b } from '../../src/netfilter';
+import { formatRuleBody } from '../../src/nft/format';
 import { CtStateName } from '../../src/net/protocols';
 import { Expr } from '../../src/nft/types';
 import { withSandbox } from '../helpers/netns';

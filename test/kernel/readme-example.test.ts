@@ -10,7 +10,7 @@ test("the README's library example runs as written", async () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const snippet = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
   assert.ok(snippet, 'README has a ts example');
-  const lines = snippet.replace(/from 'nfkube'/, `from ${JSON.stringify(join(root, 'dist', 'src', 'index.js'))}`).split('\n');
+  const lines = snippet.replace(/from 'nfkube\/netfilter'/, `from ${JSON.stringify(join(root, 'dist', 'src', 'netfilter.js'))}`).split('\n');
   const imports = lines.filter((l) => l.startsWith('import '));
   const body = lines.filter((l) => !l.startsWith('import ')).join('\n');
   const source = `${imports.join('\n')}\nexport const main = async () => {\n${body}\n};\n`;

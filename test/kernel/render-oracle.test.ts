@@ -4,10 +4,10 @@
  * exactly what is enforced, and nfkube's encoding means what nft's own parser would have made. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Renderer } from '../../src/agent/render';
+import { Renderer } from '../../src/policy/render/render';
 import { formatTable } from '../../src/nft/format';
 import { commit, Transaction } from '../../src/nft/transaction';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { diffRulesets, diffTransaction } from '../../src/ruleset/diff';
 import { emptyModel, modelToContents, RulesetModel } from '../../src/ruleset/model';
 import { Sandbox, withSandbox } from '../helpers/netns';

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import type { EndpointInfo, ServiceInfo } from '../../src/k8s/service-model';
 import type { ClusterSnapshot } from '../../src/k8s/source';

@@ -49,8 +49,7 @@ test('loader: NFKUBE_ADDON, then the prebuilt for this platform, then the node-g
 });
 
 const LIBRARY_CHECK = `
-  const { Netns, NetlinkSocket, Transaction, commit, listTable } = require('nfkube');
-  const { addonPath } = require('nfkube/dist/src/native/binding.js');
+  const { Netns, NetlinkSocket, Transaction, commit, listTable, addonPath } = require('nfkube/netfilter');
   (async () => {
     const ns = Netns.create();
     const socket = NetlinkSocket.open({ netns: ns });

@@ -2,7 +2,7 @@
  * override it are found and logged, read-only. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findOverridingChains, logCoexistence } from '../../src/agent/coexist';
+import { findOverridingChains, logCoexistence } from '../../src/policy/coexist';
 import { getGeneration } from '../../src/nft/generation';
 import { withSandbox } from '../helpers/netns';
 import { baseCluster, foreignState, nfkube, NODE } from './harness';

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pino, { Logger } from 'pino';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { Agent } from '../../src/pipeline/agent';
 import { Sandbox } from '../helpers/netns';
 import { baseCluster, Cluster, namespace, NODE, pod, policy } from '../agent/fixtures';

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Agent } from '../../src/pipeline/agent';
-import { PolicyComponent } from '../../src/agent/policy-component';
+import { PolicyComponent } from '../../src/policy/component';
 import { NetlinkSocket } from '../../src/netlink/socket';
 import * as C from '../../src/nft/constants';
 import { ForeignTableError, kernelCanHold, markedTable, TABLE_MARK } from '../../src/nft/ownership';

@@ -3,12 +3,12 @@
  * change to the committed model: what the agent writes per event is exactly what changed. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DesiredTable } from '../../src/agent/desired';
+import { DesiredTable } from '../../src/policy/render/desired';
 import { ChangeScope } from '../../src/pipeline/scope';
-import { Renderer } from '../../src/agent/render';
+import { Renderer } from '../../src/policy/render/render';
 import * as C from '../../src/nft/constants';
 import { Expr } from '../../src/nft/types';
-import { PolicyEngine } from '../../src/policy/engine';
+import { PolicyEngine } from '../../src/policy/engine/engine';
 import { applyDiff, cloneModel, diffRulesets, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import { RulesetModel } from '../../src/ruleset/model';
 import { mulberry32 as rng } from '../helpers/prng';

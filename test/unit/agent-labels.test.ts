@@ -1,8 +1,8 @@
-/** The rule-comment label codec (src/agent/labels.ts): what the renderer writes, the kernel
+/** The rule-comment label codec (src/policy/render/labels.ts): what the renderer writes, the kernel
  * stores and the metrics bridge parses back must be the same text, whatever the names. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatLabel, LABEL_MAX_BYTES, parseLabel, RuleLabel, sanitizeLabelText, truncateUtf8, utf8Length } from '../../src/agent/labels';
+import { formatLabel, LABEL_MAX_BYTES, parseLabel, RuleLabel, sanitizeLabelText, truncateUtf8, utf8Length } from '../../src/policy/render/labels';
 import { AttrWriter } from '../../src/netlink/attr';
 import { decodeRule, encodeRule } from '../../src/nft/objects';
 import * as b from '../../src/nft/build';

@@ -3,8 +3,8 @@
  * renders as before. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { comboChainName, RenderError, Renderer } from '../../src/agent/render';
-import type { CompiledPolicy, PolicyIR } from '../../src/policy/ir';
+import { comboChainName, RenderError, Renderer } from '../../src/policy/render/render';
+import type { CompiledPolicy, PolicyIR } from '../../src/policy/engine/ir';
 
 function ir(policies: CompiledPolicy[]): PolicyIR {
   return {

@@ -9,8 +9,8 @@ import { policyRecord, proxyRecord, readRecord, withRecorded, POLICY_RECORDED } 
 import { closest } from '../../src/cli/usage-error';
 import { editDistance } from '../../src/edit-distance';
 import { textLine } from '../../src/log-format';
-import { DropRing } from '../../src/nflog/drop-ring';
-import type { DropRecord } from '../../src/nflog/drop-log';
+import { DropRing } from '../../src/policy/droplog/drop-ring';
+import type { DropRecord } from '../../src/policy/droplog/drop-log';
 import { netlinkInode } from '../../src/cli/table-holder';
 import { metricSamples } from '../../src/cli/commands/status';
 import { recordProblem } from '../../src/pipeline/table-sync';

@@ -5,9 +5,9 @@
  * values never make a difference, and hostile element bytes give a value or a DecodeError. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DesiredTable } from '../../src/agent/desired';
-import { policyCounterRows } from '../../src/agent/metrics-bridge';
-import { comboChainName, portSetName, Renderer } from '../../src/agent/render';
+import { DesiredTable } from '../../src/policy/render/desired';
+import { policyCounterRows } from '../../src/policy/metrics-bridge';
+import { comboChainName, portSetName, Renderer } from '../../src/policy/render/render';
 import { podAtOf } from '../../src/explain/counters';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { AttrWriter } from '../../src/netlink/attr';
@@ -20,7 +20,7 @@ import { decodeSet, decodeSetElements, encodeSet } from '../../src/nft/objects';
 import { NFPROTO, NftSet, Rule, SetElement } from '../../src/nft/types';
 import { ipv4 } from '../../src/net/ip-bytes';
 import { ChangeScope } from '../../src/pipeline/scope';
-import { PolicyEngine } from '../../src/policy/engine';
+import { PolicyEngine } from '../../src/policy/engine/engine';
 import { diffRulesets, isEmptyDiff } from '../../src/ruleset/diff';
 import { elementKey, sameElementValue, sameSetDefinition } from '../../src/ruleset/model';
 import { namespace, NODE, pod, policy } from '../agent/fixtures';

@@ -3,14 +3,14 @@
  * render, with scoped diffs that carry every change; a mode switch writes set elements only. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DesiredTable } from '../../src/agent/desired';
+import { DesiredTable } from '../../src/policy/render/desired';
 import { ChangeScope } from '../../src/pipeline/scope';
-import { comboChainName, comboId, Renderer } from '../../src/agent/render';
-import { PolicyModes } from '../../src/deny/modes';
+import { comboChainName, comboId, Renderer } from '../../src/policy/render/render';
+import { PolicyModes } from '../../src/policy/modes';
 import { formatTable } from '../../src/nft/format';
 import { TableContents } from '../../src/nft/types';
-import { PolicyEngine } from '../../src/policy/engine';
-import { isEmptyDelta } from '../../src/policy/ir';
+import { PolicyEngine } from '../../src/policy/engine/engine';
+import { isEmptyDelta } from '../../src/policy/engine/ir';
 import { applyDiff, cloneModel, diffRulesets, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import { modelToContents, RulesetModel } from '../../src/ruleset/model';
 import { mulberry32 as rng } from '../helpers/prng';

@@ -4,8 +4,8 @@
  * interpreter refuses what it cannot evaluate instead of guessing. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Renderer } from '../../src/agent/render';
-import { PolicyModes } from '../../src/deny/modes';
+import { Renderer } from '../../src/policy/render/render';
+import { PolicyModes } from '../../src/policy/modes';
 import { FlowPacket, FlowProtocol } from '../../src/explain/flow';
 import { formatPolicyCounters, PolicyCounters } from '../../src/explain/counters';
 import { explainFlow, formatExplanation } from '../../src/explain/explain';
@@ -13,7 +13,7 @@ import { evaluateKernel } from '../../src/explain/kernel-verdict';
 import { printable } from '../../src/log';
 import type { Expr, Rule, TableContents } from '../../src/nft/types';
 import { evaluateModel } from '../../src/explain/model-verdict';
-import { PolicyEngine } from '../../src/policy/engine';
+import { PolicyEngine } from '../../src/policy/engine/engine';
 import { modelToContents } from '../../src/ruleset/model';
 import { mulberry32 as rng } from '../helpers/prng';
 import { NODE, step, World } from '../helpers/random-cluster';

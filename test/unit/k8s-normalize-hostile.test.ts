@@ -5,8 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FailClosedError, K8sObjectError } from '../../src/k8s/errors';
 import type { NetworkPolicyInfo, PodInfo } from '../../src/k8s/model';
-import { normalizeNetworkPolicy, normalizePod, normalizers } from '../../src/k8s/normalize';
-import { compileFull } from '../../src/policy/compile';
+import { normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
+import { normalizers } from '../../src/k8s/normalizers';
+import { compileFull } from '../../src/policy/engine/compile';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -9,10 +9,10 @@ import { decodeNfMessages, NLM_F_ACK, NLM_F_REQUEST } from '../../src/netlink/me
 import { bindRequests, decodePacket, NFULNL_CONFIG_TYPE, NFULNL_PACKET_TYPE, unbindRequest } from '../../src/nflog/codec';
 import * as C from '../../src/nflog/constants';
 import { decodeHeaders } from '../../src/nflog/headers';
-import { DropLog } from '../../src/nflog/drop-log';
-import { ClusterView } from '../../src/nflog/cluster-view';
-import { PolicyModes } from '../../src/deny/modes';
-import { dropLogPrefix, parseDropLogPrefix } from '../../src/deny/tail';
+import { DropLog } from '../../src/policy/droplog/drop-log';
+import { ClusterView } from '../../src/policy/droplog/cluster-view';
+import { PolicyModes } from '../../src/policy/modes';
+import { dropLogPrefix, parseDropLogPrefix } from '../../src/policy/render/tail';
 import { mulberry32 } from '../helpers/prng';
 import pino from 'pino';
 

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import { DropLogMetrics, OTHER } from '../../src/nflog/metrics';
+import { DropLogMetrics, OTHER } from '../../src/policy/droplog/metrics';
 
 test('counters per pod and direction; past the bound new pods count as _other; a deleted pod leaves', async () => {
   const registry = new Registry();

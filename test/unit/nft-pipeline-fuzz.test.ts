@@ -6,7 +6,7 @@
  * it follows) are printed raw, not read past their end. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Renderer } from '../../src/agent/render';
+import { Renderer } from '../../src/policy/render/render';
 import { AttrWriter } from '../../src/netlink/attr';
 import { DecodeError } from '../../src/netlink/errors';
 import { decodeChain, decodeRule, decodeSet, decodeTable, encodeChain, encodeRule, encodeSet, encodeSetElements, encodeTable, kernelElements } from '../../src/nft/objects';
@@ -16,7 +16,7 @@ import { decodeElementDump } from '../../src/nft/readback';
 import { Chain, Expr, NftSet, NFPROTO, Rule, TableContents } from '../../src/nft/types';
 import { ipv6 } from '../../src/net/ip-bytes';
 import * as b from '../../src/nft/build';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { diffRulesets, diffTransaction, formatDiff } from '../../src/ruleset/diff';
 import { modelFromKernel, modelToContents, RulesetModel, sameRules } from '../../src/ruleset/model';
 import { baseCluster, NODE } from '../agent/fixtures';

@@ -7,9 +7,9 @@
  * the table is the desired one. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Renderer } from '../../src/agent/render';
+import { Renderer } from '../../src/policy/render/render';
 import { boundedBatches, batchTestHooks, BatchLimits } from '../../src/pipeline/batches';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { diffRulesets, diffTransaction } from '../../src/ruleset/diff';
 import { elementKey, emptyModel, RulesetModel, sameElementValue, sameRules } from '../../src/ruleset/model';
 import { Operation, Rule, SetElement, Verdict } from '../../src/nft/types';

@@ -2,10 +2,10 @@
  * drift it reports (none at start, where a difference is what changed since the previous run). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Renderer } from '../../src/agent/render';
+import { Renderer } from '../../src/policy/render/render';
 import { NFT_TABLE_F_DORMANT } from '../../src/nft/constants';
 import { plan, repairedCounts } from '../../src/pipeline/plan';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { cloneModel, diffRulesets, formatDiff, isEmptyDiff } from '../../src/ruleset/diff';
 import { emptyModel, RulesetModel, tableFlagsProblem } from '../../src/ruleset/model';
 import { baseCluster, NODE } from '../agent/fixtures';

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from '../../src/k8s/model';
-import { compileFull } from '../../src/policy/compile';
-import type { CompiledRule, PolicyIR } from '../../src/policy/ir';
+import { compileFull } from '../../src/policy/engine/compile';
+import type { CompiledRule, PolicyIR } from '../../src/policy/engine/ir';
 
 const NODE = 'node-1';
 

@@ -4,9 +4,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DeltaRecorder, type DeltaSources, type SettledSets } from '../../src/policy/delta-recorder';
-import { emptyDelta, type IpBlockSet, type NamedPortSet, type PeerSet } from '../../src/policy/ir';
-import { tripleKey } from '../../src/policy/objects';
+import { DeltaRecorder, type DeltaSources, type SettledSets } from '../../src/policy/engine/delta-recorder';
+import { emptyDelta, type IpBlockSet, type NamedPortSet, type PeerSet } from '../../src/policy/engine/ir';
+import { tripleKey } from '../../src/policy/engine/objects';
 
 /** Sets as fixed data: `live` says which exist after the call. */
 function sets<S>(live: Record<string, S>): SettledSets<S> {

@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
 import type { NetworkPolicyInfo, PodInfo } from '../../src/k8s/model';
-import { compileFull } from '../../src/policy/compile';
-import { applyDelta } from '../../src/policy/delta';
-import { PolicyEngine } from '../../src/policy/engine';
-import { isEmptyDelta, type PolicyDelta, type PolicyIR } from '../../src/policy/ir';
+import { compileFull } from '../../src/policy/engine/compile';
+import { applyDelta } from '../../src/policy/engine/delta';
+import { PolicyEngine } from '../../src/policy/engine/engine';
+import { isEmptyDelta, type PolicyDelta, type PolicyIR } from '../../src/policy/engine/ir';
 import { mulberry32 as rng } from '../helpers/prng';
 import { NODE, step, World } from '../helpers/random-cluster';
 

@@ -5,11 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NetworkPolicyInfo } from '../../src/k8s/model';
-import { compileFull } from '../../src/policy/compile';
-import { PolicyEngine } from '../../src/policy/engine';
-import { sameCompiledPolicy, samePolicyInput } from '../../src/policy/equality';
-import { isEmptyDelta } from '../../src/policy/ir';
-import { compilePolicy } from '../../src/policy/rules';
+import { compileFull } from '../../src/policy/engine/compile';
+import { PolicyEngine } from '../../src/policy/engine/engine';
+import { sameCompiledPolicy, samePolicyInput } from '../../src/policy/engine/equality';
+import { isEmptyDelta } from '../../src/policy/engine/ir';
+import { compilePolicy } from '../../src/policy/engine/rules';
 
 const NODE = 'node-a';
 

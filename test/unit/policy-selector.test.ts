@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SelectorIndex, compileSelector, matches } from '../../src/policy/selector';
+import { SelectorIndex, compileSelector, matches } from '../../src/k8s/selector';
 import { canonicalIp, formatCidr, formatIp, parseCidr, subtractRanges } from '../../src/net/ip';
 
 const sel = (s: Parameters<typeof compileSelector>[0]) => compileSelector(s, 'spec.podSelector');

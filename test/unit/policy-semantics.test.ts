@@ -5,9 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NetworkPolicyInfo, PodInfo } from '../../src/k8s/model';
-import { compileFull } from '../../src/policy/compile';
+import { compileFull } from '../../src/policy/engine/compile';
 import { parseIp } from '../../src/net/ip';
-import type { CompiledRule, Direction, PolicyIR, Protocol } from '../../src/policy/ir';
+import type { CompiledRule, Direction, PolicyIR, Protocol } from '../../src/policy/engine/ir';
 import { live, networkPolicyAllows, type Flow } from '../helpers/policy-spec';
 import { mulberry32 as rng } from '../helpers/prng';
 import { NODE, randomChange, World } from '../helpers/random-cluster';

@@ -1,16 +1,16 @@
-/** Local pods' addresses bound to MACs from the node's neighbour table (src/agent/source-check.ts,
+/** Local pods' addresses bound to MACs from the node's neighbour table (src/policy/render/source-check.ts,
  * neighbour-watch.ts): the last MAC seen binds the address while a pod holds it, whichever comes
  * first (the pod or the neighbour entry), and the binding leaves with the pod. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DesiredTable } from '../../src/agent/desired';
-import { neighbourMac } from '../../src/agent/neighbour-watch';
-import { Renderer } from '../../src/agent/render';
-import { adoptBindings } from '../../src/agent/source-check';
+import { DesiredTable } from '../../src/policy/render/desired';
+import { neighbourMac } from '../../src/policy/neighbour-watch';
+import { Renderer } from '../../src/policy/render/render';
+import { adoptBindings } from '../../src/policy/render/source-check';
 import { PodInfo } from '../../src/k8s/model';
 import { ChangeScope } from '../../src/pipeline/scope';
 import { cloneModel, diffRulesets, formatDiff } from '../../src/ruleset/diff';
-import { PolicyEngine } from '../../src/policy/engine';
+import { PolicyEngine } from '../../src/policy/engine/engine';
 import { NUD_FAILED, NUD_INCOMPLETE, NUD_PERMANENT, NUD_REACHABLE, NUD_STALE } from '../../src/rtnl/constants';
 import { Cluster, pod } from '../agent/fixtures';
 

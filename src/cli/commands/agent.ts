@@ -1,9 +1,9 @@
 /** `nfkube agent`: enforce NetworkPolicy for this node's pods until stopped (or once). */
-import { PolicyComponent } from '../../agent/policy-component';
+import { PolicyComponent } from '../../policy/component';
 import type { AgentMetrics } from '../../observe/metrics';
-import { ProgrammingLatency } from '../../agent/programming-latency';
+import { ProgrammingLatency } from '../../pipeline/programming-latency';
 import { DEFAULT_METRICS_ADDR, parseMetricsAddress, startObserveServer } from '../../observe/server';
-import { logCoexistence } from '../../agent/coexist';
+import { logCoexistence } from '../../policy/coexist';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTables } from '../../nft/readback';
@@ -17,7 +17,7 @@ import { describeSource, openSource, prepareSource, SOURCE_OPTIONS, warnNoPods }
 import type { Component } from '../../pipeline/component';
 import { PROXY_AGENT_OPTIONS, PROXY_CLI_OPTIONS, proxyChoice, proxyComponent, proxyEvents, proxyServing } from '../proxy-options';
 import { dropLogOptions, modeAnnotationWarner, policyModes } from '../deny-options';
-import { PolicyModes } from '../../deny/modes';
+import { PolicyModes } from '../../policy/modes';
 import { buildInfo } from '../../build-info';
 import type { ClusterSnapshot } from '../../k8s/source';
 import type { Logger } from 'pino';
@@ -86,7 +86,7 @@ const command: Command = {
     // manifests directory starts without prom-client, the drop log or the proxy's modules.
     // (Made whenever the agent keeps running, or something registers its own metrics in it.)
     const metrics: AgentMetrics | undefined = v.once && !log && !choice.proxy ? undefined : new (require('../../observe/metrics') as typeof import('../../observe/metrics')).AgentMetrics();
-    const drops = log ? await (require('../../nflog') as typeof import('../../nflog')).startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics!.registry }) : undefined;
+    const drops = log ? await (require('../../policy/droplog') as typeof import('../../policy/droplog')).startDropLogging({ log, nodeName: node, modes: modes ?? new PolicyModes(), denyAction: denyAction(v['deny-action']), logger, registry: metrics!.registry }) : undefined;
     if (drops) ctx.defer(() => drops.close());
     const proxyModules = choice.proxy ? { ...(require('../../proxy/metrics') as typeof import('../../proxy/metrics')), ...(require('../../proxy/health') as typeof import('../../proxy/health')) } : undefined;
     const serving = proxyServing(v);
@@ -103,7 +103,7 @@ const command: Command = {
       proxyOnce = v.once ? proxy : undefined;
     }
     const latency = new ProgrammingLatency((kind, sinceChange, sinceArrival) => metrics?.observeProgramming(kind, sinceChange, sinceArrival));
-    const bridge = metrics ? (require('../../agent/metrics-bridge') as typeof import('../../agent/metrics-bridge')) : undefined;
+    const bridge = metrics ? (require('../../policy/metrics-bridge') as typeof import('../../policy/metrics-bridge')) : undefined;
     const observer = metrics && bridge ? bridge.metricsObserver(metrics, latency) : undefined;
     const batchHooks = batchTestHooks(process.env);
     const killAfter = batchHooks.killAfterBatch;
@@ -204,7 +204,7 @@ const command: Command = {
 /** Binds local pods' addresses to their MACs from the node's neighbour table (source-check.ts)
  * for as long as the agent runs. */
 async function watchNeighbours(agent: Agent, policy: PolicyComponent, logger: Logger, ctx: RunContext): Promise<void> {
-  const { bindNeighbours } = require('../../agent/neighbour-watch') as typeof import('../../agent/neighbour-watch');
+  const { bindNeighbours } = require('../../policy/neighbour-watch') as typeof import('../../policy/neighbour-watch');
   const watch = await bindNeighbours(agent, policy, { logger });
   ctx.defer(() => watch.close());
 }

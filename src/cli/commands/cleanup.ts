@@ -1,5 +1,5 @@
 /** `nfkube cleanup`: remove nfkube's own table, and nothing else. */
-import { policyTable } from '../../agent/policy-component';
+import { policyTable } from '../../policy/component';
 import { TableRef } from '../../pipeline/component';
 import { NetlinkSocket } from '../../netlink/socket';
 import { deleteOwnTable } from '../../nft/ownership';

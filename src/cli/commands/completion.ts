@@ -1,7 +1,6 @@
 /** `nfkube completion bash|zsh`: a completion script generated from the command registry and
  * each command's option table, so it lists exactly what the commands accept. */
-import { COMMANDS } from '../registry';
-import { Command } from '../command';
+import { Command, RunContext } from '../command';
 import { GLOBAL_OPTIONS, OptionTable, parseWithPositionals, usageText } from '../options';
 import { UsageError } from '../usage-error';
 
@@ -12,9 +11,9 @@ const usage = usageText('nfkube completion bash|zsh', options, 'Prints a complet
 const OPERANDS: Record<string, string[]> = { ipam: ['show', 'check'], ipset: ['restore', 'save'], completion: ['bash', 'zsh'] };
 
 /** Every command with the words it completes: its operands, then its flags. */
-export function completionWords(): Record<string, string[]> {
+export function completionWords(commands: RunContext['commands']): Record<string, string[]> {
   return Object.fromEntries(
-    Object.entries(COMMANDS).map(([name, load]) => {
+    Object.entries(commands).map(([name, load]) => {
       const table = { ...(load().options ?? {}), ...GLOBAL_OPTIONS };
       const flags = Object.entries(table).flatMap(([flag, o]) => [`--${flag}`, ...(o.short ? [`-${o.short}`] : [])]);
       return [name, [...(OPERANDS[name] ?? []), ...flags, '--help']];
@@ -67,11 +66,11 @@ const command: Command = {
   summary: 'print a shell completion script generated from the option tables (bash | zsh)',
   usage,
   options,
-  async run(args) {
+  async run(args, ctx) {
     const { positionals } = parseWithPositionals(args, options, usage);
     const shell = positionals[0];
     if (positionals.length !== 1 || (shell !== 'bash' && shell !== 'zsh')) throw new UsageError(`expected bash or zsh${shell ? `, got ${JSON.stringify(shell)}` : ''} (see nfkube completion --help)`);
-    process.stdout.write(shell === 'bash' ? bashScript(completionWords()) : zshScript(completionWords()));
+    process.stdout.write(shell === 'bash' ? bashScript(completionWords(ctx.commands)) : zshScript(completionWords(ctx.commands)));
     return 0;
   },
 };

@@ -1,7 +1,7 @@
 /** `nfkube drops`: the denied packets the local agent logged (--log-drops), read from its /drops
  * endpoint: a small local `hubble observe --verdict DROPPED`. */
-import { describe as describeDrop } from '../../nflog/drop-log';
-import type { TimedDrop } from '../../nflog/drop-ring';
+import { describe as describeDrop } from '../../policy/droplog/drop-log';
+import type { TimedDrop } from '../../policy/droplog/drop-ring';
 import { DEFAULT_METRICS_ADDR, localClientAddress, parseListenAddress } from '../../observe/server';
 import { Command } from '../command';
 import { OptionTable, OUTPUT_OPTION, outputFormat, parse, parseDuration, usageText } from '../options';

@@ -2,12 +2,13 @@
  * and from the table read back from the kernel; exit 1 when the two disagree. */
 import { NetlinkSocket } from '../../netlink/socket';
 import { listTable } from '../../nft/readback';
-import { compileFull } from '../../policy/compile';
+import { compileFull } from '../../policy/engine/compile';
 import { explainFlow, formatExplanation } from '../../explain/explain';
+import { explainTiers } from '../../explain/tier-verdict';
 import { flowPackets, FlowProtocol, resolveEndpoint } from '../../explain/flow';
 import { Command } from '../command';
 import { policyModes } from '../deny-options';
-import { PolicyModes } from '../../deny/modes';
+import { PolicyModes } from '../../policy/modes';
 import { nodeName, OptionTable, parseWithPositionals, tableName, usageText } from '../options';
 import { readSnapshot, SOURCE_OPTIONS } from '../source';
 import { UsageError } from '../usage-error';
@@ -41,13 +42,14 @@ const command: Command = {
     const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, nodeName(v['node-name']));
     const modes = policyModes(v, snap.namespaces.values()) ?? new PolicyModes();
     const [src, dst] = parsed.positionals.map((t) => resolveEndpoint(t, snap.pods));
+    const tiers = explainTiers(snap, nodeName(v['node-name']), modes);
 
     const back = await listTable(socket, 'inet', table);
     if (!back) process.stdout.write(`table inet ${table} does not exist: the kernel enforces nothing of nfkube's\n`);
     let agree = true;
     let unknown = false;
     for (const packet of flowPackets(src, dst, protocol as FlowProtocol, port)) {
-      const e = explainFlow(ir, modes, back, packet);
+      const e = explainFlow(ir, modes, back, packet, tiers);
       process.stdout.write(formatExplanation(e, `${src.text} -> ${dst.text}`));
       agree &&= e.agree;
       unknown ||= !e.kernel;

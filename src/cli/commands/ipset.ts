@@ -4,7 +4,7 @@
 import { Command } from '../command';
 import { OptionTable, parse, usageText } from '../options';
 import { didYouMean, UsageError } from '../usage-error';
-import { fatalMessage } from '../main';
+import { fatalMessage } from '../fatal-message';
 import { NetlinkSocket } from '../../netlink/socket';
 import { IpsetClient } from '../../ipset/client';
 import { formatSave, parseSave, RestoreSyntaxError } from '../../ipset/save-format';

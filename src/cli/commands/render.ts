@@ -1,12 +1,12 @@
 /** `nfkube render`: print the ruleset the agent would enforce, without touching the kernel.
  * Exits 1 when any input could not be read or rendered as written: what is printed then is what
  * the agent would enforce, with those objects failing closed. Warnings do not change the exit. */
-import { Renderer } from '../../agent/render';
+import { Renderer } from '../../policy/render/render';
 import { ManifestSource } from '../../k8s/manifest-source';
 import { manifestsMaxBytes } from '../source';
 import { formatTable } from '../../nft/format';
 import { markedTable } from '../../nft/ownership';
-import { compileFull } from '../../policy/compile';
+import { compileFull } from '../../policy/engine/compile';
 import { fullPolicyTable } from '../../policy/cluster/tiers';
 import { createLogger } from '../../log';
 import { modelToContents } from '../../ruleset/model';

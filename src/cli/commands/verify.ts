@@ -1,8 +1,8 @@
 /** `nfkube verify`: read nfkube's tables back (policy, and the proxy's with --proxy) and compare
  * them, canonically, with what the cluster state says they must be. Exit 0 only when they are
  * equal. The agent's planner decides. */
-import { Renderer } from '../../agent/render';
-import { adoptBindings } from '../../agent/source-check';
+import { Renderer } from '../../policy/render/render';
+import { adoptBindings } from '../../policy/render/source-check';
 import { createLogger } from '../../log';
 import { NetlinkSocket } from '../../netlink/socket';
 import { listMarkedTable } from '../../nft/ownership';
@@ -10,9 +10,9 @@ import { tableText } from '../../pipeline/component';
 import { plan, Plan } from '../../pipeline/plan';
 import type { TableContents } from '../../nft/types';
 import type { OptionValues } from '../config';
-import { compileFull } from '../../policy/compile';
+import { compileFull } from '../../policy/engine/compile';
 import { ClusterTiers, fullPolicyTable } from '../../policy/cluster/tiers';
-import type { PolicyIR } from '../../policy/ir';
+import type { PolicyIR } from '../../policy/engine/ir';
 import { formatDiff, isEmptyDiff } from '../../ruleset/diff';
 import { emptyModel, modelFromKernel, RulesetModel, tableFlagsProblem } from '../../ruleset/model';
 import { Command, RunContext } from '../command';

@@ -3,7 +3,7 @@
 import { AttrWriter } from '../../netlink/attr';
 import { DecodeError } from '../../netlink/errors';
 import { NFNL_SUBSYS_NFTABLES, nfMsgType, NLM_F_CREATE, NLM_F_EXCL } from '../../netlink/message';
-import { Family, NFPROTO, ObjectKind, OperationOf, VerbOf } from '../types';
+import { Family, NFPROTO, NftObjectKind, OperationOf, VerbOf } from '../types';
 
 /** The netlink message an operation becomes: its type, its flags besides NLM_F_REQUEST, and
  * whether the kernel is to echo it (new rules, for their handles). */
@@ -31,7 +31,7 @@ export interface Reference {
   role: string;
 }
 
-export interface ObjectCodec<K extends ObjectKind> {
+export interface ObjectCodec<K extends NftObjectKind> {
   /** The netlink message each verb becomes. */
   readonly verbs: Record<VerbOf<K>, MessageKind>;
   family(op: OperationOf<K>): Family;

@@ -1,6 +1,6 @@
 /** nf_tables objects in transactions: one codec per kind (table, chain, rule, set, element),
  * looked up by the operation's kind. Adding a kind of object is one file plus its line here. */
-import { Operation, ObjectKind } from '../types';
+import { Operation, NftObjectKind } from '../types';
 import { chain } from './chain';
 import { MessageKind, ObjectCodec, Reference } from './codec';
 import { element } from './element';
@@ -16,11 +16,11 @@ export { decodeSet, encodeSet, encodeSetRef, setFlags } from './set';
 export { checkElements, decodeSetElements, encodeSetElements, kernelElements, userElements } from './element';
 
 /** Keyed by kind: a kind of operation without a codec does not compile. */
-export const OBJECT_CODECS: { [K in ObjectKind]: ObjectCodec<K> } = { table, chain, rule, set, element };
+export const OBJECT_CODECS: { [K in NftObjectKind]: ObjectCodec<K> } = { table, chain, rule, set, element };
 
 /** The codec of an operation's kind, typed for the operation as a whole. */
-export function codecOf(op: Operation): ObjectCodec<ObjectKind> {
-  return OBJECT_CODECS[op.kind] as unknown as ObjectCodec<ObjectKind>;
+export function codecOf(op: Operation): ObjectCodec<NftObjectKind> {
+  return OBJECT_CODECS[op.kind] as unknown as ObjectCodec<NftObjectKind>;
 }
 
 /** The message an operation's verb becomes. */

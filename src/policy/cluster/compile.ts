@@ -3,10 +3,11 @@
  * (an Accept rule matches nothing; a Deny or Pass rule every packet of its direction), naming
  * policy, rule and field. */
 import type { ClusterNetworkPolicyInfo, CnpPeerInfo, CnpProtocolInfo, CnpRuleInfo } from '../../k8s/cluster-policy-model';
-import type { Direction, IpBlockSet, PolicyError, PortMatch, Protocol } from '../ir';
-import { compact, compareStrings, shortId } from '../objects';
-import { compileIpBlock, isPortName, type NamedPortSetSpec, type PeerSetSpec } from '../rules';
-import { compileSelector, type CompiledSelector, type FieldError } from '../selector';
+import type { Direction, IpBlockSet, PolicyError, PortMatch, Protocol } from '../engine/ir';
+import { compareStrings, shortId } from '../engine/objects';
+import { compact } from '../../k8s/selector';
+import { compileIpBlock, isPortName, type NamedPortSetSpec, type PeerSetSpec } from '../engine/rules';
+import { compileSelector, type CompiledSelector, type FieldError } from '../../k8s/selector';
 import type { ClusterPeerRef, CompiledClusterPolicy, CompiledClusterRule } from './ir';
 
 export interface NodeSetSpec {

@@ -5,7 +5,7 @@
  * (accept, or a deny); its Pass, and a packet no rule of it matched, return to the base chain. */
 import * as b from '../../nft/build';
 import type { Expr } from '../../nft/types';
-import type { Direction } from '../ir';
+import type { Direction } from '../engine/ir';
 
 export type TierName = 'admin' | 'baseline';
 

@@ -3,7 +3,7 @@
  * sets (PeerSet), CIDR sets (IpBlockSet), named-port sets (NamedPortSet); two kinds are the
  * tiers' own: the subject sets (the local pods a policy applies to) and the node address sets. */
 import type { CnpAction, CnpTier } from '../../k8s/cluster-policy-model';
-import type { Direction, PeerRef, PolicyError, PortMatch } from '../ir';
+import type { Direction, PeerRef, PolicyError, PortMatch } from '../engine/ir';
 
 export type { CnpAction, CnpTier };
 

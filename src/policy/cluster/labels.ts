@@ -3,8 +3,8 @@
  * each is read back. A policy is `clusternetworkpolicy/<name>`, a rule its index in its
  * direction; the rule's own `name` is looked up from the compiled policy when shown. */
 import { hash } from 'node:crypto';
-import { LABEL_MAX_BYTES, sanitizeLabelText, truncateUtf8, utf8Length } from '../../agent/labels';
-import type { Direction } from '../ir';
+import { LABEL_MAX_BYTES, sanitizeLabelText, truncateUtf8, utf8Length } from '../render/labels';
+import type { Direction } from '../engine/ir';
 
 export const CLUSTER_POLICY_PREFIX = 'clusternetworkpolicy/';
 const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };

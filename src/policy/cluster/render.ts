@@ -19,9 +19,9 @@
 import * as b from '../../nft/build';
 import type { Chain, Expr, NftSet, Rule } from '../../nft/types';
 import type { ChainModel, SetModel } from '../../ruleset/model';
-import type { Renderer } from '../../agent/render';
-import type { DropLogOptions } from '../../deny/tail';
-import type { CompiledRule, Direction, IpBlockSet, PeerRef } from '../ir';
+import type { Renderer } from '../render/render';
+import type { DropLogOptions } from '../render/tail';
+import type { CompiledRule, Direction, IpBlockSet, PeerRef } from '../engine/ir';
 import type { AddressSet } from './engine';
 import { subjectSetId } from './engine';
 import { tierChainName, type TierName } from './hooks';
@@ -133,7 +133,7 @@ export class ClusterRenderer {
 }
 
 /** A rule as NetworkPolicy's rule entry shape: node sets are address sets like pod sets. */
-function asRuleEntry(rule: CompiledClusterRule): CompiledRule {
+export function asRuleEntry(rule: CompiledClusterRule): CompiledRule {
   const peers = rule.peers === 'any' ? 'any' : rule.peers.map((p): PeerRef => (p.kind === 'nodes' ? { kind: 'pods', set: p.set } : p));
   const entry: CompiledRule = { peers, ports: rule.ports };
   if (rule.namedPorts) entry.namedPorts = rule.namedPorts;

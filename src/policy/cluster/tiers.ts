@@ -4,13 +4,13 @@
  * ClusterNetworkPolicies. */
 import type { Logger } from 'pino';
 import type { ClusterChange, ClusterSnapshot } from '../../k8s/source';
-import type { PolicyModes } from '../../deny/modes';
-import type { DropLogOptions } from '../../deny/tail';
-import type { Renderer } from '../../agent/render';
+import type { PolicyModes } from '../modes';
+import type { DropLogOptions } from '../render/tail';
+import type { Renderer } from '../render/render';
 import type { ChangeScope } from '../../pipeline/scope';
 import type { RulesetModel } from '../../ruleset/model';
-import { podFacts } from '../objects';
-import type { PolicyError, PolicyIR } from '../ir';
+import { podFacts } from '../engine/objects';
+import type { PolicyError, PolicyIR } from '../engine/ir';
 import { ClusterPolicyEngine, isEmptyClusterDelta, type ClusterDelta } from './engine';
 import { ClusterTiersTable } from './desired';
 import type { CompiledClusterPolicy } from './ir';
