@@ -16,12 +16,13 @@ import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../
 import { evaluateKernel } from '../../src/explain/kernel-verdict';
 import type { FlowPacket } from '../../src/explain/flow';
 import { listTable } from '../../src/nft/readback';
-import { cnpWorld, decide, describeDecision, type Endpoint } from '../helpers/cnp-spec';
-import { openSandbox, type Sandbox } from '../helpers/netns';
+import { clusterNetworkPolicy, cnpWorld, decide, describeDecision, type Endpoint } from '../helpers/cnp-spec';
+import { openSandbox, withSandbox, type Sandbox } from '../helpers/netns';
 import { mulberry32 } from '../helpers/prng';
 import { CnpGenerator, NODES, OUTSIDE, PORTS, THIS_NODE, type RandomCluster } from '../helpers/random-cnp';
 import { clusterNetworkPolicyUnavailable } from '../e2e/cnp-run';
 import { REPO_ROOT } from '../e2e/harness';
+import type { K8sObject } from '../e2e/manifests';
 
 const execFileAsync = promisify(execFile);
 const SETS = Number(process.env.NFKUBE_CNP_FUZZ_SETS ?? 200);
@@ -69,19 +70,25 @@ function worldOf(c: RandomCluster) {
   });
 }
 
+/** `nfkube agent --once` over these objects in the sandbox; exit 1 only for input that failed
+ * closed (said on stderr naming a ClusterNetworkPolicy field). Returns whether it did. */
+async function enforce(sb: Sandbox, dir: string, objects: K8sObject[], what: string): Promise<boolean> {
+  writeFileSync(join(dir, 'cluster.yaml'), objects.map((o) => `---\n${stringify(o)}`).join(''));
+  const run = await execFileAsync('nsenter', [`--net=${sb.netns.path}`, process.execPath, join(REPO_ROOT, 'bin', 'nfkube'), 'agent', '--once', '--manifests', dir,
+    '--node-name', THIS_NODE, '--table', TABLE, '--log-level', 'error'], { cwd: REPO_ROOT }).catch((err: { code?: number; stderr?: string }) => err);
+  const failedClosed = 'code' in run && run.code === 1;
+  if ('code' in run && !failedClosed) assert.fail(`${what}: agent --once failed: ${run.stderr}`);
+  if (failedClosed) {
+    const unexplained = (run.stderr ?? '').split('\n').filter((l) => l !== '' && !/"object":"ClusterNetworkPolicy [^"]+","field":"spec\./.test(l));
+    assert.deepEqual(unexplained, [], `${what}: agent --once exited 1 for more than failed-closed ClusterNetworkPolicy rules`);
+  }
+  return failedClosed;
+}
+
 async function runSet(sb: Sandbox, dir: string, seed: number): Promise<{ flows: number; denied: number; disagreements: Disagreement[]; failedClosed: boolean }> {
   const g = new CnpGenerator(mulberry32(seed));
   const cluster = g.cluster();
-  writeFileSync(join(dir, 'cluster.yaml'), cluster.objects.map((o) => `---\n${stringify(o)}`).join(''));
-  const run = await execFileAsync('nsenter', [`--net=${sb.netns.path}`, process.execPath, join(REPO_ROOT, 'bin', 'nfkube'), 'agent', '--once', '--manifests', dir,
-    '--node-name', THIS_NODE, '--table', TABLE, '--log-level', 'error'], { cwd: REPO_ROOT }).catch((err: { code?: number; stderr?: string }) => err);
-  // Exit 1 says some input failed closed (and was enforced so); anything else is a failure.
-  const failedClosed = 'code' in run && run.code === 1;
-  if ('code' in run && !failedClosed) assert.fail(`seed ${seed}: agent --once failed: ${run.stderr}`);
-  if (failedClosed) {
-    const unexplained = (run.stderr ?? '').split('\n').filter((l) => l !== '' && !/"object":"ClusterNetworkPolicy [^"]+","field":"spec\./.test(l));
-    assert.deepEqual(unexplained, [], `seed ${seed}: agent --once exited 1 for more than failed-closed ClusterNetworkPolicy rules`);
-  }
+  const failedClosed = await enforce(sb, dir, cluster.objects, `seed ${seed}`);
   const table = await listTable(sb.socket, 'inet', TABLE);
   assert.ok(table, `seed ${seed}: the agent left no table`);
   const world = worldOf(cluster);
@@ -130,4 +137,30 @@ test(`random ClusterNetworkPolicy + NetworkPolicy sets: the kernel decides as th
   const seeds = [...new Set(all.map((d) => d.seed))].sort((a, b) => a - b);
   assert.equal(all.length, 0, `${all.length} disagreements in ${seeds.length} sets (seeds ${seeds.slice(0, 20).join(', ')}):\n${all.slice(0, 12).map((d) => d.text).join('\n')}`);
   assert.ok(deniedCount > flowCount / 20 && deniedCount < flowCount, `${deniedCount} of ${flowCount} denied: the sets exercise both verdicts`);
+});
+
+test('a Pass rule that cannot be read fails closed as "Deny all", as the API types ask (cnp-bugs.md bug 1)', { skip: clusterNetworkPolicyUnavailable() }, async () => {
+  const g = new CnpGenerator(mulberry32(20));
+  const base = g.cluster().objects.filter((o) => o.kind === 'Namespace' || o.kind === 'Pod' || o.kind === 'Node');
+  const pods = base.filter((o) => o.kind === 'Pod' && (o.spec as { nodeName: string; hostNetwork?: boolean }).nodeName === THIS_NODE);
+  const [src, dst] = pods.map((o) => ({ ns: (o.metadata as { namespace: string }).namespace, ip: (o.status as { podIP: string }).podIP }));
+  const pass = clusterNetworkPolicy('pass-unknown-peer', {
+    tier: 'Admin', priority: 1, subject: { namespaces: { matchLabels: { 'kubernetes.io/metadata.name': dst.ns } } },
+    // domainNames is no ingress peer: the rule cannot be read.
+    ingress: [{ name: 'pass-from-a-name', action: 'Pass', from: [{ domainNames: ['example.com'] }] }],
+  });
+  await withSandbox(async (sb) => {
+    const dir = mkdtempSync(join(tmpdir(), 'nfk-cnp-failclosed-'));
+    try {
+      assert.equal(await enforce(sb, dir, [...base, pass as unknown as K8sObject], 'fail-closed Pass'), true, 'the agent says the rule failed closed');
+      const table = await listTable(sb.socket, 'inet', TABLE);
+      assert.ok(table);
+      for (const protocol of ['tcp', 'udp', 'sctp'] as const) {
+        const verdict = evaluateKernel(table, { family: 'ipv4', src: src.ip, dst: dst.ip, protocol, dport: 80, sport: 40000 });
+        assert.equal(verdict.allowed, false, `${protocol}: ${verdict.steps.map((s) => `${s.base}: ${s.verdict} ${s.rule?.comment ?? 'policy'}`).join('; ')}`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
