@@ -22,6 +22,7 @@ import { dropLogOptions, policyModes } from '../deny-options';
 import { PROXY_CLI_OPTIONS, proxyChoice, proxyComponent } from '../proxy-options';
 import { withTableRecords } from '../table-record';
 import { formatPolicyCounters, policyCounters, readCounterRows } from '../../explain/counters';
+import { clusterRuleCounters, formatClusterRuleCounters } from '../../explain/cluster-counters';
 
 const options = {
   ...SOURCE_OPTIONS,
@@ -39,9 +40,9 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     const v = await withTableRecords(socket, 'verify', parse(args, options, usage));
-    const { models, ir } = await desiredTables(v, ctx);
+    const { models, ir, tiers } = await desiredTables(v, ctx);
     let differ = 0;
-    for (const desired of models) differ += await verifyTable(socket, desired, v.counters && desired.table.name === tableName(v.table) ? ir : undefined);
+    for (const desired of models) differ += await verifyTable(socket, desired, v.counters && desired.table.name === tableName(v.table) ? ir : undefined, tiers);
     return differ > 0 ? 1 : 0;
   },
 };
@@ -85,10 +86,12 @@ export async function compareTable(socket: NetlinkSocket, desired: RulesetModel)
 
 /** Prints how the kernel's copy of one table differs from `desired` (and, given the policy IR,
  * its per-policy counters); 1 when it differs. */
-async function verifyTable(socket: NetlinkSocket, desired: RulesetModel, countersFor?: PolicyIR): Promise<number> {
+async function verifyTable(socket: NetlinkSocket, desired: RulesetModel, countersFor?: PolicyIR, tiers?: ClusterTiers): Promise<number> {
   const table = desired.table;
   const { back, kernel, flags, plan: p } = await compareTable(socket, desired);
   if (countersFor && back) process.stdout.write(formatPolicyCounters(policyCounters(await readCounterRows(socket, table.name, countersFor), countersFor)));
+  const clusterPolicies = tiers ? [...tiers.engine.state().policies.values()] : [];
+  if (countersFor && back && clusterPolicies.length > 0) process.stdout.write(formatClusterRuleCounters(clusterRuleCounters(back.rules, clusterPolicies)));
   if (!back) process.stdout.write(`table ${tableText(table)} does not exist\n`);
   if (flags) process.stdout.write(`${flags}\n`);
   if (p.action === 'noop') {

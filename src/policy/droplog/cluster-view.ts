@@ -8,6 +8,9 @@ import type { Direction } from '../engine/ir';
 import { podFacts, type PodFacts } from '../engine/objects';
 import { compilePolicy, type PolicyPlan } from '../engine/rules';
 import { matches } from '../../k8s/selector';
+import type { ClusterNetworkPolicyInfo } from '../../k8s/cluster-policy-model';
+import { clusterPolicyId } from '../cluster/compile';
+import { CLUSTER_POLICY_PREFIX, ruleDisplayName } from '../cluster/labels';
 
 export class ClusterView {
   private readonly pods = new Map<string, PodFacts>();
@@ -15,12 +18,27 @@ export class ClusterView {
    * successor arrives may briefly share one). */
   private readonly byAddress = new Map<string, string[]>();
   private readonly plans = new Map<string, Map<string, PolicyPlan>>();
+  /** ClusterNetworkPolicies by id (what their log prefixes carry): name and rule names. */
+  private readonly clusterPolicies = new Map<string, { name: string; rules: Record<Direction, (string | undefined)[]> }>();
 
   constructor(private readonly nodeName: string) {}
 
   load(snapshot: ClusterSnapshot): void {
     for (const pod of snapshot.pods.values()) this.upsertPod(pod);
     for (const [key, np] of snapshot.policies) this.plansOf(np.namespace).set(key, compilePolicy(np));
+    for (const cnp of snapshot.clusterPolicies?.values() ?? []) this.putClusterPolicy(cnp);
+  }
+
+  private putClusterPolicy(cnp: Readonly<ClusterNetworkPolicyInfo>): void {
+    this.clusterPolicies.set(clusterPolicyId(cnp.name), { name: cnp.name, rules: { ingress: cnp.ingress.map((r) => r.name), egress: cnp.egress.map((r) => r.name) } });
+  }
+
+  /** `clusternetworkpolicy/NAME` and the rule's name (or `#index`) of a ClusterNetworkPolicy
+   * rule by the policy's id, as its drop log prefix names it. */
+  clusterRule(policyId: string, dir: Direction, index: number): { policy: string; rule: string } | undefined {
+    const p = this.clusterPolicies.get(policyId);
+    if (!p) return undefined;
+    return { policy: `${CLUSTER_POLICY_PREFIX}${p.name}`, rule: ruleDisplayName({ name: p.rules[dir][index], index }) };
   }
 
   apply(c: ClusterChange): void {
@@ -30,6 +48,9 @@ export class ClusterView {
     } else if (c.kind === 'NetworkPolicy') {
       if (c.type === 'upsert') this.plansOf(c.object.namespace).set(c.key, compilePolicy(c.object));
       else this.plans.get(c.object.namespace)?.delete(c.key);
+    } else if (c.kind === 'ClusterNetworkPolicy') {
+      if (c.type === 'upsert') this.putClusterPolicy(c.object);
+      else this.clusterPolicies.delete(clusterPolicyId(c.key));
     }
   }
 

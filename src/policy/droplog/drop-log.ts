@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { PolicyModes, namespaceOf, type DenyAction } from '../modes';
 import type { Direction } from '../engine/ir';
 import { parseDropLogPrefix, SPOOFED_LOG_PREFIX } from '../render/tail';
+import { CLUSTER_POLICY_PREFIX, parseClusterLogPrefix } from '../cluster/labels';
 import { DecodeError } from '../../netlink/errors';
 import { NflogPacket } from '../../nflog/codec';
 import { ClusterView } from './cluster-view';
@@ -39,6 +40,9 @@ export interface DropRecord {
   icmpCode?: number;
   /** Policies selecting the pod in that direction; none allowed the packet. */
   policies: string[];
+  /** Set when a ClusterNetworkPolicy rule denied it (then `policies` is that policy,
+   * `clusternetworkpolicy/NAME`): the rule's name, or `#index` in its direction. */
+  rule?: string;
   /** Set when the packet was dropped before any policy: it carried the address of `pod` (a local
    * pod) as its source but came in by another interface than the route to `pod`. */
   reason?: 'spoofed source';
@@ -55,7 +59,8 @@ export class DropLog {
    * packet's destination (ingress) or source (egress) address. */
   record(p: NflogPacket): DropRecord | 'unknown' | 'decode' {
     const spoofed = p.prefix === SPOOFED_LOG_PREFIX;
-    const chain = spoofed ? ({ direction: 'egress' } as const) : parseDropLogPrefix(p.prefix);
+    const tier = parseClusterLogPrefix(p.prefix);
+    const chain = spoofed ? ({ direction: 'egress' } as const) : (tier ?? parseDropLogPrefix(p.prefix));
     if (!chain) return 'unknown';
     if (!p.payload) return 'decode';
     let h: PacketHeaders;
@@ -82,6 +87,11 @@ export class DropLog {
       policies: view.policiesFor(pod, chain.direction),
       ...ports(h),
     };
+    if (tier) {
+      const named = view.clusterRule(tier.policyId, tier.direction, tier.index);
+      r.policies = [named?.policy ?? `${CLUSTER_POLICY_PREFIX}(unknown ${tier.policyId})`];
+      r.rule = named?.rule ?? `#${tier.index}`;
+    }
     return r;
   }
 
@@ -112,6 +122,7 @@ export function describe(r: DropRecord): string {
   const port = (who: string, n?: number) => (n === undefined ? who : who.includes(':') ? `[${who}]:${n}` : `${who}:${n}`);
   const what = r.icmpType !== undefined ? `${r.protocol} type ${r.icmpType} code ${r.icmpCode}` : r.protocol;
   if (r.reason) return `${what} ${port(r.src, r.sport)} -> ${port(r.dst, r.dport)} (${r.reason}: ${r.pod}'s address came in on interface #${r.inIfindex ?? 'unknown'})`;
+  if (r.rule !== undefined) return `${what} ${port(r.src, r.sport)} -> ${port(r.dst, r.dport)} (${r.direction} of ${r.pod}; denied by ${r.policies.join(', ')} rule ${r.rule})`;
   const policies = r.policies.length > 0 ? r.policies.join(', ') : 'none';
   return `${what} ${port(r.src, r.sport)} -> ${port(r.dst, r.dport)} (${r.direction} of ${r.pod}; selected by ${policies})`;
 }
