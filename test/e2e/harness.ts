@@ -5,8 +5,8 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { compareMatrices, Prober, type Cell, type Comparison, type ProbeResult } from '../helpers/prober';
-import { createTopology, type Topology, type TopologyKind } from '../helpers/topology';
+import { compareMatrices, DEFAULT_PORTS, Prober, type Cell, type Comparison, type Matrix, type ProbeResult, type ServedPorts } from '../helpers/prober';
+import { conformancePods, createTopology, type PodPlacement, type Topology, type TopologyKind } from '../helpers/topology';
 import { clusterObjects, writeManifests, type ClusterTweaks, type K8sObject } from './manifests';
 import { Reachability } from './reachability';
 
@@ -38,11 +38,11 @@ export class Harness {
   ) {}
 
   /** Builds the topology and starts the probers; tears down whatever was made if that fails. */
-  static async open(kind: TopologyKind): Promise<Harness> {
-    const topology = createTopology(kind);
+  static async open(kind: TopologyKind, placements: PodPlacement[] = conformancePods(), ports: ServedPorts = DEFAULT_PORTS, opts: { nodeServes?: boolean } = {}): Promise<Harness> {
+    const topology = createTopology(kind, placements);
     let prober: Prober | undefined;
     try {
-      prober = await Prober.start(topology);
+      prober = await Prober.start(topology, ports, opts);
       // A first round resolves every neighbour, so cases are not the ones paying for it.
       await prober.probeAll({ timeoutMs: PROBE_TIMEOUT_MS });
       return new Harness(topology, prober, mkdtempSync(join(tmpdir(), 'nfk-manifests-')));
@@ -95,7 +95,11 @@ export class Harness {
    * with a longer timeout, so a probe starved on a loaded machine is not reported as a policy
    * failure; a cell found open that should be blocked is never retried. */
   async probeAndCompare(expected: Reachability): Promise<CaseRun> {
-    const want = expected.matrix();
+    return this.probeAndCompareMatrix(expected.matrix());
+  }
+
+  /** probeAndCompare against a matrix built some other way (e.g. by a reference evaluator). */
+  async probeAndCompareMatrix(want: Matrix): Promise<CaseRun> {
     const result = await this.prober.probeAll({ timeoutMs: PROBE_TIMEOUT_MS });
     let reprobedCells = 0;
     for (let attempt = 0; attempt < RETRIES; attempt++) {

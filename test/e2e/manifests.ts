@@ -32,6 +32,8 @@ export interface ClusterTweaks {
   pods?: Record<string, { labels?: Record<string, string>; extraPorts?: ContainerPort[]; nodeName?: string }>;
   /** Objects added as they are (e.g. hostNetwork or pending pods). */
   extraObjects?: K8sObject[];
+  /** The serving container's ports of every pod, instead of SERVED_CONTAINER_PORTS. */
+  containerPorts?: ContainerPort[];
 }
 
 const AGNHOST = 'registry.k8s.io/e2e-test-images/agnhost:2.47';
@@ -89,6 +91,7 @@ export function clusterObjects(pods: PodEndpoint[], nodeName: string, tweaks: Cl
       return pod({ ...p, ips: [p.ipv4, p.ipv6] }, {
         nodeName: t.nodeName ?? nodeName,
         labels: t.labels,
+        ports: tweaks.containerPorts,
         sidecarPorts: t.extraPorts,
       });
     }),

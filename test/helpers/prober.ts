@@ -20,8 +20,23 @@ export interface Slice {
   family: Family;
 }
 
-export const SLICES: Slice[] = (['tcp', 'udp'] as const).flatMap((protocol) =>
-  [80, 81].flatMap((port) => ([4, 6] as const).map((family) => ({ protocol, port, family }))));
+/** The ports each pod serves, per protocol. */
+export interface ServedPorts {
+  tcp: number[];
+  udp: number[];
+  sctp: number[];
+}
+
+/** What the NetworkPolicy conformance pods serve: TCP and UDP 80 and 81, no SCTP. */
+export const DEFAULT_PORTS: ServedPorts = { tcp: [80, 81], udp: [80, 81], sctp: [] };
+
+/** Every (protocol, port, family) the pods serve, the columns of a matrix. */
+export function slicesOf(ports: ServedPorts): Slice[] {
+  return (['tcp', 'udp', 'sctp'] as const).flatMap((protocol) =>
+    ports[protocol].flatMap((port) => ([4, 6] as const).map((family) => ({ protocol, port, family }))));
+}
+
+export const SLICES: Slice[] = slicesOf(DEFAULT_PORTS);
 
 export interface Cell extends Slice {
   from: string;
@@ -45,12 +60,12 @@ export function cellKey(c: Cell): string {
 export class Matrix {
   private readonly cells = new Map<string, boolean>();
 
-  constructor(readonly sources: string[], readonly targets: string[], initial: boolean) {
+  constructor(readonly sources: string[], readonly targets: string[], initial: boolean, readonly slices: Slice[] = SLICES) {
     for (const cell of this.allCells()) this.cells.set(cellKey(cell), initial);
   }
 
   *allCells(): Generator<Cell> {
-    for (const from of this.sources) for (const to of this.targets) for (const s of SLICES) yield { from, to, ...s };
+    for (const from of this.sources) for (const to of this.targets) for (const s of this.slices) yield { from, to, ...s };
   }
 
   get(cell: Cell): boolean {
@@ -92,7 +107,7 @@ export function compareMatrices(expected: Matrix, actual: ProbeResult): Comparis
     `${mismatches.length} of ${[...expected.allCells()].length} cells differ.`,
     'legend: . allowed as expected   x blocked as expected   B expected allowed, got Blocked   A expected blocked, got Allowed',
   ];
-  for (const s of SLICES) {
+  for (const s of expected.slices) {
     if (!mismatches.some((m) => m.protocol === s.protocol && m.port === s.port && m.family === s.family)) continue;
     lines.push('', `${sliceName(s)} (rows: from, columns: to)`);
     const width = Math.max(...expected.sources.map((r) => r.length), ...expected.targets.map((t) => t.length)) + 1;
@@ -128,8 +143,9 @@ const AGENT_SCRIPT = join(__dirname, 'pod-agent.js');
 const AGENT_START_TIMEOUT_MS = 20_000;
 const AGENT_ANSWER_SLACK_MS = 30_000;
 
-function startAgent(id: string, netnsPath: string, serve: boolean): Promise<Agent> {
-  const args = [`--net=${netnsPath}`, process.execPath, AGENT_SCRIPT, '--name', id, ...(serve ? [] : ['--no-serve'])];
+function startAgent(id: string, netnsPath: string, serve: boolean, ports: ServedPorts): Promise<Agent> {
+  const args = [`--net=${netnsPath}`, process.execPath, AGENT_SCRIPT, '--name', id, ...(serve ? [] : ['--no-serve']),
+    '--tcp', ports.tcp.join(','), '--udp', ports.udp.join(','), ...(ports.sctp.length > 0 ? ['--sctp', ports.sctp.join(',')] : [])];
   const child = spawn('nsenter', args, { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
@@ -165,19 +181,26 @@ export interface ProbeOptions {
 export class Prober {
   private nextId = 1;
 
-  private constructor(private readonly topology: Topology, private readonly agents: Map<string, Agent>) {}
+  private constructor(
+    private readonly topology: Topology,
+    private readonly agents: Map<string, Agent>,
+    readonly slices: Slice[],
+    private readonly nodeServes: boolean,
+  ) {}
 
-  /** Starts a serving agent in every pod and a probing-only one in the node. */
-  static async start(topology: Topology): Promise<Prober> {
+  /** Starts a serving agent in every pod and a probing-only one in the node; with `nodeServes`
+   * the node's serves too (as host-network pods do), and the node is a target as well. */
+  static async start(topology: Topology, ports: ServedPorts = DEFAULT_PORTS, opts: { nodeServes?: boolean } = {}): Promise<Prober> {
+    const nodeServes = opts.nodeServes ?? false;
     const starting = [
-      startAgent(NODE, topology.nodeNetnsPath, false),
-      ...topology.pods.map((p) => startAgent(p.id, p.netnsPath, true)),
+      startAgent(NODE, topology.nodeNetnsPath, nodeServes, ports),
+      ...topology.pods.map((p) => startAgent(p.id, p.netnsPath, true, ports)),
     ];
     const settled = await Promise.allSettled(starting);
     const agents = new Map<string, Agent>();
     for (const s of settled) if (s.status === 'fulfilled') agents.set(s.value.id, s.value);
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    const prober = new Prober(topology, agents);
+    const prober = new Prober(topology, agents, slicesOf(ports), nodeServes);
     if (failed) {
       await prober.close();
       throw failed.reason;
@@ -190,13 +213,20 @@ export class Prober {
   }
 
   get targets(): string[] {
-    return this.topology.pods.map((p) => p.id);
+    return [...this.topology.pods.map((p) => p.id), ...(this.nodeServes ? [NODE] : [])];
+  }
+
+  /** The addresses of every target by id (the node's own when it serves). */
+  private targetAddresses(): Map<string, { ipv4: string; ipv6: string }> {
+    const byTarget = new Map<string, { ipv4: string; ipv6: string }>(this.topology.pods.map((p) => [p.id, p]));
+    if (this.nodeServes) byTarget.set(NODE, { ipv4: this.topology.nodeIPv4, ipv6: this.topology.nodeIPv6 });
+    return byTarget;
   }
 
   /** Probes every source to every pod on every slice, all at once. A cell is allowed when the
    * target itself answered (a reply naming another pod counts as blocked, and shows in the diff). */
   async probeAll(opts: ProbeOptions = {}): Promise<ProbeResult> {
-    const result: ProbeResult = { matrix: new Matrix(this.sources, this.targets, false), outcomes: new Map() };
+    const result: ProbeResult = { matrix: new Matrix(this.sources, this.targets, false, this.slices), outcomes: new Map() };
     await this.probeInto(result, [...result.matrix.allCells()], opts);
     return result;
   }
@@ -204,7 +234,7 @@ export class Prober {
   /** Probes just these cells again, all at once, updating result in place. */
   async probeInto(result: ProbeResult, cells: Cell[], opts: ProbeOptions = {}): Promise<void> {
     const timeoutMs = opts.timeoutMs ?? 1000;
-    const byTarget = new Map(this.topology.pods.map((p) => [p.id, p]));
+    const byTarget = this.targetAddresses();
     await Promise.all(this.sources.map(async (from) => {
       const mine = cells.filter((c) => c.from === from);
       if (mine.length === 0) return;
@@ -223,8 +253,8 @@ export class Prober {
 
   /** One connection from a pod (or the node) to a pod: whether the target itself answered. */
   async probe(from: string, to: string, slice: Slice, timeoutMs = 1000): Promise<{ ok: boolean; outcome: ProbeOutcome | undefined }> {
-    const target = this.topology.pods.find((p) => p.id === to);
-    if (!target) throw new Error(`no pod ${to} in the topology`);
+    const target = this.targetAddresses().get(to);
+    if (!target) throw new Error(`no target ${to} in the topology`);
     const cell: Cell = { from, to, ...slice };
     const key = cellKey(cell);
     const host = slice.family === 4 ? target.ipv4 : target.ipv6;

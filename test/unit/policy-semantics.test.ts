@@ -1,87 +1,16 @@
 /** The compiled intent against NetworkPolicy's rules read straight from the API reference: for
- * random clusters, a naive evaluator written from the spec (no indexes, no sets, no sharing)
+ * random clusters, the naive evaluator written from the spec (test/helpers/policy-spec.ts)
  * decides every (source, destination, protocol, port) between pod addresses, and the IR the
  * compiler builds must decide the same for every pod this node enforces. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LabelSelector, NetworkPolicyInfo, PeerInfo, PodInfo, PolicyPortInfo } from '../../src/k8s/model';
+import type { NetworkPolicyInfo, PodInfo } from '../../src/k8s/model';
 import { compileFull } from '../../src/policy/engine/compile';
-import { ipInCidr, parseCidr, parseIp } from '../../src/net/ip';
+import { parseIp } from '../../src/net/ip';
 import type { CompiledRule, Direction, PolicyIR, Protocol } from '../../src/policy/engine/ir';
+import { live, networkPolicyAllows, type Flow } from '../helpers/policy-spec';
 import { mulberry32 as rng } from '../helpers/prng';
 import { NODE, randomChange, World } from '../helpers/random-cluster';
-
-// --- the spec, naively ------------------------------------------------------------------------
-
-function selects(sel: LabelSelector, labels: Record<string, string>): boolean {
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const e of sel.matchExpressions ?? []) {
-    const has = k(labels, e.key);
-    if (e.operator === 'In' && !(has && e.values!.includes(labels[e.key]))) return false;
-    if (e.operator === 'NotIn' && has && e.values!.includes(labels[e.key])) return false;
-    if (e.operator === 'Exists' && !has) return false;
-    if (e.operator === 'DoesNotExist' && has) return false;
-  }
-  return true;
-}
-const k = (o: Record<string, string>, key: string) => Object.prototype.hasOwnProperty.call(o, key);
-
-/** Pods that take part in policy at all: running (or pending) with an address, not host network. */
-const live = (p: PodInfo) => p.phase !== 'Succeeded' && p.phase !== 'Failed' && !p.hostNetwork && p.ips.length > 0;
-
-function effectiveTypes(np: NetworkPolicyInfo): Direction[] {
-  if (np.policyTypes && np.policyTypes.length > 0) return np.policyTypes.map((t) => (t === 'Ingress' ? 'ingress' : 'egress'));
-  return np.egress && np.egress.length > 0 ? ['ingress', 'egress'] : ['ingress'];
-}
-
-interface Flow {
-  /** The pod the policy is about (destination for ingress, source for egress). */
-  self: PodInfo;
-  /** The other end's address and, when it is a pod, the pod. */
-  peerIp: string;
-  peerPod?: PodInfo;
-  protocol: Protocol;
-  port: number;
-  /** The destination pod, whose container ports named ports resolve against. */
-  dst?: PodInfo;
-}
-
-function peerMatches(w: World, peers: PeerInfo[] | undefined, policyNs: string, f: Flow): boolean {
-  if (!peers || peers.length === 0) return true;
-  return peers.some((p) => {
-    if (p.ipBlock) {
-      const ip = parseIp(f.peerIp)!;
-      const inside = (c: string) => {
-        const cidr = parseCidr(c);
-        return !!cidr && cidr.family === ip.family && ipInCidr(ip, cidr);
-      };
-      return inside(p.ipBlock.cidr) && !(p.ipBlock.except ?? []).some(inside);
-    }
-    const pod = f.peerPod;
-    if (!pod || !live(pod)) return false;
-    // The API server gives every namespace the label kubernetes.io/metadata.name=<its name>.
-    const nsLabels = { ...(w.namespaces.get(pod.namespace)?.labels ?? {}), 'kubernetes.io/metadata.name': pod.namespace };
-    const nsOk = p.namespaceSelector ? selects(p.namespaceSelector, nsLabels) : pod.namespace === policyNs;
-    return nsOk && (!p.podSelector || selects(p.podSelector, pod.labels ?? {}));
-  });
-}
-
-function portMatches(ports: PolicyPortInfo[] | undefined, f: Flow): boolean {
-  if (!ports || ports.length === 0) return true;
-  return ports.some((p) => {
-    if ((p.protocol ?? 'TCP') !== f.protocol) return false;
-    if (p.port === undefined) return true;
-    if (typeof p.port === 'number') return p.endPort !== undefined ? f.port >= p.port && f.port <= p.endPort : f.port === p.port;
-    return (f.dst?.ports ?? []).some((c) => c.name === p.port && (c.protocol ?? 'TCP') === f.protocol && c.containerPort === f.port);
-  });
-}
-
-/** Spec answer for one direction: undefined when no policy isolates `self` that way. */
-function specAllows(w: World, dir: Direction, f: Flow, valid: (np: NetworkPolicyInfo, dir: Direction, i: number) => boolean): boolean | undefined {
-  const selecting = [...w.policies.values()].filter((np) => np.namespace === f.self.namespace && selects(np.podSelector, f.self.labels ?? {}) && effectiveTypes(np).includes(dir));
-  if (selecting.length === 0) return undefined;
-  return selecting.some((np) => (np[dir] ?? []).some((r, i) => valid(np, dir, i) && peerMatches(w, r.peers, np.namespace, f) && portMatches(r.ports, f)));
-}
 
 // --- the same question asked of the IR --------------------------------------------------------
 
@@ -140,7 +69,7 @@ test('the compiled intent decides every flow as the spec does (random clusters)'
               for (const port of ports) {
                 for (const dir of ['ingress', 'egress'] as const) {
                   const f: Flow = { self, peerIp: o.ip, peerPod: o.pod, protocol, port, dst: dir === 'ingress' ? self : o.pod };
-                  const spec = specAllows(world, dir, f, valid);
+                  const spec = networkPolicyAllows(world, dir, f, valid);
                   const got = irAllows(ir, dir, `${self.namespace}/${self.name}`, selfIp, f);
                   assert.equal(got, spec, `seed ${seed} step ${step}: ${dir} ${self.namespace}/${self.name} (${selfIp}) ${dir === 'ingress' ? '<-' : '->'} ${o.pod ? `${o.pod.namespace}/${o.pod.name} ` : ''}${o.ip} ${protocol}/${port}`);
                   checked++;
