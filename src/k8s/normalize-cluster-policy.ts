@@ -3,8 +3,8 @@
  * never dropped for a part that cannot be read (that would let through what it denied):
  * - a rule whose action, peers or protocols cannot be read, or that uses what this agent does
  *   not implement (a peer with no field it knows, `domainNames`, a field of a newer API), fails
- *   closed as the API asks: an Accept rule matches nothing, a Deny or Pass rule (an unknown action
- *   counts as Deny) matches every packet of its direction;
+ *   closed as the API asks: an Accept rule matches nothing; a Deny or Pass rule (an unknown action
+ *   counts as Deny) becomes "Deny all", denying every packet of its direction;
  * - an unreadable tier is taken as Admin, an unreadable priority as 0 (its Deny rules then come
  *   first), an unreadable subject selector selects what its readable part selects (more, never
  *   less), and its Accept rules then match nothing.
@@ -110,9 +110,9 @@ function namespacedPod(r: FieldReader, v: unknown, field: string): CnpPodsSelect
 function readRule(r: FieldReader, v: unknown, dir: Direction, at: string, report: (err: K8sObjectError) => void): CnpRuleInfo {
   const failed = (rule: CnpRuleInfo, err: unknown): CnpRuleInfo => {
     if (!(err instanceof K8sObjectError)) throw err;
-    const effect = rule.action === 'Accept' ? 'this Accept rule matches nothing' : `this ${rule.action} rule matches every ${dir} packet of its subjects`;
-    report(new K8sObjectError(err.object, err.field, `${err.problem}; failing closed: ${effect}`));
-    return { ...(rule.name !== undefined ? { name: rule.name } : {}), action: rule.action, peers: [], failedClosed: true };
+    report(new K8sObjectError(err.object, err.field, `${err.problem}; failing closed: ${failClosedEffect(rule.action, dir)}`));
+    // The API: "For Deny and Pass rules, fail closed means: treat the rule as a 'Deny all' rule".
+    return { ...(rule.name !== undefined ? { name: rule.name } : {}), action: rule.action === 'Accept' ? 'Accept' : 'Deny', peers: [], failedClosed: true };
   };
   const rule: CnpRuleInfo = { action: 'Deny', peers: [] };
   try {
@@ -184,4 +184,9 @@ function readProtocol(r: FieldReader, v: unknown, at: string): CnpProtocolInfo {
   const end = r.optPort(range.end, `${at}.${key}.destinationPort.range.end`);
   if (start === undefined || end === undefined || start >= end) r.fail(`${at}.${key}.destinationPort.range`, `start ${start} must be less than end ${end}`);
   return { protocol, port: start, endPort: end };
+}
+
+/** What a rule that fails closed does, in words for its log line. */
+export function failClosedEffect(action: CnpRuleInfo['action'], dir: Direction): string {
+  return action === 'Accept' ? 'this Accept rule matches nothing' : `this ${action} rule denies every ${dir} packet of its subjects`;
 }

@@ -127,5 +127,5 @@ test('an invalid selector operator or CIDR is caught by the compiler, naming pol
   assert.deepEqual(plan.compiled.egress.map((r) => [r.peers, r.failedClosed]), [[[], true], ['any', true]]);
   assert.deepEqual(plan.compiled.errors.map((e) => e.field), ['spec.egress[0].to[0].networks[0].cidr', 'spec.egress[1].to[0].podSelector.matchExpressions[0].operator']);
   assert.match(plan.compiled.errors[0].message, /rule "bad-cidr"\); failing closed: this Accept rule matches nothing/);
-  assert.match(plan.compiled.errors[1].message, /rule 1\); failing closed: this Deny rule matches every egress packet/);
+  assert.match(plan.compiled.errors[1].message, /rule 1\); failing closed: this Deny rule denies every egress packet/);
 });

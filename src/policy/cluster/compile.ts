@@ -1,8 +1,9 @@
 /** Compiles one ClusterNetworkPolicy on its own (no cluster state): its rules, and the identities
  * of the sets they reference. A peer or port the compiler cannot use makes its rule fail closed
- * (an Accept rule matches nothing; a Deny or Pass rule every packet of its direction), naming
+ * (an Accept rule matches nothing; a Deny or Pass rule denies every packet of its direction), naming
  * policy, rule and field. */
 import type { ClusterNetworkPolicyInfo, CnpPeerInfo, CnpProtocolInfo, CnpRuleInfo } from '../../k8s/cluster-policy-model';
+import { failClosedEffect } from '../../k8s/normalize-cluster-policy';
 import type { Direction, IpBlockSet, PolicyError, PortMatch, Protocol } from '../engine/ir';
 import { compareStrings, shortId } from '../engine/objects';
 import { compact } from '../../k8s/selector';
@@ -63,7 +64,8 @@ export function compileClusterPolicy(cnp: ClusterNetworkPolicyInfo): ClusterPoli
 
 /** What a rule matches when it fails closed. */
 function failedClosed(rule: CnpRuleInfo, index: number): CompiledClusterRule {
-  const out: CompiledClusterRule = { index, action: rule.action, peers: rule.action === 'Accept' ? [] : 'any', ports: 'any', failedClosed: true };
+  // The API: "For Deny and Pass rules, fail closed means: treat the rule as a 'Deny all' rule".
+  const out: CompiledClusterRule = rule.action === 'Accept' ? { index, action: 'Accept', peers: [], ports: 'any', failedClosed: true } : { index, action: 'Deny', peers: 'any', ports: 'any', failedClosed: true };
   if (rule.name !== undefined) out.name = rule.name;
   return out;
 }
@@ -86,8 +88,7 @@ function compileRule(plan: ClusterPolicyPlan, dir: Direction, rule: CnpRuleInfo,
   rule.protocols?.forEach((p, j) => compileProtocol(p, `${at}.protocols[${j}]`, errors, numeric, named));
   const label = rule.name !== undefined ? `rule ${JSON.stringify(rule.name)}` : `rule ${index}`;
   if (errors.length > 0) {
-    const effect = rule.action === 'Accept' ? 'this Accept rule matches nothing' : `this ${rule.action} rule matches every ${dir} packet of its subjects`;
-    for (const e of errors) report({ field: e.field, message: `${e.message} (${label}); failing closed: ${effect}` });
+    for (const e of errors) report({ field: e.field, message: `${e.message} (${label}); failing closed: ${failClosedEffect(rule.action, dir)}` });
     return failedClosed(rule, index);
   }
   for (const spec of peerSets) addOnce(plan.peerSets, spec);
