@@ -20,7 +20,7 @@ import { listTable } from '../src/nft/readback';
 import { compileFull } from '../src/policy/engine/compile';
 import { modelToContents } from '../src/ruleset/model';
 import { openSandbox, Sandbox } from '../test/helpers/netns';
-import { buildCluster, makePod, NODE, rng } from './cluster';
+import { buildCluster, makePod, NODE, rng, snapshotOf } from './cluster';
 import { kubeRouterStyle, straightforwardNft } from './reference';
 import { ms, ratio, table } from './harness';
 
@@ -89,11 +89,7 @@ async function kernelObjects(socket: Sandbox['socket'], table: string): Promise<
 
 async function run(pods: number, policies: number): Promise<Result> {
   const cluster = buildCluster(pods, policies, 42);
-  const snapshot = {
-    pods: new Map(cluster.pods.map((p) => [`${p.namespace}/${p.name}`, p])),
-    namespaces: new Map(cluster.namespaces.map((n) => [n.name, n])),
-    policies: new Map(cluster.policies.map((p) => [`${p.namespace}/${p.name}`, p])),
-  };
+  const snapshot = snapshotOf(cluster);
 
   // nfkube
   const sb = openSandbox();

@@ -4,6 +4,7 @@
  * with except, and egress to DNS. Deterministic for a seed. */
 import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from '../src/k8s/model';
 import { mulberry32 } from '../test/helpers/prng';
+import { World } from '../test/helpers/random-cluster';
 
 export const NODE = 'node-0';
 export const PODS_PER_NAMESPACE = 50;
@@ -94,3 +95,31 @@ export function buildCluster(podCount: number, policyCount: number, seed: number
   return { namespaces, pods, policies };
 }
 
+
+/** Issue 28 target 5's mix: the property tests' random policy shapes (test/helpers/random-cluster.ts:
+ * podSelectors with matchLabels and every matchExpressions operator, namespaceSelectors, ipBlocks
+ * with `except`, named ports, several ports and port ranges per rule, a few invalid entries) over
+ * namespaces of 50 pods, 100 pods per node. Deterministic for a seed. */
+export function buildMixedCluster(podCount: number, policyCount: number, seed: number): Cluster {
+  const w = new World(rng(seed));
+  const nsCount = podCount / PODS_PER_NAMESPACE;
+  const namespaces: NamespaceInfo[] = [];
+  for (let n = 0; n < nsCount; n++) namespaces.push({ name: `ns-${n}`, labels: w.chance(0.7) ? { team: w.pick(['red', 'blue']) } : {} });
+  const pods: PodInfo[] = [];
+  for (let i = 0; i < podCount; i++) {
+    const generated = w.pod(`ns-${Math.floor(i / PODS_PER_NAMESPACE)}`, `pod-${i}`);
+    pods.push({ ...generated, nodeName: `node-${Math.floor(w.rand() * (podCount / PODS_PER_NODE))}`, phase: 'Running', hostNetwork: false, ips: w.chance(0.2) ? [podIp(i), `2001:db8::${i.toString(16)}`] : [podIp(i)] });
+  }
+  const policies: NetworkPolicyInfo[] = [];
+  for (let k = 0; k < policyCount; k++) policies.push(w.policy(`ns-${k % nsCount}`, `np-${k}`));
+  return { namespaces, pods, policies };
+}
+
+/** The cluster as the Agent starts from it: objects keyed as the sources key them. */
+export function snapshotOf(cluster: Cluster) {
+  return {
+    pods: new Map(cluster.pods.map((p) => [`${p.namespace}/${p.name}`, p])),
+    namespaces: new Map(cluster.namespaces.map((n) => [n.name, n])),
+    policies: new Map(cluster.policies.map((p) => [`${p.namespace}/${p.name}`, p])),
+  };
+}

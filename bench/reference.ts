@@ -45,7 +45,11 @@ export function kubeRouterStyle(ir: PolicyIR): { ipsets: string; iptables: strin
 /** The same intent as a person writes it in one nft file, the way the issue's reference file was
  * written: per-pod dispatch rules in a forward base chain, a chain per pod and per policy
  * direction, each peer's addresses inline as an anonymous set, ports as plain matches. */
-export function straightforwardNft(ir: PolicyIR): string {
+export function straightforwardNft(ir: PolicyIR, opts: { onlyUsedPolicies?: boolean } = {}): string {
+  // With onlyUsedPolicies, a policy direction gets its chain only when a local pod's chain jumps
+  // to it: what a person writing the node's rules would write.
+  const used = new Set<string>();
+  for (const t of ir.targets.values()) for (const dir of ['ingress', 'egress'] as const) for (const id of t[dir] ?? []) used.add(`${id} ${dir}`);
   const out = ['table inet plain {'];
   const podChains: string[] = [];
   const chain = (name: string, body: string[], to = out) => to.push(`  chain ${name} {`, ...body.map((l) => `    ${l}`), '  }');
@@ -66,7 +70,7 @@ export function straightforwardNft(ir: PolicyIR): string {
   for (const p of ir.policies.values()) {
     for (const [dir, tag, own, peer] of dirs) {
       const entries = p[dir];
-      if (!entries) continue;
+      if (!entries || (opts.onlyUsedPolicies && !used.has(`${p.id} ${dir}`))) continue;
       const rules: string[] = [];
       for (const e of entries) {
         // Each match with its address family ('' for either): a rule joins matches of one family.

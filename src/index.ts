@@ -8,9 +8,13 @@ export { Agent, AgentOptions, AgentObserver, SyncReport } from './pipeline/agent
 export { Component, SyncKind, TableRef } from './pipeline/component';
 export { ChangeScope } from './pipeline/scope';
 export { RulesetModel } from './ruleset/model';
-// Where the agent programs: a netlink socket, in this or another network namespace.
+// Where the agent programs: a netlink socket, in this or another network namespace; or any
+// table store (AgentOptions.store), such as the in-memory one tests run on without root.
 export { Netns } from './netlink/netns';
 export { NetlinkSocket, SocketOptions } from './netlink/socket';
+export { TableStore, GenerationRead } from './nft/table-store';
+export { KernelTableStore } from './nft/kernel-store';
+export { FakeTableStore, FakeFault, FakeEvent, ReceivedBatch } from './pipeline/fake-store';
 
 // Cluster state: sources, what they deliver, the normalized objects
 export { ClusterSnapshot, ClusterChange, ClusterSource, SourceHandlers, ChangeOf, ObjectKind, SourceError, POLICY_KINDS, PROXY_KINDS } from './k8s/source';

@@ -12,8 +12,11 @@ export { addonPath } from './native/binding';
 // nf_tables: objects, expressions, transactions, read-back, formatting
 export * from './nft/types';
 export * as nftBuild from './nft/build';
-export { Transaction, commit, CommitOptions, CommitResult, OperationEncodeError } from './nft/transaction';
+export { Transaction, commit, commitBatch, CommitLookups, CommitOptions, CommitResult, OperationEncodeError } from './nft/transaction';
+export { NftTransport } from './nft/transport';
 export { getGeneration } from './nft/generation';
+export { TableStore, GenerationRead } from './nft/table-store';
+export { KernelTableStore } from './nft/kernel-store';
 export { listTable, listTables, listChains, listRules, listSets, listElements, readTable, consistentRead } from './nft/readback';
 export { formatTable, formatRule, formatSet, formatElement } from './nft/format';
 export { formatOperation } from './nft/objects';

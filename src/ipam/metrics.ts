@@ -1,5 +1,5 @@
 /** IPAM's Prometheus metrics, on their own registry (served next to the policy agent's). Gauges of
- * blocks and addresses are read from the agent's state when scraped. */
+ * blocks and addresses are read from IpamService's state when scraped. */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export interface IpamUsage {

@@ -117,6 +117,25 @@ export function blockName(cidr: ParsedCidr): string {
   return `${cidr.family}-${dashed(cidr.family, cidr.first)}-${cidr.prefix}`;
 }
 
+/** The block CIDR encoded in an IPBlock name (the inverse of blockName). */
+export function parseBlockName(name: string): ParsedCidr | undefined {
+  const m = /^(v4|v6)-(.+)-(\d+)$/.exec(name);
+  if (!m) return undefined;
+  const parts = m[2].split('-');
+  const text = m[1] === 'v4' ? parts.join('.') : parts.join(':');
+  return parseCidr(`${text}/${m[3]}`);
+}
+
+/** True when every block of the pool is known taken (only decidable for small ranges). */
+export function poolExhausted(pool: Pool, taken: ReadonlySet<string>): boolean {
+  for (const r of pool.ranges) {
+    const count = blockCount(r);
+    if (count > 65536n) return false;
+    for (let i = 0n; i < count; i++) if (!taken.has(blockName(blockCidr(r, i)))) return false;
+  }
+  return true;
+}
+
 /** The IPAddressClaim object name of one borrowed address. */
 export function addressClaimName(family: IpFamily, value: bigint): string {
   return `${family}-${dashed(family, value)}`;

@@ -2,7 +2,7 @@
  * status.allocations (or an IPAddressClaim of this node) gives to a handle the local record lacks
  * (the record was lost, moved or restored from an old copy) is held for that handle, as an
  * allocation GC can judge (by its pod, or by the runtime's CNI GC list), never handed to another
- * pod. Pure: the agent reads the API and records the result. */
+ * pod. Pure: IpamService reads the API and records the result. */
 import { IpFamily, ipInCidr, parseIp } from '../net/ip';
 import { ClaimObject, PodRef } from './objects';
 import { Pool } from './pool';
@@ -39,7 +39,7 @@ export interface Reconciled {
   problems: string[];
 }
 
-export function reconcilePublished(blocks: PublishedBlock[], claims: ClaimObject[], pools: Map<string, Pool>, local: Map<string, Allocation>, nodeName: string): Reconciled {
+export function reconcilePublished(blocks: PublishedBlock[], claims: ClaimObject[], pools: Pick<ReadonlyMap<string, Pool>, 'get'>, local: Map<string, Allocation>, nodeName: string): Reconciled {
   const adopted = new Map<string, Allocation>();
   const problems: string[] = [];
   const held = new Set<string>();

@@ -1,8 +1,8 @@
 /** Starting IPAM inside `nfkube agent --ipam`: the options it takes from the command line, the
- * agent over client-node, its socket and its metrics endpoint. */
+ * service over client-node, its socket and its metrics endpoint. */
 import type { Logger } from 'pino';
 import { parseListenAddress, startObserveServer } from '../observe/server';
-import type { IpamAgent } from './agent';
+import type { IpamService } from './service';
 import type { IpamMetrics } from './metrics';
 import { DEFAULT_IPAM_SOCKET, serveIpamSocket } from './server';
 import type { IpamSettings } from './options';
@@ -24,7 +24,7 @@ export interface StartIpamOptions {
 }
 
 export interface IpamHandle {
-  agent: IpamAgent;
+  service: IpamService;
   metrics: IpamMetrics;
   socketPath: string;
   /** Where /metrics, /healthz and /readyz are served (the real port when 0 was asked for). */
@@ -35,11 +35,11 @@ export interface IpamHandle {
 export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
   // Loaded here, not with the module: every `nfkube agent` reads the IPAM options, few run IPAM.
   const { ClientNodeApi, loadKubeConfig } = require('./api') as typeof import('./api');
-  const { IpamAgent } = require('./agent') as typeof import('./agent');
+  const { IpamService } = require('./service') as typeof import('./service');
   const { IpamMetrics } = require('./metrics') as typeof import('./metrics');
   const metrics = new IpamMetrics();
   const api = new ClientNodeApi({ kubeConfig: loadKubeConfig(o.kubeconfig), onRequest: (verb, resource) => metrics.apiRequests.inc({ verb, resource }) });
-  const agent = new IpamAgent({
+  const service = new IpamService({
     api,
     nodeName: o.nodeName,
     stateDir: o.stateDir ?? DEFAULT_IPAM_STATE_DIR,
@@ -48,9 +48,9 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
     gcIntervalMs: o.gcIntervalMs,
     nodeGraceMs: o.nodeGraceMs,
   });
-  await agent.start();
+  await service.start();
   const socketPath = o.socketPath ?? DEFAULT_IPAM_SOCKET;
-  const server = await serveIpamSocket(socketPath, (req) => agent.handle(req));
+  const server = await serveIpamSocket(socketPath, (req) => service.handle(req));
   const observe = o.metricsAddr
     ? await startObserveServer({
         address: parseListenAddress(o.metricsAddr, '--ipam-metrics-addr'),
@@ -58,20 +58,20 @@ export async function startIpam(o: StartIpamOptions): Promise<IpamHandle> {
         // IPAM has no sync loop: it is healthy and ready while it can record allocations.
         lastSuccessfulSync: () => Date.now(),
         resyncPeriodMs: 60_000,
-        notAlive: () => agent.problem,
-        ready: () => agent.problem === undefined,
+        notAlive: () => service.problem,
+        ready: () => service.problem === undefined,
       })
     : undefined;
   o.logger.info({ socket: socketPath, metrics: o.metricsAddr }, 'ipam serving the CNI plugin');
   return {
-    agent,
+    service,
     metrics,
     socketPath,
     observeAddress: observe?.address,
     async stop() {
       await server.close();
       await observe?.close();
-      await agent.stop();
+      await service.stop();
     },
   };
 }

@@ -1,7 +1,8 @@
 /** One node's IPAM state in memory: the blocks it holds (a use mark per ordinal) and its
- * allocations by handle. Every change here is synchronous, so two requests in one agent can never
- * pick the same ordinal; durability and the API are the agent's job. */
+ * allocations by handle. Every change here is synchronous, so two requests in one process can never
+ * pick the same ordinal; durability is ledger.ts's job, the API the other parts'. */
 import { formatIp, IpFamily, parseIp, ParsedCidr } from '../net/ip';
+import type { IpamUsage } from './metrics';
 import { PodRef } from './objects';
 import { blockSize, PoolRange, reservedInRange } from './pool';
 
@@ -180,5 +181,26 @@ export class NodeState {
       const o = b?.ordinalOf(ip.address);
       if (b && o !== undefined) b.release(o);
     }
+  }
+
+  /** Blocks, addresses in use (borrowed ones included) and free addresses, per pool and family. */
+  usage(): IpamUsage[] {
+    const rows = new Map<string, IpamUsage>();
+    for (const b of this.blocks.values()) {
+      const k = `${b.pool}/${b.family}`;
+      const row = rows.get(k) ?? { pool: b.pool, family: b.family, blocks: 0, inUse: 0, free: 0 };
+      row.blocks++;
+      row.free += b.free;
+      rows.set(k, row);
+    }
+    for (const a of this.allocations.values()) {
+      for (const ip of a.ips) {
+        const k = `${a.pool}/${ip.family}`;
+        const row = rows.get(k) ?? { pool: a.pool, family: ip.family, blocks: 0, inUse: 0, free: 0 };
+        row.inUse++;
+        rows.set(k, row);
+      }
+    }
+    return [...rows.values()];
   }
 }

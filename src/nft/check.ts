@@ -3,10 +3,8 @@
  * says what it defines and what it checks, this walks the transaction. After a refusal (ENOENT,
  * EINVAL), names the reference that does not exist by resolving the failing operation's table,
  * chain, sets and jump targets against the transaction and the kernel. */
-import { NetlinkSocket } from '../netlink/socket';
-import { listChains, listSets, listTables } from './readback';
 import { checkOperation, ObjectName, operationDefinition, operationReferences, setsCheckedBy } from './objects';
-import { Family, NftSet, Operation } from './types';
+import { Chain, Family, NftSet, Operation, Table } from './types';
 
 export { checkElements, checkRuleLookups, SetTypeError } from './set-fit';
 
@@ -34,10 +32,17 @@ export function checkTransaction(operations: readonly Operation[], known: readon
   }
 }
 
-/** The definitions, read from the kernel, of the sets the transaction's checks resolve without
+/** What the checks read of the store a transaction goes to (a TableStore is one). */
+export interface ReferenceReader {
+  listTables(family?: Family): Promise<Table[]>;
+  listChains(family: Family, table: string): Promise<Chain[]>;
+  listSets(family: Family, table: string): Promise<NftSet[]>;
+}
+
+/** The definitions, read from the store, of the sets the transaction's checks resolve without
  * the transaction adding them: one set dump per table concerned, only when some rule looks an
  * address up. */
-export async function kernelSetsReferenced(socket: NetlinkSocket, operations: readonly Operation[]): Promise<NftSet[]> {
+export async function kernelSetsReferenced(reader: ReferenceReader, operations: readonly Operation[]): Promise<NftSet[]> {
   const added = new Set<string>();
   const tables = new Map<string, { family: Family; table: string }>();
   for (const op of operations) {
@@ -48,7 +53,7 @@ export async function kernelSetsReferenced(socket: NetlinkSocket, operations: re
   const out: NftSet[] = [];
   for (const t of tables.values()) {
     try {
-      out.push(...(await listSets(socket, t.family, t.table)));
+      out.push(...(await reader.listSets(t.family, t.table)));
     } catch {
       // A table that does not exist yet has no sets to check against.
     }
@@ -56,21 +61,21 @@ export async function kernelSetsReferenced(socket: NetlinkSocket, operations: re
   return out;
 }
 
-/** The first object operation `index` refers to that neither exists in the kernel nor is
+/** The first object operation `index` refers to that neither exists in the store nor is
  * created earlier in the transaction, described in words; undefined when all exist (or the
- * kernel cannot be read). The batch failed, so the kernel still holds the state before it. */
-export async function findMissingReference(socket: NetlinkSocket, operations: readonly Operation[], index: number): Promise<string | undefined> {
+ * store cannot be read). The batch failed, so the store still holds the state before it. */
+export async function findMissingReference(reader: ReferenceReader, operations: readonly Operation[], index: number): Promise<string | undefined> {
   const refs = operationReferences(operations[index]);
   if (refs.length === 0) return undefined;
   const exists = new Map<string, boolean>();
   const found = (kind: ObjectName['kind'], family: Family, table: string, name: string) => exists.set(objectId({ kind, family, table, name }), true);
   try {
     for (const family of new Set(refs.map((r) => r.family))) {
-      for (const table of await listTables(socket, family)) {
+      for (const table of await reader.listTables(family)) {
         found('table', family, table.name, table.name);
         if (!refs.some((r) => r.table === table.name && r.kind !== 'table')) continue;
-        for (const c of await listChains(socket, family, table.name)) found('chain', family, table.name, c.name);
-        for (const s of await listSets(socket, family, table.name)) found('set', family, table.name, s.name);
+        for (const c of await reader.listChains(family, table.name)) found('chain', family, table.name, c.name);
+        for (const s of await reader.listSets(family, table.name)) found('set', family, table.name, s.name);
       }
     }
   } catch {

@@ -3,16 +3,9 @@
 import { AttrMap } from '../netlink/attr';
 import { NetlinkError } from '../netlink/errors';
 import { encodeNfMessage, NLM_F_ACK, NLM_F_REQUEST } from '../netlink/message';
-import { TransactReply } from '../netlink/socket';
 import * as C from './constants';
 import { msg } from './objects/codec';
-
-/** What commit needs of a socket (a NetlinkSocket is one): tests record batches with their own.
- * Only a NetlinkSocket is asked, after a refusal, which referenced object is missing. */
-export interface NftTransport {
-  transact(datagrams: Buffer[]): Promise<TransactReply>;
-  nextSeq(): number;
-}
+import { NftTransport } from './transport';
 
 export function decodeGeneration(payload: Buffer): number {
   const a = AttrMap.parse(payload, 'gen');

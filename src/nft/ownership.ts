@@ -12,7 +12,8 @@ import { isGenerationMismatch } from '../netlink/errors';
 import { NetlinkSocket } from '../netlink/socket';
 import * as C from './constants';
 import { getGeneration } from './generation';
-import { consistentRead, listTable, listTables, readTable } from './readback';
+import { listTable, listTables } from './readback';
+import type { GenerationRead, TableStore } from './table-store';
 import { commit, Transaction } from './transaction';
 import { Family, Table, TableContents } from './types';
 
@@ -56,16 +57,19 @@ export function checkMarked(t: Table): void {
   if (!isNfkubeTable(t)) throw new ForeignTableError(`${t.family} ${t.name}`, 'unmarked');
 }
 
-/** Throws ForeignTableError unless nfkube may change this table from `socket`. */
-export function checkOwnTable(t: Table, socket: NetlinkSocket): void {
+/** A netlink writer, as a table's owner names it. */
+type Writer = Pick<TableStore, 'portId'>;
+
+/** Throws ForeignTableError unless nfkube may change this table from `writer`. */
+export function checkOwnTable(t: Table, writer: Writer): void {
   checkMarked(t);
-  if ((t.flags ?? 0) & C.NFT_TABLE_F_OWNER && t.owner !== socket.portId) throw new ForeignTableError(`${t.family} ${t.name}`, 'held');
+  if ((t.flags ?? 0) & C.NFT_TABLE_F_OWNER && t.owner !== writer.portId) throw new ForeignTableError(`${t.family} ${t.name}`, 'held');
 }
 
-/** Whether `socket` holds the table: no other socket can change it, so a plan made from reading
+/** Whether `writer` holds the table: no other socket can change it, so a plan made from reading
  * it stays valid whatever else on the node commits meanwhile. */
-export function heldBy(t: Table, socket: NetlinkSocket): boolean {
-  return ((t.flags ?? 0) & C.NFT_TABLE_F_OWNER) !== 0 && t.owner === socket.portId;
+export function heldBy(t: Table, writer: Writer): boolean {
+  return ((t.flags ?? 0) & C.NFT_TABLE_F_OWNER) !== 0 && t.owner === writer.portId;
 }
 
 /** The table as nfkube creates it: marked, and held by the creating socket when `hold`. */
@@ -79,41 +83,37 @@ async function findTable(socket: NetlinkSocket, family: Family, name: string): P
   return (await listTables(socket, family)).find((t) => t.name === name);
 }
 
-/** Checks the table (when it exists) is nfkube's and, with `hold`, makes `socket` its owner: an
- * ownerless table a previous run left is adopted (one NEWTABLE message). Returns the table. */
-export async function takeOwnTable(socket: NetlinkSocket, family: Family, name: string, hold = false): Promise<Table | undefined> {
-  const t = await findTable(socket, family, name);
-  return t && adoptOwnTable(socket, family, name, t, hold);
+/** Checks the table (when it exists) is nfkube's and, with `hold`, makes `store`'s writer its
+ * owner: an ownerless table a previous run left is adopted (one NEWTABLE message). Returns the
+ * table. */
+export async function takeOwnTable(store: TableStore, family: Family, name: string, hold = false): Promise<Table | undefined> {
+  const t = (await store.listTables(family)).find((t) => t.name === name);
+  return t && adoptOwnTable(store, family, name, t, hold);
 }
 
 /** takeOwnTable for a table already listed. */
-async function adoptOwnTable(socket: NetlinkSocket, family: Family, name: string, t: Table, hold: boolean): Promise<Table> {
-  checkOwnTable(t, socket);
+async function adoptOwnTable(store: TableStore, family: Family, name: string, t: Table, hold: boolean): Promise<Table> {
+  checkOwnTable(t, store);
   if (hold && CAN_HOLD && ((t.flags ?? 0) & HOLD_FLAGS) !== HOLD_FLAGS) {
-    await commit(socket, new Transaction().addTable(markedTable(t, true)), { echo: false });
-    return (await findTable(socket, family, name)) ?? t;
+    await store.commit(new Transaction().addTable(markedTable(t, true)), { echo: false });
+    return (await store.listTables(family)).find((t) => t.name === name) ?? t;
   }
   return t;
 }
 
 /** readTable for a table nfkube is about to change: refuses (ForeignTableError) a table that is
  * not its own, before reading the contents, so even one whose rules cannot be decoded is checked. */
-export async function readOwnTable(
-  socket: NetlinkSocket,
-  family: Family,
-  name: string,
-  hold = false,
-): Promise<{ value: TableContents | undefined; genId: number }> {
+export async function readOwnTable(store: TableStore, family: Family, name: string, hold = false): Promise<GenerationRead<TableContents | undefined>> {
   // The table list alone, at one generation: a first start (no table yet) needs no more.
-  const tables = await consistentRead(socket, () => listTables(socket, family));
+  const tables = await store.readTables(family);
   const own = tables.value.find((t) => t.name === name);
   if (!own) return { value: undefined, genId: tables.genId };
   // That list serves the ownership check too: takeOwnTable would list the tables again.
-  await adoptOwnTable(socket, family, name, own, hold);
-  const read = await readTable(socket, family, name);
+  await adoptOwnTable(store, family, name, own, hold);
+  const read = await store.readTable(family, name);
   // Created or replaced by someone else between the two reads: the generation guard on the
   // commit that follows would refuse it anyway, this says why.
-  if (read.value) checkOwnTable(read.value.table, socket);
+  if (read.value) checkOwnTable(read.value.table, store);
   return read;
 }
 

@@ -4,12 +4,13 @@ import { AttrWriter } from '../netlink/attr';
 import { NetlinkError } from '../netlink/errors';
 import { NFNL_BATCH_GENID, NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END, NFNL_SUBSYS_NFTABLES, NLM_F_ACK, NLM_F_ECHO, NLM_F_REQUEST } from '../netlink/message';
 import { NetlinkSocket } from '../netlink/socket';
-import { checkTransaction, findMissingReference, kernelSetsReferenced } from './check';
+import { checkTransaction, findMissingReference, kernelSetsReferenced, ReferenceReader } from './check';
 import * as C from './constants';
-import { NftTransport } from './generation';
 import { BatchWriter, codecOf, describeOperation, formatOperation, messageKind } from './objects';
 import { msg, OBJECT_BYTES } from './objects/codec';
 import { decodeRule } from './objects/rule';
+import { listChains, listSets, listTables } from './readback';
+import { NftTransport } from './transport';
 import { Chain, NFPROTO, NftSet, Operation, Rule, SetElement, Table } from './types';
 
 interface BatchMessage {
@@ -223,20 +224,51 @@ function sizeHint(operations: Operation[]): number {
   return bytes;
 }
 
-/** Commits tx as one batch. On any failure nothing was applied, and the error names the
- * failing operation, its object, the kernel's errno and extended-ack text. */
-export async function commit(socket: NftTransport, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
+/** What a commit learns from the table store besides the batch's answers: the sets already there
+ * that a transaction looks addresses up in (CommitOptions.checkKernelSets), and, after a refusal,
+ * which object the refused operation refers to is missing. A transport with nothing behind it
+ * (a recording one) has none. */
+export interface CommitLookups {
+  setsReferenced(operations: readonly Operation[]): Promise<NftSet[]>;
+  missingReference(operations: readonly Operation[], opIndex: number): Promise<string | undefined>;
+}
+
+/** The lookups of a store read through `reader`. */
+export function storeLookups(reader: ReferenceReader): CommitLookups {
+  return {
+    setsReferenced: (operations) => kernelSetsReferenced(reader, operations),
+    missingReference: (operations, opIndex) => findMissingReference(reader, operations, opIndex),
+  };
+}
+
+/** The kernel behind `socket`, read as the lookups need. */
+function socketReader(socket: NetlinkSocket): ReferenceReader {
+  return {
+    listTables: (family) => listTables(socket, family),
+    listChains: (family, table) => listChains(socket, family, table),
+    listSets: (family, table) => listSets(socket, family, table),
+  };
+}
+
+/** Commits tx as one batch through the kernel behind `socket`. On any failure nothing was
+ * applied, and the error names the failing operation, its object, the kernel's errno,
+ * extended-ack text and the missing object it refers to. */
+export function commit(socket: NetlinkSocket, tx: Transaction, opts: CommitOptions = {}): Promise<CommitResult> {
+  return commitBatch(socket, tx, opts, storeLookups(socketReader(socket)));
+}
+
+/** commit over any transport: `lookups` answer what only the store behind it knows. */
+export async function commitBatch(transport: NftTransport, tx: Transaction, opts: CommitOptions = {}, lookups?: CommitLookups): Promise<CommitResult> {
   const ruleHandles = new Map<Rule, bigint>();
   const byType = new Map<string, number>();
   const timings: CommitTimings = { checkMs: 0, encodeMs: 0, kernelMs: 0 };
   if (tx.size === 0) return { messages: 0, bytes: 0, ruleHandles, byType, timings };
-  // The kernel's sets can be read only through a real socket (a recording transport cannot).
-  const known = opts.checkKernelSets && socket instanceof NetlinkSocket ? await kernelSetsReferenced(socket, tx.operations) : undefined;
+  const known = opts.checkKernelSets && lookups ? await lookups.setsReferenced(tx.operations) : undefined;
   let t = performance.now();
   tx.check(known);
   timings.checkMs = performance.now() - t;
   t = performance.now();
-  const { datagram, messages } = tx.encodeBatch(() => socket.nextSeq(), opts);
+  const { datagram, messages } = tx.encodeBatch(() => transport.nextSeq(), opts);
   timings.encodeMs = performance.now() - t;
   if (messages.length === 0) return { messages: 0, bytes: 0, ruleHandles, byType, timings };
   const seqToIndex = new Map<number, number>();
@@ -246,7 +278,7 @@ export async function commit(socket: NftTransport, tx: Transaction, opts: Commit
     byType.set(name, (byType.get(name) ?? 0) + 1);
   });
   t = performance.now();
-  const reply = await socket.transact([datagram]);
+  const reply = await transport.transact([datagram]);
   timings.kernelMs = performance.now() - t;
 
   const failures = reply.acks.filter((a) => a.errno !== 0);
@@ -256,8 +288,7 @@ export async function commit(socket: NftTransport, tx: Transaction, opts: Commit
     const fields = { code: first.code ?? `E${first.errno}`, errno: first.errno, extAck: first.extAck, offset: first.offset };
     if (index === undefined) throw new NetlinkError({ ...fields, op: 'NFNL_MSG_BATCH_BEGIN', object: 'batch' });
     const m = messages[index];
-    // Which reference is missing is read back from the kernel: only a socket can.
-    const missing = (fields.code === 'ENOENT' || fields.code === 'EINVAL') && socket instanceof NetlinkSocket ? await findMissingReference(socket, tx.operations, m.opIndex) : undefined;
+    const missing = (fields.code === 'ENOENT' || fields.code === 'EINVAL') && lookups ? await lookups.missingReference(tx.operations, m.opIndex) : undefined;
     throw new NetlinkError({ ...fields, msgIndex: index, op: OP_NAMES.get(m.type) ?? `message type ${m.type}`, object: describeOperation(tx.operations[m.opIndex]), missing });
   }
   const lastSeq = messages[messages.length - 1].seq;

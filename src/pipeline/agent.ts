@@ -8,21 +8,28 @@
  * another table's commit in between). */
 import type { Logger } from 'pino';
 import { NetlinkSocket } from '../netlink/socket';
+import { KernelTableStore } from '../nft/kernel-store';
+import type { TableStore } from '../nft/table-store';
 import { ClusterChange, ClusterSnapshot } from '../k8s/source';
 import { RulesetModel } from '../ruleset/model';
 import { BatchLimits } from './batches';
 import { Component, tableText } from './component';
-import { AgentObserver, Lane, SyncReport, SyncTotals, TableSync } from './table-sync';
+import { Lane } from './lane';
+import type { AgentObserver, SyncReport, SyncTotals } from './sync-report';
+import { TableSync } from './table-sync';
 import { ChangeScope } from './scope';
 
-export type { AgentObserver, SyncReport, SyncSizes, SyncTotals } from './table-sync';
+export type { AgentObserver, SyncReport, SyncSizes, SyncTotals } from './sync-report';
 
 /** How often `nfkube agent` checks that each table is still there and awake: a foreign `flush
  * ruleset` ends all enforcement at once, so waiting for the next full resync is too long. */
 export const DEFAULT_TABLE_CHECK_MS = 10_000;
 
 export interface AgentOptions {
-  socket: NetlinkSocket;
+  /** The kernel's tables, through this socket; or, with `store`, wherever that keeps them. */
+  socket?: NetlinkSocket;
+  /** Where the tables live when not the kernel behind `socket` (a FakeTableStore in tests). */
+  store?: TableStore;
   logger: Logger;
   /** At least one; each owns a distinct table. */
   components: Component[];
@@ -60,10 +67,12 @@ export class Agent {
       if (seen.has(t)) throw new Error(`agent: two components own table ${t}`);
       seen.add(t);
     }
+    const store = opts.store ?? (opts.socket && new KernelTableStore(opts.socket));
+    if (!store) throw new Error('agent: neither a socket nor a table store');
     this.syncs = opts.components.map(
       (component) =>
         new TableSync({
-          socket: opts.socket,
+          store,
           logger: opts.components.length > 1 ? opts.logger.child({ owner: component.name }) : opts.logger,
           component,
           lane: this.lane,

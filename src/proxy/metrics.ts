@@ -5,7 +5,7 @@
  * the conntrack entries deleted, the claims refused (claims.ts), and the answers of kube-proxy's
  * /healthz and /livez (proxier-health.ts). */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AgentObserver } from '../pipeline/table-sync';
+import type { AgentObserver } from '../pipeline/sync-report';
 
 export type MetricPrefix = 'nfkube_proxy_' | 'kubeproxy_';
 export const DEFAULT_PREFIX: MetricPrefix = 'nfkube_proxy_';

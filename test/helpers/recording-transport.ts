@@ -3,7 +3,7 @@
  * transactions are unit-tested without root or the addon. */
 import type { Ack, TransactReply } from '../../src/netlink/socket';
 import { decodeNfMessages, NfMessage, NLM_F_ACK } from '../../src/netlink/message';
-import type { NftTransport } from '../../src/nft/generation';
+import type { NftTransport } from '../../src/nft/transport';
 
 export interface Refusal {
   /** Index of the message to refuse within the batch, counting BEGIN as 0. */

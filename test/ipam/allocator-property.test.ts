@@ -12,7 +12,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { IpamAgent } from '../../src/ipam/agent';
+import { IpamService } from '../../src/ipam/service';
 import { IpamReply } from '../../src/cni/protocol';
 import { mulberry32 } from '../helpers/prng';
 import { pool, quiet } from './cluster';
@@ -29,8 +29,8 @@ async function runCase(seed: number): Promise<void> {
   api.objects.ippools.set('tiny', { ...pool('tiny', ['198.18.200.0/27', '2001:db8:200::/123'], { ipv4: 29, ipv6: 125 }), metadata: { name: 'tiny', uid: 'u', resourceVersion: '1' } });
   api.nodes = NODES.map((name) => ({ name, labels: {} }));
   const stateDir = mkdtempSync(join(tmpdir(), 'nfkube-ipam-prop-'));
-  const make = (node: string) => new IpamAgent({ api, nodeName: node, stateDir, logger: quiet, gcIntervalMs: 0, publishDelayMs: 1, nodeGc: false });
-  const startAgent = async (node: string): Promise<IpamAgent> => {
+  const make = (node: string) => new IpamService({ api, nodeName: node, stateDir, logger: quiet, gcIntervalMs: 0, publishDelayMs: 1, nodeGc: false });
+  const startAgent = async (node: string): Promise<IpamService> => {
     for (;;) {
       const a = make(node);
       try {
@@ -42,7 +42,7 @@ async function runCase(seed: number): Promise<void> {
     }
   };
   api.faultRate = 0.15;
-  const agents = new Map<string, IpamAgent>();
+  const agents = new Map<string, IpamService>();
   for (const n of NODES) agents.set(n, await startAgent(n));
   const live = new Map<string, { node: string; ips: string[] }>();
   const history: string[] = [];

@@ -4,13 +4,13 @@
  * attachments not listed, leaving no published allocation for a handle that is gone. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { IpamAgent } from '../../src/ipam/agent';
+import { IpamService } from '../../src/ipam/service';
 import { IpamReply, IpamRequest } from '../../src/cni/protocol';
 import { TestApiServer } from '../helpers/apiserver';
 import { agentFactory, node, pool, startIpamApiServer } from './cluster';
 
 let server: TestApiServer;
-let agent: IpamAgent;
+let agent: IpamService;
 
 before(async () => {
   server = await startIpamApiServer();

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../src/log';
 import { ClientNodeApi, loadKubeConfig } from '../../src/ipam/api';
-import { IpamAgent, IpamAgentOptions } from '../../src/ipam/agent';
+import { IpamService, IpamServiceOptions } from '../../src/ipam/service';
 import { auditCluster, Finding } from '../../src/ipam/check';
 import { IpamMetrics } from '../../src/ipam/metrics';
 import { KObject } from '../../src/ipam/objects';
@@ -38,10 +38,10 @@ export const quiet = createLogger('silent');
 export interface AgentFactory {
   stateDir: string;
   kubeconfig: string;
-  make(nodeName: string, extra?: Partial<IpamAgentOptions>): IpamAgent;
+  make(nodeName: string, extra?: Partial<IpamServiceOptions>): IpamService;
 }
 
-export function agentFactory(server: TestApiServer, defaults: Partial<IpamAgentOptions> = {}): AgentFactory {
+export function agentFactory(server: TestApiServer, defaults: Partial<IpamServiceOptions> = {}): AgentFactory {
   const stateDir = mkdtempSync(join(tmpdir(), 'nfkube-ipam-'));
   const kubeconfig = server.writeKubeconfig();
   const kc = loadKubeConfig(kubeconfig);
@@ -51,14 +51,14 @@ export function agentFactory(server: TestApiServer, defaults: Partial<IpamAgentO
     make(nodeName, extra = {}) {
       const metrics = new IpamMetrics();
       const api = new ClientNodeApi({ kubeConfig: kc, timeoutMs: 10_000, onRequest: (verb, resource) => metrics.apiRequests.inc({ verb, resource }) });
-      return new IpamAgent({ api, nodeName, stateDir, logger: quiet, metrics, gcIntervalMs: 0, publishDelayMs: 50, ...defaults, ...extra });
+      return new IpamService({ api, nodeName, stateDir, logger: quiet, metrics, gcIntervalMs: 0, publishDelayMs: 50, ...defaults, ...extra });
     },
   };
 }
 
 /** Findings from the API (as `nfkube ipam check` sees it) plus what only the agents know:
  * every address held by two handles anywhere, every agent address outside its blocks/claims. */
-export function checkEverything(server: TestApiServer, agents: IpamAgent[]): Finding[] {
+export function checkEverything(server: TestApiServer, agents: IpamService[]): Finding[] {
   const pods = server.objects('pods').map((p) => ({ namespace: p.metadata.namespace, name: p.metadata.name, uid: p.metadata.uid, nodeName: p.spec?.nodeName }));
   const findings = auditCluster({
     pools: server.objects('ippools'),

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Netns } from '../../src/netlink/netns';
-import { IpamAgent } from '../../src/ipam/agent';
+import { IpamService } from '../../src/ipam/service';
 import { IpamSocketServer } from '../../src/ipam/server';
 import { pool } from './cluster';
 import { COMPILED_PLUGIN, NODE_PLUGIN, PluginAgent, PluginRun, runPlugin, startPluginAgent } from './plugins';
@@ -21,7 +21,7 @@ const PLUGIN = COMPILED_PLUGIN ?? NODE_PLUGIN;
 const skip = !existsSync(BRIDGE) ? 'containernetworking-plugins is not installed' : process.getuid?.() !== 0 ? 'needs root for network namespaces' : false;
 
 let warm: PluginAgent;
-let agent: IpamAgent;
+let agent: IpamService;
 let socket: IpamSocketServer;
 let host: Netns;
 let pluginDir: string;

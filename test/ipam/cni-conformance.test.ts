@@ -9,7 +9,7 @@ import { createServer, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { IpamAgent } from '../../src/ipam/agent';
+import { IpamService } from '../../src/ipam/service';
 import { IpamSocketServer } from '../../src/ipam/server';
 import { pool } from './cluster';
 import { PLUGINS, PluginAgent, PluginRun, runPlugin, startPluginAgent } from './plugins';
@@ -17,7 +17,7 @@ import { PLUGINS, PluginAgent, PluginRun, runPlugin, startPluginAgent } from './
 const SUPPORTED = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
 
 let warm: PluginAgent;
-let agent: IpamAgent;
+let agent: IpamService;
 let socket: IpamSocketServer;
 let dir: string;
 const extraServers: Server[] = [];

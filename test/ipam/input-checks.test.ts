@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { IpamAgent } from '../../src/ipam/agent';
+import { IpamService } from '../../src/ipam/service';
 import { serveIpamSocket, IpamSocketServer } from '../../src/ipam/server';
 import { replay, WalError } from '../../src/ipam/wal';
 import { TestApiServer } from '../helpers/apiserver';
@@ -15,7 +15,7 @@ import { agentFactory, node, pool, startIpamApiServer } from './cluster';
 import { askAgent } from './plugins';
 
 let server: TestApiServer;
-let agent: IpamAgent;
+let agent: IpamService;
 let socket: IpamSocketServer;
 const log = recordingLogger('debug');
 

@@ -19,7 +19,7 @@ before(async () => {
 after(async () => server.close());
 
 const add = (id: string, podName?: string): IpamRequest => ({ command: 'ADD', network: 'net', containerID: id, ifname: 'eth0', ...(podName ? { args: { K8S_POD_NAMESPACE: 'default', K8S_POD_NAME: podName } } : {}) });
-const v4 = (r: Awaited<ReturnType<import('../../src/ipam/agent').IpamAgent['handle']>>) => (r.ok ? r.ips![0].address : `failed: ${JSON.stringify(r)}`);
+const v4 = (r: Awaited<ReturnType<import('../../src/ipam/service').IpamService['handle']>>) => (r.ok ? r.ips![0].address : `failed: ${JSON.stringify(r)}`);
 
 test('with its state file moved away, the agent holds the published address of a live pod until GC finds the pod gone', async () => {
   // One /29: six usable addresses.

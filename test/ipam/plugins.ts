@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { findCompiledPlugin } from '../../src/cni/install';
-import { IpamAgent } from '../../src/ipam/agent';
+import { IpamService } from '../../src/ipam/service';
 import { KObject } from '../../src/ipam/objects';
 import { IpamSocketServer, serveIpamSocket } from '../../src/ipam/server';
 import { TestApiServer } from '../helpers/apiserver';
@@ -57,7 +57,7 @@ export function runPlugin(argv: string[], env: Record<string, string>, stdin: st
  * in its state directory: what the plugins talk to. */
 export interface PluginAgent {
   server: TestApiServer;
-  agent: IpamAgent;
+  agent: IpamService;
   socket: IpamSocketServer;
   close(): Promise<void>;
 }

@@ -5,9 +5,8 @@ import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseBlockName } from '../../src/ipam/agent';
 import { matchesSelector } from '../../src/ipam/objects';
-import { addressClaimName, blockCidr, blockCount, blockName, overlappingPools, parsePool, reservedInRange } from '../../src/ipam/pool';
+import { addressClaimName, blockCidr, blockCount, blockName, overlappingPools, parseBlockName, parsePool, reservedInRange } from '../../src/ipam/pool';
 import { replay, Wal, WalError } from '../../src/ipam/wal';
 import { pool } from './cluster';
 

@@ -5,7 +5,7 @@
  * retries failed ADDs as kubelet does and checks every answer against the addresses live right
  * then; at the end GC runs and the checker compares the API with every agent's state. */
 import { performance } from 'node:perf_hooks';
-import { IpamAgent } from '../../src/ipam/agent';
+import { IpamService } from '../../src/ipam/service';
 import { Finding } from '../../src/ipam/check';
 import { IpamReply } from '../../src/cni/protocol';
 import { Fault, TestApiServer } from '../helpers/apiserver';
@@ -55,10 +55,10 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
   const names = Array.from({ length: o.nodes }, (_, i) => `node-${String(i).padStart(3, '0')}`);
   for (const n of names) server.create(node(n));
   const f = agentFactory(server, { publishDelayMs: 200 });
-  const agents = new Map<string, IpamAgent>();
+  const agents = new Map<string, IpamService>();
   // A loaded machine can make a start time out: an agent that fails to start is started again,
   // as systemd or the kubelet would.
-  const startAgent = async (n: string): Promise<IpamAgent> => {
+  const startAgent = async (n: string): Promise<IpamService> => {
     for (let attempt = 0; ; attempt++) {
       const a = f.make(n);
       try {
@@ -93,7 +93,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
   const down = new Set<string>();
   let restarting = 0;
 
-  const ask = async (nodeName: string, req: Parameters<IpamAgent['handle']>[0]): Promise<IpamReply> => {
+  const ask = async (nodeName: string, req: Parameters<IpamService['handle']>[0]): Promise<IpamReply> => {
     for (let attempt = 0; ; ) {
       const agent = agents.get(nodeName)!;
       const t0 = performance.now();

@@ -13,7 +13,7 @@ import { DropRing } from '../../src/policy/droplog/drop-ring';
 import type { DropRecord } from '../../src/policy/droplog/drop-log';
 import { netlinkInode } from '../../src/cli/table-holder';
 import { metricSamples } from '../../src/cli/commands/status';
-import { recordProblem } from '../../src/pipeline/table-sync';
+import { recordProblem } from '../../src/pipeline/table-writer';
 
 test('recorded options: a TLV of their own beside the comment, read back whole; too much user data is refused', () => {
   const options = policyRecord({ denyAction: 'reject', log: { group: 7, rate: 10, burst: 5 }, policyMode: 'audit' });

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DesiredTable } from '../../src/policy/render/desired';
 import { policyCounterRows } from '../../src/policy/metrics-bridge';
-import { comboChainName, portSetName, Renderer } from '../../src/policy/render/render';
+import { comboChainName, policyChainName, portSetName, Renderer } from '../../src/policy/render/render';
 import { podAtOf } from '../../src/explain/counters';
 import { normalizeNamespace, normalizeNetworkPolicy, normalizePod } from '../../src/k8s/normalize';
 import { AttrWriter } from '../../src/netlink/attr';
@@ -57,21 +57,25 @@ test('pods isolated by the same policies share one chain; counter sets hold the 
   assert.deepEqual(m.sets.get('deny_in_v4')!.set.exprs, [b.counter()]);
 });
 
-test('a pod moving between combinations is a vmap element change; a chain appears and goes on its own', () => {
+test('a pod moving between combinations is a vmap element change; a chain appears and goes on its own, and a policy chain with its first user', () => {
   const engine = world();
+  const policyChain = (name: string) => policyChainName([...engine.state().policies.values()].find((p) => p.name === name)!.id, 'ingress');
   const r = new Renderer({ table: 'nfkube', denyAction: 'drop' });
   const desired = new DesiredTable(r, engine.state());
   const shared = combos(desired.model.chains.keys())[0];
   const before = structuredClone([...desired.model.chains.keys()]);
   const committed = r.full(engine.state());
 
-  // a joins deny-hot: its own combination (deny-db + deny-hot) appears.
+  // deny-hot isolates no pod of this node: it has no chain yet.
+  assert.equal(desired.model.chains.has(policyChain('deny-hot')), false);
+  // a joins deny-hot: its own combination (deny-db + deny-hot) appears, and deny-hot's chain with it.
   let scope = new ChangeScope();
   desired.apply(engine.upsertPod(normalizePod(pod('x', 'a', '198.18.0.2', { role: 'db', tier: 'hot' }))), scope);
   let d = diffRulesets(committed, desired.model, scope);
-  assert.equal(d.addChains.length, 1);
-  const own = d.addChains[0];
-  assert.ok(own.startsWith('combo_') && own !== shared);
+  assert.equal(d.addChains.length, 2);
+  const own = d.addChains.find((c) => c.startsWith('combo_'))!;
+  assert.deepEqual(d.addChains.filter((c) => c !== own), [policyChain('deny-hot')]);
+  assert.ok(own !== shared);
   assert.deepEqual([d.removeChains, d.rewriteChains, d.addSets, d.removeSets, d.replaceSets], [[], [], [], [], []]);
   assert.deepEqual([...d.addElements.keys()], ['ingress_v4'], 'only the vmap: the counter element stays');
   assert.deepEqual([...d.removeElements.keys()], ['ingress_v4']);
@@ -95,12 +99,13 @@ test('a pod moving between combinations is a vmap element change; a chain appear
   assert.deepEqual([...desired.model.chains.keys()].sort(), before.sort());
   assert.ok(isEmptyDiff(diffRulesets(committed, desired.model)));
 
-  // The last pod leaves: its chain and its counter elements go.
+  // The last pod leaves: its chain, the chain of the policy no pod uses now, and its counter
+  // elements go.
   scope = new ChangeScope();
   desired.apply(engine.deletePod(normalizePod(pod('x', 'a', '198.18.0.2', { role: 'db' }))), scope);
   desired.apply(engine.deletePod(normalizePod(pod('x', 'b', '198.18.0.3', { role: 'db' }))), scope);
   d = diffRulesets(committed, desired.model, scope);
-  assert.deepEqual(d.removeChains, [shared]);
+  assert.deepEqual(d.removeChains.sort(), [shared, policyChain('deny-db')].sort());
   assert.deepEqual([...d.removeElements.keys()].sort(), ['deny_in_v4', 'ingress_v4']);
   assert.equal(desired.model.sets.get('deny_in_v4')!.elements.size, 0);
 });

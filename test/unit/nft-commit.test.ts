@@ -1,4 +1,4 @@
-/** Transactions without a kernel: commit() over a recording transport. The batch's bytes against
+/** Transactions without a kernel: commitBatch() over a recording transport. The batch's bytes against
  * golden bytes laid out by hand from linux/netlink.h, linux/netfilter/nfnetlink.h and
  * linux/netfilter/nf_tables.h; how the kernel's answers map back to operations; the nft-syntax
  * listing (toString). test/kernel/nft-transaction.test.ts commits the same kinds for real. */
@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NetlinkError } from '../../src/netlink/errors';
 import * as b from '../../src/nft/build';
-import { commit, OperationEncodeError, Transaction } from '../../src/nft/transaction';
+import { commitBatch, OperationEncodeError, Transaction } from '../../src/nft/transaction';
 import { Chain, Table } from '../../src/nft/types';
 import { assertBytes, golden, sideBySide } from '../helpers/golden';
 import { RecordingTransport } from '../helpers/recording-transport';
@@ -38,7 +38,7 @@ const BATCH = `
 
 test('commit sends one datagram: BEGIN with the generation, one message per operation, END', async () => {
   const t = new RecordingTransport();
-  const res = await commit(t, tx(), { echo: false, genId: 42 });
+  const res = await commitBatch(t, tx(), { echo: false, genId: 42 });
   assert.equal(t.sent.length, 1);
   assertBytes(t.sent[0], golden(BATCH), 'add table, add chain, delete table');
   assert.equal(res.messages, 3);
@@ -62,7 +62,7 @@ test('encodeBatch maps every message to its operation and sequence number', () =
 
 test("the kernel's refusal names the operation, its object, the errno and the extended ack", async () => {
   const t = new RecordingTransport({ refuse: { message: 2, errno: 2, code: 'ENOENT', extAck: 'No such file or directory' } });
-  await assert.rejects(commit(t, tx(), { echo: false }), (err: unknown) => {
+  await assert.rejects(commitBatch(t, tx(), { echo: false }), (err: unknown) => {
     assert.ok(err instanceof NetlinkError);
     assert.equal(err.code, 'ENOENT');
     assert.equal(err.op, 'NFT_MSG_NEWCHAIN');
@@ -74,13 +74,13 @@ test("the kernel's refusal names the operation, its object, the errno and the ex
 });
 
 test('a refused BEGIN (no CAP_NET_ADMIN) names the batch; a batch never acknowledged is an error', async () => {
-  await assert.rejects(commit(new RecordingTransport({ refuse: { message: 0, errno: 1, code: 'EPERM' } }), tx()), /^NetlinkError: NFNL_MSG_BATCH_BEGIN batch: EPERM$/);
-  await assert.rejects(commit(new RecordingTransport({ unacknowledged: true }), tx()), /the kernel did not acknowledge the batch/);
+  await assert.rejects(commitBatch(new RecordingTransport({ refuse: { message: 0, errno: 1, code: 'EPERM' } }), tx()), /^NetlinkError: NFNL_MSG_BATCH_BEGIN batch: EPERM$/);
+  await assert.rejects(commitBatch(new RecordingTransport({ unacknowledged: true }), tx()), /the kernel did not acknowledge the batch/);
 });
 
 test('an empty transaction sends nothing', async () => {
   const t = new RecordingTransport();
-  const res = await commit(t, new Transaction());
+  const res = await commitBatch(t, new Transaction());
   assert.equal(res.messages, 0);
   assert.equal(t.sent.length, 0);
 });
@@ -88,7 +88,7 @@ test('an empty transaction sends nothing', async () => {
 test('a delete of a rule without a handle is refused before anything is sent', async () => {
   const t = new RecordingTransport();
   const rule = { family: 'inet' as const, table: 't', chain: 'c', exprs: [] };
-  await assert.rejects(commit(t, new Transaction().add({ kind: 'rule', verb: 'delete', rule })), /delete rule inet t c: the rule has no handle/);
+  await assert.rejects(commitBatch(t, new Transaction().add({ kind: 'rule', verb: 'delete', rule })), /delete rule inet t c: the rule has no handle/);
   assert.equal(t.sent.length, 0);
 });
 
@@ -99,7 +99,7 @@ test('an operation that cannot be encoded is named by its index and object; noth
   const big = new Transaction().addTable(table).addChain(chain);
   for (let i = 0; i < 1232; i++) big.addRule(ok);
   big.addRule(bad).addRule(ok);
-  await assert.rejects(commit(t, big), (err: unknown) => {
+  await assert.rejects(commitBatch(t, big), (err: unknown) => {
     assert.ok(err instanceof OperationEncodeError);
     assert.equal(err.message, 'operation 1234: add rule inet t pod_x_in: cmp.data: 0 bytes, the kernel takes 1..64');
     assert.equal(err.opIndex, 1234);

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import type { SyncReport } from '../../src/pipeline/table-sync';
+import type { SyncReport } from '../../src/pipeline/sync-report';
 import { ProxyMetrics, withProxyMetrics } from '../../src/proxy/metrics';
 
 const report = (component: string, durationMs: number): SyncReport => ({ kind: 'incremental', component, messages: 3, byType: new Map(), durationMs });

@@ -28,6 +28,9 @@ export class DesiredTable {
   /** Combination chains by name, with the keys of the targets using each: a chain exists while
    * one target does, as in a full render. */
   private readonly combos = new Map<string, { dir: Direction; policies: readonly string[]; users: Set<string> }>();
+  /** `policy direction` -> the combination chains jumping to that policy chain: it exists while
+   * one does, as in a full render (usedDirections). */
+  private readonly policyUsers = new Map<string, number>();
 
   /** Policy id -> the names of its port sets; a port set (named by its content) exists while a
    * policy uses it. */
@@ -49,7 +52,10 @@ export class DesiredTable {
         const name = comboChainName(policies, dir);
         const combo = this.combos.get(name);
         if (combo) combo.users.add(k);
-        else this.combos.set(name, { dir, policies, users: new Set([k]) });
+        else {
+          this.combos.set(name, { dir, policies, users: new Set([k]) });
+          for (const id of policies) this.policyUsers.set(`${id} ${dir}`, (this.policyUsers.get(`${id} ${dir}`) ?? 0) + 1);
+        }
       }
     }
     for (const [k, p] of ir.policies) this.policies.set(k, p);
@@ -138,7 +144,7 @@ export class DesiredTable {
     for (const p of delta.policies.upsert) {
       const labelBefore = policyLabel(this.policies.get(p.id));
       this.policies.set(p.id, p);
-      const rendered = r.policy(p, this.ipBlocks);
+      const rendered = r.policy(p, this.ipBlocks, this.usedDirections(p.id));
       const chains = new Map(rendered.chains.map((c) => [c.chain.name, c]));
       for (const dir of ['ingress', 'egress'] as const) {
         const name = policyChainName(p.id, dir);
@@ -180,6 +186,35 @@ export class DesiredTable {
     for (const id of delta.namedPortSets.remove) for (const fam of ['v4', 'v6'] as const) (m.sets.delete(namedPortSetName(id, fam)), scope.sets.add(namedPortSetName(id, fam)));
   }
 
+  /** The directions in which some combination chain jumps to the policy's chain. */
+  private usedDirections(policyId: string): Direction[] {
+    return (['egress', 'ingress'] as const).filter((dir) => this.policyUsers.has(`${policyId} ${dir}`));
+  }
+
+  /** Counts a combination chain appearing (+1) or going (-1) among the users of its policies'
+   * chains; a policy chain appears with its first user and goes with its last. */
+  private countPolicyUsers(dir: Direction, policies: readonly string[], change: 1 | -1, scope: ChangeScope): void {
+    for (const id of policies) {
+      const key = `${id} ${dir}`;
+      const users = (this.policyUsers.get(key) ?? 0) + change;
+      if (users > 0) this.policyUsers.set(key, users);
+      else this.policyUsers.delete(key);
+      if (users === (change > 0 ? 1 : 0)) this.renderPolicyChains(id, scope);
+    }
+  }
+
+  /** Renders a policy's chains and port sets again for the directions now in use. */
+  private renderPolicyChains(policyId: string, scope: ChangeScope): void {
+    const p = this.policies.get(policyId);
+    const rendered = p ? this.renderer.policy(p, this.ipBlocks, this.usedDirections(policyId)) : { chains: [], sets: [] };
+    const chains = new Map(rendered.chains.map((c) => [c.chain.name, c]));
+    for (const dir of ['ingress', 'egress'] as const) {
+      const name = policyChainName(policyId, dir);
+      if (chains.has(name) || this.model.chains.has(name)) this.putChain(scope, name, chains.get(name));
+    }
+    this.putPolicySets(policyId, rendered.sets, scope);
+  }
+
   /** Replaces a policy's port sets: a set appears with its first policy and goes with its last
    * (compared whole: they are small). */
   private putPolicySets(policyId: string, sets: SetModel[], scope: ChangeScope): void {
@@ -217,6 +252,7 @@ export class DesiredTable {
         else {
           this.combos.set(now, { dir, policies, users: new Set([key]) });
           this.putChain(scope, now, this.renderer.comboChain(dir, policies, this.policyNames));
+          this.countPolicyUsers(dir, policies, 1, scope);
         }
       }
       const old = was && this.combos.get(was);
@@ -225,6 +261,7 @@ export class DesiredTable {
       if (old.users.size > 0) continue;
       this.combos.delete(was);
       this.putChain(scope, was, undefined);
+      this.countPolicyUsers(dir, old.policies, -1, scope);
     }
   }
 

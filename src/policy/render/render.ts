@@ -19,7 +19,8 @@
  *   policy chain: one rule per (rule entry x peer x port match) that accepts; a rule entry of
  *                   several port matches has them in one set, ports_<hash of its content>
  *                   (meta l4proto . th dport ranges, shared by the entries of the same ports),
- *                   and one rule per peer
+ *                   and one rule per peer. Only for the directions in which the policy isolates
+ *                   a pod of this node: it exists while a combination chain jumps to it.
  *   prerouting_source hook prerouting prio -150, and spoofed_source: a local pod's source
  *                   address coming in by another interface than its route's, or from another
  *                   MAC than the one it is bound to, is dropped (src/policy/render/source-check.ts); sets
@@ -71,6 +72,7 @@ export class RenderError extends Error {
   }
 }
 
+const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
 const DIR_SUFFIX: Record<Direction, string> = { ingress: 'in', egress: 'out' };
 const PROTO: Record<string, b.L4Proto> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
 
@@ -266,22 +268,22 @@ export class Renderer {
    * reaches a batch: comments come from formatLabel (bounded, sanitised), ports are checked in
    * portMatch, addresses and set names are canonical or ids. Encoding every rule here instead
    * would cost as much as rendering it again. */
-  policy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): { chains: ChainModel[]; sets: SetModel[] } {
+  policy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>, dirs: readonly Direction[] = DIRECTIONS): { chains: ChainModel[]; sets: SetModel[] } {
     try {
-      const rendered = this.renderPolicy(p, ipBlocks);
+      const rendered = this.renderPolicy(p, ipBlocks, dirs);
       this.failedClosed.delete(p.id);
       return rendered;
     } catch (cause) {
       const err = new RenderError(`NetworkPolicy ${p.namespace}/${p.name}`, cause);
       this.failedClosed.set(p.id, err);
       this.opts.onFailClosed?.(err);
-      return { chains: (['ingress', 'egress'] as const).filter((dir) => p[dir]).map((dir) => ({ chain: this.chain(policyChainName(p.id, dir)), rules: [] })), sets: [] };
+      return { chains: dirs.filter((dir) => p[dir]).map((dir) => ({ chain: this.chain(policyChainName(p.id, dir)), rules: [] })), sets: [] };
     }
   }
 
   /** The policy's chains alone (see policy). */
-  policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel[] {
-    return this.policy(p, ipBlocks).chains;
+  policyChains(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>, dirs: readonly Direction[] = DIRECTIONS): ChainModel[] {
+    return this.policy(p, ipBlocks, dirs).chains;
   }
 
   /** Forgets a removed policy's render failure. */
@@ -289,10 +291,10 @@ export class Renderer {
     this.failedClosed.delete(policyId);
   }
 
-  private renderPolicy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>): { chains: ChainModel[]; sets: SetModel[] } {
+  private renderPolicy(p: CompiledPolicy, ipBlocks: ReadonlyMap<string, IpBlockSet>, dirs: readonly Direction[]): { chains: ChainModel[]; sets: SetModel[] } {
     const chains: ChainModel[] = [];
     const sets: SetModel[] = [];
-    for (const dir of ['ingress', 'egress'] as const) {
+    for (const dir of dirs) {
       const entries = p[dir];
       if (!entries) continue;
       const name = policyChainName(p.id, dir);
@@ -458,8 +460,11 @@ export class Renderer {
       m.sets.set(s.set.name, s);
     }
     for (const np of ir.namedPortSets.values()) for (const s of this.namedPortSet(np)) m.sets.set(s.set.name, s);
+    const used = usedDirections(ir.targets.values());
     for (const p of ir.policies.values()) {
-      const rendered = this.policy(p, ir.ipBlockSets);
+      const dirs = used.get(p.id);
+      if (!dirs) continue;
+      const rendered = this.policy(p, ir.ipBlockSets, dirs);
       for (const c of rendered.chains) m.chains.set(c.chain.name, c);
       for (const s of rendered.sets) m.sets.set(s.set.name, s);
       if (rendered.sets.length) policySets.set(p.id, rendered.sets.map((s) => s.set.name));
@@ -489,6 +494,23 @@ export class Renderer {
     for (const pod of pods) sources.upsert(pod, m);
     return m;
   }
+}
+
+/** Policy id -> the directions in which it isolates some local pod: only those get a chain (a
+ * policy selecting no pod of this node is never entered). */
+export function usedDirections(targets: Iterable<Target>): Map<string, Direction[]> {
+  const out = new Map<string, Direction[]>();
+  for (const t of targets) {
+    for (const dir of DIRECTIONS) {
+      for (const id of t[dir] ?? []) {
+        const dirs = out.get(id);
+        if (!dirs) out.set(id, [dir]);
+        else if (!dirs.includes(dir)) dirs.push(dir);
+      }
+    }
+  }
+  for (const dirs of out.values()) dirs.sort();
+  return out;
 }
 
 export function policyLabel(p: CompiledPolicy | undefined): string {
