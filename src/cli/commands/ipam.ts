@@ -1,6 +1,6 @@
 /** `nfkube ipam show [--node N]` lists pools, blocks and allocations as the API holds them;
  * `nfkube ipam check` audits the cluster for duplicates, leaks and orphans (exit 1 when any). */
-import { ClientNodeApi, loadKubeConfig, NodeInfo } from '../../ipam/api';
+import { ClientNodeApi, loadKubeConfig, ApiNode } from '../../ipam/api';
 import { auditCluster, HeldAddress, heldAddresses } from '../../ipam/check';
 import { PLURALS, readBlock, readClaim } from '../../ipam/objects';
 import { Command } from '../command';
@@ -58,7 +58,7 @@ const command: Command = {
       process.stdout.write(lines.join('\n') + '\n');
       return 0;
     }
-    let nodes: NodeInfo[] | undefined;
+    let nodes: ApiNode[] | undefined;
     try {
       nodes = await api.listNodes();
     } catch (err) {
