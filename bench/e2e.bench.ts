@@ -30,7 +30,7 @@ import { TestApiServer } from '../test/helpers/apiserver';
 import { buildCluster, Cluster, makePod, NODE, podIp, rng } from './cluster';
 import { ms, procStats, ratio, table } from './harness';
 import { GenerationWatch } from './generation-watch';
-import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, writeLayout } from './manifests';
+import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, servedObject, writeLayout } from './manifests';
 import { straightforwardNft } from './reference';
 import { LatencySplit, splitLatency, splitText } from './latency-split';
 
@@ -314,15 +314,22 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
   }
 }
 
-async function informerRow(pods: number, policies: number): Promise<LiveResult> {
+/** How an informer row's server serves: `informer`, the bench's objects by WatchList; `served`,
+ * objects as a real API server returns them (managedFields, 14 pod labels: servedObject) by
+ * WatchList; `served-list`, those by paged LIST (a server with WatchList off). */
+type InformerKind = 'informer' | 'served' | 'served-list';
+
+async function informerRow(pods: number, policies: number, kind: InformerKind = 'informer'): Promise<LiveResult> {
   const cluster = buildCluster(pods, policies, 42);
   const server = await TestApiServer.start();
+  if (kind === 'served-list') server.watchList = 'refused';
   try {
-    for (const o of clusterObjects(cluster)) server.create(o);
+    for (const o of clusterObjects(cluster)) server.create(kind === 'informer' ? o : servedObject(o));
     const kubeconfig = server.writeKubeconfig(join(work, `kubeconfig-${pods}`));
     const namespaces = pods / 50;
     const eventPods = preparedPods(namespaces, (p) => p);
-    return await liveRun(`${pods / 1000}k pods / ${policies} policies`, ['agent', '--kubeconfig', kubeconfig, '--node-name', NODE, '--log-level', process.env.NFKUBE_BENCH_DEBUG ? 'debug' : 'warn', '--metrics-addr', '127.0.0.1:0'], namespaces, (i) => {
+    const how = kind === 'served' ? ', objects as served, WatchList' : kind === 'served-list' ? ', objects as served, LIST pages of 500' : '';
+    return await liveRun(`${pods / 1000}k pods / ${policies} policies${how}`, ['agent', '--kubeconfig', kubeconfig, '--node-name', NODE, '--log-level', process.env.NFKUBE_BENCH_DEBUG ? 'debug' : 'warn', '--metrics-addr', '127.0.0.1:0'], namespaces, (i) => {
       const pod = eventPods[i >> 1];
       const m = pod.metadata as { namespace: string; name: string };
       if (i % 2 === 0) server.create(pod);
@@ -409,7 +416,8 @@ async function liveInOwnNamespace(what: string, bin = NFKUBE): Promise<LiveResul
 async function liveRows(): Promise<{ informers: LiveResult[]; watched: LiveResult[] }> {
   const i = process.argv.indexOf('--live-rows');
   const [pods, policies] = ONCE_SIZE;
-  const rows = i >= 0 ? process.argv[i + 1].split(',') : [...INFORMER_SIZES.map(([p, n]) => `informer:${p}:${n}`), `watch:${pods}:${policies}`];
+  const served = QUICK ? [] : INFORMER_SIZES.flatMap(([p, n]) => [`served:${p}:${n}`, `served-list:${p}:${n}`]);
+  const rows = i >= 0 ? process.argv[i + 1].split(',') : [...INFORMER_SIZES.map(([p, n]) => `informer:${p}:${n}`), ...served, `watch:${pods}:${policies}`];
   const out = { informers: [] as LiveResult[], watched: [] as LiveResult[] };
   for (const row of rows) {
     for (let r = 0; r < LIVE_ROUNDS; r++) {
@@ -418,7 +426,7 @@ async function liveRows(): Promise<{ informers: LiveResult[]; watched: LiveResul
       for (const b of r % 2 ? [...BUILDS].reverse() : BUILDS) {
         const result = await liveInOwnNamespace(row, b.bin);
         result.size += b.label + (LIVE_ROUNDS > 1 ? `, round ${r + 1}` : '');
-        (row.startsWith('informer') ? out.informers : out.watched).push(result);
+        (row.startsWith('watch') ? out.watched : out.informers).push(result);
       }
     }
   }
@@ -430,7 +438,7 @@ async function live(what: string): Promise<void> {
   const [kind, p, n] = what.split(':');
   const [pods, policies] = [Number(p), Number(n)];
   try {
-    const result = kind === 'informer' ? await informerRow(pods, policies) : await fileWatchRow(clusterObjects(buildCluster(pods, policies, 42)), pods, policies);
+    const result = kind === 'watch' ? await fileWatchRow(clusterObjects(buildCluster(pods, policies, 42)), pods, policies) : await informerRow(pods, policies, kind as InformerKind);
     process.stdout.write(JSON.stringify(result));
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -492,7 +500,7 @@ async function main(): Promise<void> {
       ]),
     ),
   );
-  if (informers.length) out.push('\nTargets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by a separate process (bench/generation-poller.js) woken by the kernel\'s NFT_MSG_NEWGEN notification of each commit' + (process.env.NFKUBE_BENCH_POLL_US ? ' (here: polling NFT_MSG_GETGEN every ' + process.env.NFKUBE_BENCH_POLL_US + ' µs)' : '') + '. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution; CPU per event is the agent\'s CPU over the events, idle gaps between them included, divided by their number). "Event sent" is when the test API server handed the watch event to the socket: the API write minus the test server\'s own work (store, copies, JSON) before it.\n');
+  if (informers.length) out.push('\nIssue 28 target 5: with objects as served, peak RSS <= 100 MiB at 5k/500 and <= 150 MiB at 20k/2k. Issue 13 targets 3-5: peak RSS <= 120 MB at 5k/500 and <= 150 MB at 20k/2k; CPU to first commit <= 1.0 s at 5k/500; API write -> committed p50 <= 2 ms, p99 <= 10 ms. The agent runs as the DaemonSet runs it (NODE_OPTIONS=' + (DAEMONSET_ENV.NODE_OPTIONS ?? '') + ' from deploy/kubernetes/daemonset.yaml). Events alternate creating a pod on this node and deleting it; the commit is seen by a separate process (bench/generation-poller.js) woken by the kernel\'s NFT_MSG_NEWGEN notification of each commit' + (process.env.NFKUBE_BENCH_POLL_US ? ' (here: polling NFT_MSG_GETGEN every ' + process.env.NFKUBE_BENCH_POLL_US + ' µs)' : '') + '. CPU and peak RSS of a running agent come from /proc/PID/stat and /proc/PID/status (10 ms resolution; CPU per event is the agent\'s CPU over the events, idle gaps between them included, divided by their number). "Event sent" is when the test API server handed the watch event to the socket: the API write minus the test server\'s own work (store, copies, JSON) before it.\n');
   if (watched.length) out.push(
     table(
       ['agent over a watched manifests directory', 'time to first commit', 'CPU to first commit', `file write -> committed p50 / p95 / p99 (${EVENTS} events)`, `burst of ${BURST} writes -> last commit, p50 / max (commits, median)`, 'missed', 'peak RSS'],

@@ -5,13 +5,14 @@ import { performance } from 'node:perf_hooks';
 
 const CLK_TCK = 100;
 
-/** CPU (ms, user + system) and VmHWM (MB) of a running process. */
-export function procStats(pid: number): { cpuMs: number; hwmMB: number } {
+/** CPU (ms, user + system), VmHWM and VmRSS (MB) of a running process. */
+export function procStats(pid: number): { cpuMs: number; hwmMB: number; rssMB: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const cpuMs = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  const hwm = /^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return { cpuMs, hwmMB: Number(hwm?.[1] ?? 0) / 1024 };
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kB = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+  return { cpuMs, hwmMB: kB('VmHWM') / 1024, rssMB: kB('VmRSS') / 1024 };
 }
 
 export async function median(runs: number, fn: () => Promise<void> | void, before?: () => Promise<void> | void): Promise<number> {

@@ -163,6 +163,63 @@ export function clusterObjects(c: Cluster): K8sObject[] {
   return JSON.parse(JSON.stringify(objs)) as K8sObject[];
 }
 
+/** The fields an API server's managedFields entry lists for `value` (fieldsV1): every object key
+ * as `f:key`, list items of objects by their `name` (else as one `.`), leaves as `{}`. */
+function fieldsV1(value: unknown): K8sObject {
+  if (Array.isArray(value)) {
+    const out: K8sObject = {};
+    for (const item of value) {
+      const name = (item as { name?: unknown } | null)?.name;
+      out[typeof name === 'string' ? `k:{"name":"${name}"}` : '.'] = { '.': {}, ...fieldsV1(item) };
+    }
+    return out;
+  }
+  if (typeof value !== 'object' || value === null) return {};
+  const out: K8sObject = {};
+  for (const [k, v] of Object.entries(value)) out[`f:${k}`] = fieldsV1(v);
+  return out;
+}
+
+/** An object as a real API server returns it to a LIST or watch: managedFields of the three
+ * writers a workload has (its controller, the scheduler's binding, the kubelet's status), and a
+ * Pod's labels as charts and operators set them (14 in all). */
+export function servedObject(o: K8sObject): K8sObject {
+  const metadata = { ...(o.metadata as K8sObject) };
+  const { status, ...rest } = o;
+  const entry = (manager: string, operation: string, fields: unknown, subresource?: string) => ({
+    manager,
+    operation,
+    apiVersion: o.apiVersion,
+    time: STAMP,
+    fieldsType: 'FieldsV1',
+    fieldsV1: fieldsV1(fields),
+    ...(subresource ? { subresource } : {}),
+  });
+  if (o.kind === 'Pod') {
+    const labels = metadata.labels as Record<string, string>;
+    const app = labels.app ?? 'app';
+    metadata.labels = {
+      ...labels,
+      'app.kubernetes.io/name': app,
+      'app.kubernetes.io/instance': `${app}-prod`,
+      'app.kubernetes.io/version': '1.24.3',
+      'app.kubernetes.io/component': labels.tier ?? 'server',
+      'app.kubernetes.io/part-of': 'shop',
+      'app.kubernetes.io/managed-by': 'Helm',
+      'helm.sh/chart': `${app}-4.2.0`,
+      version: 'v1',
+      environment: 'production',
+      'cost-center': 'cc-1042',
+      owner: 'team-payments',
+    };
+  }
+  metadata.managedFields = [
+    entry(o.kind === 'Pod' ? 'kube-controller-manager' : 'kubectl-client-side-apply', 'Update', { metadata: { ...metadata, managedFields: undefined }, spec: (rest as { spec?: unknown }).spec }),
+    ...(status ? [entry(o.kind === 'Pod' ? 'kubelet' : 'kube-controller-manager', 'Update', { status }, 'status')] : []),
+  ];
+  return JSON.parse(JSON.stringify({ ...rest, metadata, ...(status ? { status } : {}) })) as K8sObject;
+}
+
 function fileName(o: K8sObject): string {
   const m = o.metadata as { name: string; namespace?: string };
   return `${String(o.kind).toLowerCase()}-${m.namespace ? `${m.namespace}-` : ''}${m.name}`;

@@ -5,14 +5,21 @@
  * removed), the time from the API write to the commit, seen by polling the namespace's ruleset
  * generation (NFT_MSG_GETGEN) from another process, as bench/e2e.bench.ts does for the policy
  * agent (bench/generation-watch.ts). Prints one JSON line. Refuses to run outside a namespace the bench
- * made (the agent programs this namespace's kernel). */
+ * made (the agent programs this namespace's kernel).
+ * PROXY_LIVE_IDLE_S: then the agent's CPU over that many seconds with nothing changing.
+ * PROXY_LIVE_CHURN_S: then endpoint churn for that long (each write moves one endpoint of a
+ * random slice to a new address and waits for its commit), and the agent's RSS after it.
+ * PROXY_LIVE_NODE_OPTIONS: NODE_OPTIONS for the agent (the DaemonSet's). */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { TestApiServer } from '../test/helpers/apiserver';
 import { GenerationWatch } from './generation-watch';
 import { procStats } from './harness';
 import { cluster, NODE, proxyObjects } from './proxy-cluster';
+import { mulberry32 } from '../test/helpers/prng';
+import type { EndpointSliceInfo } from '../src/k8s/service-model';
 
 const EVENTS = 61;
 
@@ -32,16 +39,17 @@ async function main(): Promise<void> {
   // NFKUBE_BENCH_NODE_ARGS: node flags for the agent only (--cpu-prof), as bench/e2e.bench.ts.
   const flags = process.env.NFKUBE_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...flags, '-r', join(__dirname, 'probe.js'), nfkube, 'agent', '--kubeconfig', kubeconfig, '--proxy', '--no-policy', '--node-name', NODE, '--log-level', 'warn', '--metrics-addr', ''], {
-    env: { ...process.env, NFKUBE_BENCH_PROBE: probe },
+    env: { ...process.env, NFKUBE_BENCH_PROBE: probe, NODE_OPTIONS: process.env.PROXY_LIVE_NODE_OPTIONS ?? process.env.NODE_OPTIONS },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   try {
-    const first = await generations.after(t0, 120_000);
+    const first = await generations.after(t0, 900_000);
     if (first === undefined) throw new Error('no first commit');
     // Let the full sync's follow-ups (health, conntrack) settle.
     await generations.settle(500);
-    const cpu0 = procStats(child.pid!).cpuMs;
+    const atFirst = procStats(child.pid!);
+    const cpu0 = atFirst.cpuMs;
     const latencies: number[] = [];
     let missed = 0;
     const target = slices[n >> 1];
@@ -59,16 +67,49 @@ async function main(): Promise<void> {
     }
     const cpuPerEventMs = (procStats(child.pid!).cpuMs - cpu0) / EVENTS;
     latencies.sort((a, b) => a - b);
+    const idle = await idleCpu(child.pid!, Number(process.env.PROXY_LIVE_IDLE_S ?? 0));
+    const churn = await endpointChurn(server, generations, child.pid!, slices, Number(process.env.PROXY_LIVE_CHURN_S ?? 0));
     child.kill('SIGTERM');
     await exited;
     const p = JSON.parse(readFileSync(probe, 'utf8').trim().split('\n').pop()!) as { userMs: number; systemMs: number; hwmKB: number };
     const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-    process.stdout.write(`${JSON.stringify({ firstCommitMs: first, p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), missed, cpuPerEventMs, cpuMs: p.userMs + p.systemMs, hwmMB: p.hwmKB / 1024 })}\n`);
+    process.stdout.write(`${JSON.stringify({ firstCommitMs: first, p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), missed, cpuPerEventMs, cpuMs: p.userMs + p.systemMs, hwmMB: p.hwmKB / 1024, rssAtFirstMB: atFirst.rssMB, ...idle, ...churn })}\n`);
   } finally {
     child.kill('SIGTERM');
     generations.stop();
     await server.close();
   }
+}
+
+/** The agent's CPU over `seconds` with nothing changing (its timers: resyncs, table checks). */
+async function idleCpu(pid: number, seconds: number): Promise<{ idleS?: number; idleCpuMs?: number }> {
+  if (seconds <= 0) return {};
+  const cpu0 = procStats(pid).cpuMs;
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  return { idleS: seconds, idleCpuMs: procStats(pid).cpuMs - cpu0 };
+}
+
+/** Endpoint churn for `seconds`: each write gives one endpoint of a random slice a new address
+ * (the slice keeps its size) and waits for the commit; then the agent's RSS, a second after. */
+async function endpointChurn(server: TestApiServer, generations: GenerationWatch, pid: number, slices: EndpointSliceInfo[], seconds: number): Promise<{ churnS?: number; churnWrites?: number; churnMissed?: number; rssAfterChurnMB?: number; hwmAfterChurnMB?: number }> {
+  if (seconds <= 0) return {};
+  const rand = mulberry32(28);
+  const end = performance.now() + seconds * 1000;
+  let writes = 0;
+  let missed = 0;
+  while (performance.now() < end) {
+    const target = slices[Math.floor(rand() * slices.length)];
+    const n = writes++;
+    const w0 = process.hrtime.bigint();
+    server.modify('EndpointSlice', 'ns', target.name, (s) => {
+      const eps = s.endpoints as { addresses: string[] }[];
+      eps[n % eps.length].addresses = [`100.126.${(n >> 8) & 255}.${n & 255}`];
+    });
+    if ((await generations.after(w0, 5_000)) === undefined) missed++;
+  }
+  await generations.settle(1000);
+  const after = procStats(pid);
+  return { churnS: seconds, churnWrites: writes, churnMissed: missed, rssAfterChurnMB: after.rssMB, hwmAfterChurnMB: after.hwmMB };
 }
 
 main().catch((err: unknown) => {

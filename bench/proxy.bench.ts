@@ -25,32 +25,7 @@ import { emptyModel } from '../src/ruleset/model';
 import { openSandbox } from '../test/helpers/netns';
 import { endpoint, node, service, slice, snapshotOf } from '../test/proxy/fixtures';
 import { median, ms, ratio, table } from './harness';
-import { cluster, NODE, proxyObjects } from './proxy-cluster';
-
-/** kube-proxy's nftables proxier output for these services (one family, ClusterIP only). */
-function kubeProxyText(services: ServiceInfo[], slices: EndpointSliceInfo[]): string {
-  const out: string[] = ['table ip kube-proxy {'];
-  out.push('  chain nat-prerouting { type nat hook prerouting priority -100; jump services; }');
-  out.push('  chain nat-output { type nat hook output priority -100; jump services; }');
-  out.push('  chain nat-postrouting { type nat hook postrouting priority 100; jump masquerading; }');
-  out.push('  chain mark-for-masquerade { mark set mark or 0x4000; }');
-  out.push('  chain masquerading { mark and 0x4000 == 0 return; mark set mark xor 0x4000; masquerade fully-random; }');
-  const elements: string[] = [];
-  const chains: string[] = [];
-  services.forEach((svc, i) => {
-    const name = `${svc.namespace}/${svc.name}/tcp/http`;
-    const eps = slices[i].endpoints;
-    elements.push(`${svc.clusterIPs[0]} . tcp . 80 : goto service-${name}`);
-    const vm = eps.map((e, k) => `${k} : goto endpoint-${name}__${e.address}/8080`).join(', ');
-    chains.push(`  chain service-${name} { ip daddr ${svc.clusterIPs[0]} tcp dport 80 ip saddr != 100.64.0.0/10 jump mark-for-masquerade; numgen random mod ${eps.length} vmap { ${vm} }; }`);
-    for (const e of eps) chains.push(`  chain endpoint-${name}__${e.address}/8080 { ip saddr ${e.address} jump mark-for-masquerade; meta l4proto tcp dnat to ${e.address}:8080; }`);
-  });
-  out.push(...chains);
-  out.push(`  map service-ips { type ipv4_addr . inet_proto . inet_service : verdict; elements = { ${elements.join(', ')} } }`);
-  out.push('  chain services { ip daddr . meta l4proto . th dport vmap @service-ips; }');
-  out.push('}');
-  return out.join('\n') + '\n';
-}
+import { cluster, kubeProxyText, NODE, proxyObjects } from './proxy-cluster';
 
 /** What kube-proxy's partial sync writes when one endpoint of one service is added. */
 function kubeProxyPartial(svc: ServiceInfo, eps: { address: string }[]): string {

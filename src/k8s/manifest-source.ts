@@ -27,6 +27,7 @@ import { normalizers } from './normalizers';
 import { ClusterState, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 import type { FieldsOf, FieldTree } from './yaml-block';
 import { fastYamlDocuments } from './yaml-documents';
+import { jsonListItems, splitJsonList } from './json-list';
 import { editDistance } from '../edit-distance';
 
 export interface ManifestSourceOptions extends SourceHandlers {
@@ -55,6 +56,11 @@ export const MAX_MANIFEST_BYTES = { json: 32 * 1024 * 1024, yaml: 4 * 1024 * 102
  * the files read together may hold this much (`--manifests-max-bytes`). A 5k-pod cluster of
  * full manifests is 21 MB of YAML, 35 MB of JSON. */
 export const MAX_MANIFEST_TOTAL_BYTES = 64 * 1024 * 1024;
+/** A JSON List this long or longer is parsed item by item (json-list.ts): parsed whole, its raw
+ * objects outlive V8's young generation (a 22 MB List of 5k Services x 50 endpoints held ~100 MB
+ * of them until the next full GC). A shorter one (a namespace's `kubectl get -o json`) dies
+ * young either way, and the split's scan costs up to as much as JSON.parse on indented text. */
+const SPLIT_LIST_MIN_BYTES = 1024 * 1024;
 /** Aliases a YAML document may expand (billion-laughs documents expand exponentially). */
 const MAX_ALIAS_COUNT = 100;
 /** Nesting deeper than this is refused before parsing: both parsers slow down sharply on
@@ -70,6 +76,9 @@ interface Defined {
 
 /** What define() reads of an object of a kind this agent does not read: its kind alone. */
 const KIND_ONLY: FieldTree = Object.freeze({});
+
+/** Where define() reports a bad object. */
+type Reports = Pick<SourceHandlers, 'onError' | 'onWarning'>;
 
 /** `Kind key`: one object's identity across files. */
 type Ident = string;
@@ -151,7 +160,7 @@ export class ManifestSource implements ClusterSource {
     if (!isManifestName(name)) return;
     // Names come from readdir or the watch: one component, no normalising join needed.
     const path = `${this.dirPrefix}${name}`;
-    let text: string | undefined;
+    let data: Buffer | undefined;
     const fileLimit = isJsonName(name) ? MAX_MANIFEST_BYTES.json : MAX_MANIFEST_BYTES.yaml;
     const others = this.totalBytes - (this.fileBytes.get(name) ?? 0);
     try {
@@ -161,7 +170,7 @@ export class ManifestSource implements ClusterSource {
         this.opts.onError({ message: `${name}: ${read} bytes, ${why}; not read (its previous objects stay)`, file: name });
         return;
       }
-      text = read?.text;
+      data = read?.data;
       this.countBytes(name, read?.bytes ?? 0);
     } catch (err) {
       // Gone: the file's objects go; any other failure keeps what we have (the next event retries).
@@ -171,7 +180,7 @@ export class ManifestSource implements ClusterSource {
       }
       this.countBytes(name, 0);
     }
-    const defs = text === undefined ? new Map<Ident, Defined>() : this.parseFile(name, text);
+    const defs = data === undefined ? new Map<Ident, Defined>() : this.parseFile(name, data);
     stamp('parsed');
     if (defs) this.replaceFile(name, defs);
   }
@@ -183,7 +192,12 @@ export class ManifestSource implements ClusterSource {
   }
 
   /** The file's objects, or undefined when it does not parse and its previous objects stay. */
-  private parseFile(file: string, text: string): Map<Ident, Defined> | undefined {
+  private parseFile(file: string, data: Buffer): Map<Ident, Defined> | undefined {
+    if (isJsonName(file) && data.length >= SPLIT_LIST_MIN_BYTES) {
+      const list = splitJsonList(data, MAX_DEPTH);
+      if (list) return this.parseJsonList(file, data, list.spans);
+    }
+    const text = data.toString('utf8');
     const { documents, broken } = this.parseDocuments(file, text);
     // A file read before keeps its last good objects; one read for the first time serves what
     // it can, and each broken document that names a NetworkPolicy fails closed.
@@ -210,6 +224,32 @@ export class ManifestSource implements ClusterSource {
       this.opts.onError(sourceErrorFrom(err, { file, document: index }));
       defs.set(ident, { kind: 'NetworkPolicy', key: failed.key, object: err.replacement });
     }
+    return defs;
+  }
+
+  /** A JSON List's objects, each item parsed and normalized before the next is parsed (its raw
+   * object dies young). What define() reports waits until every item has parsed: a file with a
+   * syntax error is reported once and defines nothing, as when it was parsed whole. */
+  private parseJsonList(file: string, data: Buffer, spans: readonly number[]): Map<Ident, Defined> | undefined {
+    const defs = new Map<Ident, Defined>();
+    const held: (() => void)[] = [];
+    const reports: Reports = {
+      onError: (err) => held.push(() => this.opts.onError(err)),
+      onWarning: (warning) => held.push(() => this.opts.onWarning?.(warning)),
+    };
+    const items = jsonListItems(data, spans);
+    for (let j = 0; ; j++) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = items.next();
+      } catch (err) {
+        this.opts.onError(sourceErrorFrom(err, { file, document: 0 }));
+        return this.files.has(file) ? undefined : new Map();
+      }
+      if (next.done) break;
+      this.define(defs, file, 0, next.value, `items[${j}].`, reports);
+    }
+    for (const deliver of held) deliver();
     return defs;
   }
 
@@ -270,10 +310,10 @@ export class ManifestSource implements ClusterSource {
 
   /** Normalizes one object of a document into defs; a malformed one is reported and keeps its
    * previous definition from this file, if there was one. */
-  private define(defs: Map<Ident, Defined>, file: string, document: number, raw: unknown, fieldPrefix: string): void {
+  private define(defs: Map<Ident, Defined>, file: string, document: number, raw: unknown, fieldPrefix: string, reports: Reports = this.opts): void {
     const report = (err: unknown) => {
       if (err instanceof K8sObjectError) err = new K8sObjectError(err.object, fieldPrefix + err.field, err.problem);
-      this.opts.onError(sourceErrorFrom(err, { file, document }));
+      reports.onError(sourceErrorFrom(err, { file, document }));
     };
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       report(new K8sObjectError('(document)', fieldPrefix.replace(/\.$/, '') || '(top level)', `expected an object, got ${Array.isArray(raw) ? 'a list' : typeof raw}`));
@@ -289,7 +329,7 @@ export class ManifestSource implements ClusterSource {
     if (!Object.hasOwn(API_VERSIONS, kind)) {
       const near = nearKind(kind);
       if (near) report(new K8sObjectError(`${kind} (document)`, 'kind', `unknown kind ${JSON.stringify(kind)}; did you mean ${near}? ignored`));
-      else this.opts.onWarning?.({ ...sourceErrorFrom(new Error(`kind ${JSON.stringify(kind)} is not one nfkube reads (${Object.keys(API_VERSIONS).join(', ')}); ignored`), { file, document }), severity: 'warning' });
+      else reports.onWarning?.({ ...sourceErrorFrom(new Error(`kind ${JSON.stringify(kind)} is not one nfkube reads (${Object.keys(API_VERSIONS).join(', ')}); ignored`), { file, document }), severity: 'warning' });
       return;
     }
     // A kind nfkube reads, but not this agent (Services without --proxy).
@@ -367,14 +407,15 @@ export class ManifestSource implements ClusterSource {
 let scratch = Buffer.allocUnsafe(256 * 1024);
 const SCRATCH_MAX_BYTES = 1024 * 1024;
 
-/** The text of a regular file and its bytes, its size when that is more than limit (not read), or undefined
+/** The bytes of a regular file (a view of the scratch buffer when it fits: used before the next
+ * read) and their count, its size when that is more than limit (not read), or undefined
  * when it is not a regular file. Only what stat (or the directory entry, when `regular`: a
  * scan of thousands of files then makes one system call fewer each) says is a regular file is
  * opened: opening a device a name links to can act on it (a watchdog arms, a terminal becomes
  * the agent's). Then
  * one open, fstat, read and close: opened non-blocking, so a FIFO swapped in meanwhile cannot
  * hang the agent, and sized by the descriptor, so the check and the read are one file. */
-function readManifest(path: string, limit: number, regular: boolean): { text: string; bytes: number } | number | undefined {
+function readManifest(path: string, limit: number, regular: boolean): { data: Buffer; bytes: number } | number | undefined {
   if (!regular && !statSync(path, { throwIfNoEntry: false })?.isFile()) return undefined;
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
@@ -390,14 +431,14 @@ function readManifest(path: string, limit: number, regular: boolean): { text: st
       if (buf.length <= SCRATCH_MAX_BYTES) scratch = buf;
     }
     const n = readSync(fd, buf, 0, stat.size + 1, 0);
-    if (n <= stat.size) return { text: buf.toString('utf8', 0, n), bytes: n };
+    if (n <= stat.size) return { data: buf.subarray(0, n), bytes: n };
     const chunks = [Buffer.from(buf.subarray(0, n))];
     let total = n;
     for (;;) {
       if (total > limit) return Math.max(total, fstatSync(fd).size);
       const chunk = Buffer.allocUnsafe(64 * 1024);
       const got = readSync(fd, chunk, 0, chunk.length, total);
-      if (got === 0) return { text: Buffer.concat(chunks, total).toString('utf8'), bytes: total };
+      if (got === 0) return { data: Buffer.concat(chunks, total), bytes: total };
       chunks.push(chunk.subarray(0, got));
       total += got;
     }

@@ -8,9 +8,11 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { jsonListItems, splitJsonList } from './json-list';
 
 export interface ListPage {
-  items?: unknown[];
+  /** Parsed one at a time as they are read (json-list.ts), so a page's raw objects die young. */
+  items?: Iterable<unknown>;
   metadata?: { resourceVersion?: string; _continue?: string };
 }
 
@@ -41,8 +43,10 @@ export function rawLister(kc: KubeConfig, path: string): (page: PageRequest) => 
     if (page._continue) url.searchParams.set('continue', page._continue);
     const opts = withPagingAgent(await getOptions(kc));
     const body = await get(url, opts);
-    const list = JSON.parse(body) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
-    return { items: list.items ?? [], metadata: { resourceVersion: list.metadata?.resourceVersion, _continue: list.metadata?.continue } };
+    const split = splitJsonList(body, Number.POSITIVE_INFINITY);
+    const list = (split?.envelope ?? JSON.parse(body.toString('utf8'))) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
+    const items = split ? jsonListItems(body, split.spans) : (list.items ?? []);
+    return { items, metadata: { resourceVersion: list.metadata?.resourceVersion, _continue: list.metadata?.continue } };
   };
 }
 
@@ -66,21 +70,28 @@ function withPagingAgent(opts: RequestOptions): RequestOptions {
   return opts;
 }
 
-async function get(url: URL, opts: RequestOptions): Promise<string> {
-  const { status, text } = await requestText(url, opts, LIST_TIMEOUT_MS, 'LIST');
-  if (status === 200) return text;
-  throw new ListError(status, `LIST ${url.pathname}: HTTP ${status}: ${statusMessage(text)}`);
+/** A page's bytes: decoded item by item, never as one string (json-list.ts says why). */
+async function get(url: URL, opts: RequestOptions): Promise<Buffer> {
+  const { status, bytes } = await requestBytes(url, opts, LIST_TIMEOUT_MS, 'LIST');
+  if (status === 200) return bytes;
+  throw new ListError(status, `LIST ${url.pathname}: HTTP ${status}: ${statusMessage(bytes.toString('utf8'))}`);
 }
 
 /** One request (`body` sent as is), its status code and the answer's text; `what` names it in a
  * timeout's error. */
-export function requestText(url: URL, opts: RequestOptions, timeoutMs: number, what: string, body?: string): Promise<{ status: number; text: string }> {
+export async function requestText(url: URL, opts: RequestOptions, timeoutMs: number, what: string, body?: string): Promise<{ status: number; text: string }> {
+  const { status, bytes } = await requestBytes(url, opts, timeoutMs, what, body);
+  return { status, text: bytes.toString('utf8') };
+}
+
+/** requestText's answer as bytes. */
+function requestBytes(url: URL, opts: RequestOptions, timeoutMs: number, what: string, body?: string): Promise<{ status: number; bytes: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`${what} ${url.pathname}: no answer in ${timeoutMs / 1000} s`)));
     req.on('error', reject);

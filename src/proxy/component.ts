@@ -62,8 +62,10 @@ export interface ProxyOptions {
 interface Rendered {
   chains: Map<string, ChainModel>;
   sets: Map<string, SetModel>;
-  /** Its elements of the shared maps, and their keys (elementKey) at the same index. */
-  entries: [string, SetElement][];
+  /** Its elements of the shared maps: each one's map, element and key (elementKey) at the same
+   * index of three arrays (a [map, element] pair each was ~64 bytes more per endpoint). */
+  entrySets: string[];
+  entryElements: SetElement[];
   entryKeys: string[];
   /** Its elements of the endpoint maps, under its draw slots, by map (no claims: no one else
    * writes them). */
@@ -79,10 +81,6 @@ interface Rendered {
   /** Claims and endpoints refused (claims.ts, service-ports.ts). */
   refusals: Refusal[];
   healthCheckRefused: boolean;
-  /** Its entries and owned elements by map and key, once a change has compared them: the next
-   * change compares against them again. */
-  entryIndex?: Map<string, Map<string, SetElement>>;
-  ownedIndex?: Map<string, Map<string, SetElement>>;
 }
 
 interface OwnedElements {
@@ -99,7 +97,8 @@ class FullRenderScope extends ChangeScope {
 const EMPTY: Rendered = {
   chains: new Map(),
   sets: new Map(),
-  entries: [],
+  entrySets: [],
+  entryElements: [],
   entryKeys: [],
   owned: [],
   endpoints: 0,
@@ -298,7 +297,7 @@ export class ProxyComponent implements Component {
     let proxied = 0;
     for (const r of this.rendered.values()) {
       endpoints += r.endpoints;
-      if (r.chains.size > 0 || r.entries.length > 0 || r.owned.length > 0) proxied++;
+      if (r.chains.size > 0 || r.entryElements.length > 0 || r.owned.length > 0) proxied++;
     }
     return { services: this.services.size, proxiedServices: proxied, endpointSlices: this.slices.size, endpoints, chains: this.desired.chains.size };
   }
@@ -402,7 +401,7 @@ export class ProxyComponent implements Component {
     if (!svc || !isProxied(svc)) return EMPTY;
     const slices = [...(this.slicesOf.get(key) ?? [])].map((k) => this.slices.get(k)!);
     const decision = this.claims.decide(key);
-    const out: Rendered = { ...EMPTY, chains: new Map(), sets: new Map(), entries: [], entryKeys: [], owned: [], udp: new Map(), drawChains: new Map(), refusals: decision.refusals };
+    const out: Rendered = { ...EMPTY, chains: new Map(), sets: new Map(), entrySets: [], entryElements: [], entryKeys: [], owned: [], udp: new Map(), drawChains: new Map(), refusals: decision.refusals };
     out.healthCheckRefused = !decision.healthCheckNodePort();
     // kube-proxy's LocalReadyEndpoints, which each family's proxier reports: distinct addresses of
     // ready local endpoints that some service port uses, so a dual-stack pod counts once.
@@ -437,9 +436,10 @@ export class ProxyComponent implements Component {
       const c: Contribution = this.renderer.servicePort(view, this.env, drawId);
       for (const ch of c.chains) out.chains.set(ch.chain.name, ch);
       for (const s of c.sets) out.sets.set(s.set.name, s);
-      for (const x of c.elements) {
-        out.entries.push(x);
-        out.entryKeys.push(elementKey(x[1]));
+      for (const [set, e] of c.elements) {
+        out.entrySets.push(set);
+        out.entryElements.push(e);
+        out.entryKeys.push(elementKey(e));
       }
       for (const g of c.owned) out.owned.push(g);
       if (view.port.protocol === 'UDP') {
@@ -497,22 +497,18 @@ export class ProxyComponent implements Component {
       m.sets.delete(name);
       scope.sets.add(name);
     }
-    // A first render (every service at start-up) has nothing to compare with.
-    if (old.entries.length === 0) now.entries.forEach(([set, e], i) => claimElement(this.desired, set, now.entryKeys[i], key, e, scope));
+    // A first render (every service at start-up) has nothing to compare with. A change indexes
+    // both renders by map and key and keeps neither index: kept on the render, they were ~4 KB
+    // a service of 50 endpoints, 20 MB once endpoint churn had touched 5,000 services.
+    if (old.entryElements.length === 0) now.entryElements.forEach((e, i) => claimElement(this.desired, now.entrySets[i], now.entryKeys[i], key, e, scope));
     else {
-      const was = (old.entryIndex ??= entriesBySet(old));
-      const next = entriesBySet(now);
-      if (now !== EMPTY) now.entryIndex = next;
-      compareBySet(was, next, (set, k) => releaseElement(this.desired, set, k, key, scope, (owner) => lastEntry(this.rendered.get(owner)!, set, k)!), (set, k, e) => claimElement(this.desired, set, k, key, e, scope));
+      compareBySet(entriesBySet(old), entriesBySet(now), (set, k) => releaseElement(this.desired, set, k, key, scope, (owner) => lastEntry(this.rendered.get(owner)!, set, k)!), (set, k, e) => claimElement(this.desired, set, k, key, e, scope));
     }
     if (old.owned.length === 0) for (const g of now.owned) putOwned(this.desired, g.set, g.elements, g.keys, scope);
     else {
-      const was = (old.ownedIndex ??= ownedBySet(old));
-      const next = ownedBySet(now);
-      if (now !== EMPTY) now.ownedIndex = next;
       compareBySet(
-        was,
-        next,
+        ownedBySet(old),
+        ownedBySet(now),
         (set, k) => {
           this.desired.sets.get(set)!.elements.delete(k);
           scope.element(set, k);
@@ -547,11 +543,11 @@ export class ProxyComponent implements Component {
  * a render replaces an earlier one in the model), to compare two renders of one service. */
 function entriesBySet(r: Rendered): Map<string, Map<string, SetElement>> {
   const m = new Map<string, Map<string, SetElement>>();
-  for (let i = 0; i < r.entries.length; i++) {
-    const [set, e] = r.entries[i];
+  for (let i = 0; i < r.entryElements.length; i++) {
+    const set = r.entrySets[i];
     let byKey = m.get(set);
     if (!byKey) m.set(set, (byKey = new Map()));
-    byKey.set(r.entryKeys[i], e);
+    byKey.set(r.entryKeys[i], r.entryElements[i]);
   }
   return m;
 }
@@ -588,11 +584,9 @@ function ownedBySet(r: Rendered): Map<string, Map<string, SetElement>> {
   return m;
 }
 
-/** The element a render puts at `set key` (its last one there): from its index when a change
- * has built one, else by a walk of its entries. */
+/** The element a render puts at `set key` (its last one there). */
 function lastEntry(r: Rendered, set: string, k: string): SetElement | undefined {
-  if (r.entryIndex) return r.entryIndex.get(set)?.get(k);
-  for (let i = r.entries.length - 1; i >= 0; i--) if (r.entries[i][0] === set && r.entryKeys[i] === k) return r.entries[i][1];
+  for (let i = r.entryElements.length - 1; i >= 0; i--) if (r.entrySets[i] === set && r.entryKeys[i] === k) return r.entryElements[i];
   return undefined;
 }
 

@@ -5,13 +5,12 @@
 import type { SetElement } from '../nft/types';
 import type { ChangeScope } from '../pipeline/scope';
 import { RulesetModel, sameElementValue, sameSetDefinition, SetModel } from '../ruleset/model';
+import { CLAIMED_BY } from './render';
 
-/** The services claiming a shared-map element, kept on the element in force: the service key, or
- * the keys, sorted, when several render the same key (the first one's element is in force). On
- * the element rather than in a map of its own: a full sync claims a hairpin element per endpoint,
- * and a second map of 250k entries cost more than all the rest of their rendering. A symbol, so
- * it is no field of the element as nft and the diff see it. */
-const CLAIMED_BY = Symbol('claimedBy');
+/** The services claiming a shared-map element (CLAIMED_BY), kept on the element in force: the
+ * service key, or the keys, sorted, when several render the same key (the first one's element is
+ * in force). On the element rather than in a map of its own: a full sync claims a hairpin element
+ * per endpoint, and a second map of 250k entries cost more than all the rest of their rendering. */
 type Claimed = SetElement & { [CLAIMED_BY]?: string | string[] };
 
 /** Replaces a set of the model, recording only the elements that differ when only they do. */

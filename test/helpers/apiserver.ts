@@ -178,6 +178,8 @@ export class TestApiServer {
     list: { pods: 0, namespaces: 0, networkpolicies: 0, services: 0, endpointslices: 0, nodes: 0 },
     watch: { pods: 0, namespaces: 0, networkpolicies: 0, services: 0, endpointslices: 0, nodes: 0 },
   };
+  /** The `limit` of each LIST received (0 without one), in order. */
+  readonly listLimits: number[] = [];
   readonly token = 'nfkube-test-token';
   port = 0;
   /** How a WATCH with sendInitialEvents is met: served (a WatchList, as 1.32+ servers do),
@@ -565,6 +567,7 @@ export class TestApiServer {
     this.counts.list[route.resource] += 1;
     const info = RESOURCES[route.resource];
     const limit = Number(query.get('limit') ?? 0);
+    this.listLimits.push(limit);
     const token = query.get('continue');
     // Stored objects are never mutated (every change stores a new one), so a snapshot is an
     // array of references.

@@ -417,3 +417,24 @@ describe('InformerSource with WatchList (sendInitialEvents)', () => {
     }
   });
 });
+
+describe('InformerSource LIST pages', () => {
+  test('the initial LIST asks for pages of 500, as client-go\'s reflector does: 501 pods in two pages', T, async () => {
+    const server = await TestApiServer.start();
+    server.watchList = 'refused';
+    try {
+      server.create(namespace('x'));
+      for (let i = 0; i < 501; i++) server.create(pod('x', `p${i}`, `198.18.${i >> 8}.${i & 255}`));
+      const running = await startSource(server);
+      try {
+        assert.equal(running.initial.pods.size, 501);
+        assert.deepEqual(server.listLimits, [500, 500, 500, 500], 'namespaces, pods (two pages) and policies, each asked for 500');
+        assert.equal(server.counts.list.pods, 2);
+      } finally {
+        await running.source.stop();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});

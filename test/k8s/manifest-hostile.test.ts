@@ -159,6 +159,31 @@ describe('ManifestSource under hostile files', () => {
     }
   });
 
+  test('a JSON List read item by item: an item that does not parse is named; the file defines nothing and reports nothing else; once fixed it is served', T, async () => {
+    const ns = (name: string) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    const items = [ns('a'), { kind: 'Widget', metadata: { name: 'w' } }, { kind: 'Pod', metadata: { namespace: 'a' } }, ns('b')].map((o) => JSON.stringify(o));
+    // Past a MiB, as Lists read item by item are.
+    const note = `"metadata":{"note":"${'x'.repeat(1 << 20)}"}`;
+    const broken = `{"apiVersion":"v1","kind":"List",${note},"items":[${items.slice(0, 3).join(',')},{"kind":"Namespace","metadata":{"name":"c"]},${items[3]}]}`;
+    const warnings: SourceError[] = [];
+    const s = await startOver({ 'list.json': broken, 'deep.json': `{"kind":"List",${note},"items":[${'['.repeat(1200)}${']'.repeat(1200)}]}` }, warnings);
+    try {
+      assert.equal(s.initial.namespaces.size, 0);
+      assert.equal(warnings.length, 0, 'the Widget before the bad item is not reported');
+      assert.deepEqual(s.rec.errors.map((e) => [e.file, e.document]), [['deep.json', 0], ['list.json', 0]], 'nor the nameless Pod');
+      assert.match(s.rec.errors[0].message, /nested deeper than 1000 levels/);
+      assert.match(s.rec.errors[1].message, /^list\.json, document 0: items\[3\] \(at offset \d+\): /);
+      writeFileSync(join(s.dir, 'list.json'), `{"apiVersion":"v1","kind":"List",${note},"items":[${items.join(',')}]}`);
+      await s.rec.change(isKey('Namespace', 'b', 'upsert'));
+      assert.ok(s.source.snapshot().namespaces.has('a'));
+      assert.deepEqual(warnings.map((w) => w.file), ['list.json']);
+      assert.match(warnings[0].message, /kind "Widget" is not one nfkube reads/);
+      assert.ok(s.rec.errors.some((e) => e.file === 'list.json' && /items\[2\]\.metadata\.name/.test(e.message)), 'the nameless Pod is reported by its item');
+    } finally {
+      await s.stop();
+    }
+  });
+
   test('unknown kinds warn (file and kind); near-miss kinds and Lists without a list of items are errors', T, async () => {
     const warnings: SourceError[] = [];
     const s = await startOver(

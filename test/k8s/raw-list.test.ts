@@ -2,7 +2,8 @@
  * continue tokens, the server's own JSON (no typed models), the kubeconfig's token, and HTTP
  * failures as ListError with the server's status code and message. */
 import assert from 'node:assert/strict';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { loadKubeConfig } from '../../src/k8s/informer-source';
 import { ListError, rawLister } from '../../src/k8s/raw-list';
@@ -45,7 +46,7 @@ describe('rawLister', () => {
 
   test('keeps the fields as the server wrote them (`from`, not a typed model\'s `_from`)', T, async () => {
     const page = await rawLister(loadKubeConfig(kubeconfig), '/apis/networking.k8s.io/v1/networkpolicies')({ limit: 10 });
-    const spec = (page.items?.[0] as { spec: { ingress: Record<string, unknown>[] } }).spec;
+    const spec = ([...(page.items ?? [])][0] as { spec: { ingress: Record<string, unknown>[] } }).spec;
     assert.deepEqual(Object.keys(spec.ingress[0]), ['from']);
   });
 
@@ -79,6 +80,26 @@ describe('rawLister', () => {
     kc.clusters[0] = { ...kc.clusters[0], proxyUrl: 'http://127.0.0.1:9' };
     // The proxy (nothing listens on port 9) is used, not bypassed by the shared connections.
     await assert.rejects(rawLister(kc, '/api/v1/pods')({ limit: 2 }), /ECONNREFUSED|127\.0\.0\.1:9/);
+  });
+
+  test('a page\'s items are parsed one at a time as they are read: an item that does not parse is named after the ones before it', T, async () => {
+    const body = '{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"next"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c"]}]}';
+    const http = createServer((_req, res) => res.end(body));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      const kc = loadKubeConfig(kubeconfig);
+      kc.clusters[0] = { ...kc.clusters[0], server: `http://127.0.0.1:${(http.address() as AddressInfo).port}` };
+      const page = await rawLister(kc, '/api/v1/pods')({ limit: 500 });
+      assert.deepEqual(page.metadata, { resourceVersion: '9', _continue: 'next' });
+      const names: string[] = [];
+      assert.throws(() => {
+        for (const item of page.items ?? []) names.push((item as { metadata: { name: string } }).metadata.name);
+      }, /^SyntaxError: items\[2\] \(at offset \d+\)/);
+      assert.deepEqual(names, ['a', 'b']);
+    } finally {
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    }
   });
 
   test('a refused token is a ListError 401 naming the path', T, async () => {

@@ -16,6 +16,7 @@ import { test } from 'node:test';
 import { drawKey, drawShareKey, endpointData, hairpinKey } from '../../src/proxy/render';
 import { ProxyComponent } from '../../src/proxy/component';
 import { elementKey } from '../../src/ruleset/model';
+import { ChangeScope } from '../../src/pipeline/scope';
 import { endpoint, node, NODE, service, slice, snapshotOf } from '../proxy/fixtures';
 
 const SRC = join(__dirname, '..', '..', 'src');
@@ -80,4 +81,31 @@ test("endpoint-map and hairpin elements hold no buffers, and read as their endpo
   const hairpin = [...proxy.desired.sets.get('hairpin-v4')!.elements];
   assert.deepEqual(hairpin.map(([k]) => k).sort(), addresses.map((a) => elementKey({ key: hairpinKey(a) })).sort());
   for (const [, e] of hairpin) assert.deepEqual(Object.values(e).filter((v) => Buffer.isBuffer(v)), [], 'no buffer kept');
+});
+
+test('a claimed hairpin element keeps its claim in the object: the same hidden class as an unclaimed one', () => {
+  const out = inV8(`
+    const { ProxyComponent } = require(process.env.NFKUBE_SRC + '/proxy/component');
+    const { HairpinElement } = require(process.env.NFKUBE_SRC + '/proxy/render');
+    const { endpoint, service, slice, snapshotOf } = require(process.env.NFKUBE_SRC + '/../test/proxy/fixtures');
+    const snapshot = snapshotOf([service('ns', 'web', { clusterIPs: ['198.19.0.10'] })], [slice('ns', 'web-a', 'web', { endpoints: [endpoint('198.18.0.1', 'n')] })], []);
+    const proxy = new ProxyComponent({ nodeName: 'n' });
+    proxy.start(snapshot);
+    const [claimed] = [...proxy.desired.sets.get('hairpin-v4').elements.values()];
+    console.log(JSON.stringify({ hairpin: claimed instanceof HairpinElement, claimed: Object.getOwnPropertySymbols(claimed).some((s) => claimed[s] === 'ns/web'), sameMap: %HaveSameMap(claimed, new HairpinElement('198.18.0.2')) }));
+  `);
+  assert.deepEqual(out, { hairpin: true, claimed: true, sameMap: true });
+});
+
+test('an endpoint change keeps no index of the renders it compared: a service keeps what its first render kept', () => {
+  const proxy = new ProxyComponent({ nodeName: NODE });
+  const eps = (n: number) => Array.from({ length: n }, (_, i) => endpoint(`198.18.0.${i + 1}`, i === 0 ? NODE : 'node-2'));
+  proxy.start(snapshotOf([service('ns', 'web', { clusterIPs: ['198.19.0.10'] })], [slice('ns', 'web-a', 'web', { endpoints: eps(3) })], [node(NODE, { podCIDRs: ['198.18.0.0/24'] })]));
+  const rendered = (proxy as unknown as { rendered: Map<string, object> }).rendered;
+  const fields = Object.keys(rendered.get('ns/web')!).sort();
+  for (const n of [4, 2, 5]) {
+    proxy.apply({ kind: 'EndpointSlice', type: 'upsert', key: 'ns/web-a', object: slice('ns', 'web-a', 'web', { endpoints: eps(n) }) }, new ChangeScope());
+    assert.equal(proxy.stats().endpoints, n);
+    assert.deepEqual(Object.keys(rendered.get('ns/web')!).sort(), fields);
+  }
 });
