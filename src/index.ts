@@ -37,4 +37,4 @@ export { FEATURES } from './node/features';
 export { enabledFeatures, ownedTables } from './node/enabled';
 export { desiredComponents, desiredTables } from './node/desired';
 export { Feature, FeatureContext, FeatureRun, EnabledFeature, InputReport } from './pipeline/feature';
-export { OptionInfo, OptionTable, OptionValues } from './options/table';
+export { OptionInfo, OptionTable, OptionValues, ValuesOf } from './options/table';

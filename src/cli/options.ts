@@ -2,11 +2,12 @@
  * command declares its options once, as an OptionTable; parsing and `--help` both come from it. */
 import { parseArgs } from 'node:util';
 import { CONFIG_ENV, CONFIG_OPTION, layered, OptionValues, readConfigFile } from './config';
-import type { OptionInfo, OptionTable } from '../options/table';
+import type { OptionInfo, OptionTable, ValuesOf } from '../options/table';
 import { didYouMean, UsageError } from '../options/usage-error';
+import { stringOption } from '../options/values';
 import { DENY_OPTIONS, POLICY_TABLE_OPTIONS } from '../policy/options';
 
-export type { OptionInfo, OptionTable } from '../options/table';
+export type { OptionInfo, OptionTable, ValuesOf } from '../options/table';
 export { denyAction, nodeName, parseByteSize, parseDuration, tableName } from '../options/values';
 
 /** Every option of every command, for the --config file (one file configures them all): the
@@ -17,13 +18,13 @@ export function knowEveryOption(all: () => OptionTable): void {
   everyOption = all;
 }
 
-export function parse(args: string[], table: OptionTable, usage: string): OptionValues {
+export function parse<T extends OptionTable>(args: string[], table: T, usage: string): ValuesOf<T> {
   return parseWithPositionals(args, table, usage, false).values;
 }
 
 /** parse, for commands that also take operands (`explain SRC DST`). Options the flags leave out
  * come from NFKUBE_* environment variables, then from the --config file (config.ts). */
-export function parseWithPositionals(args: string[], table: OptionTable, usage: string, allowPositionals = true, env: NodeJS.ProcessEnv = process.env): { values: OptionValues; positionals: string[] } {
+export function parseWithPositionals<T extends OptionTable>(args: string[], table: T, usage: string, allowPositionals = true, env: NodeJS.ProcessEnv = process.env): { values: ValuesOf<T>; positionals: string[] } {
   const full: OptionTable = { ...table, ...GLOBAL_OPTIONS };
   // Only the type: a described default is words for --help, not a value.
   const options = Object.fromEntries(Object.entries(full).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
@@ -34,9 +35,10 @@ export function parseWithPositionals(args: string[], table: OptionTable, usage: 
     throw usageProblem((err as Error).message, full, usage);
   }
   const flags = r.values as OptionValues;
-  const configPath = (flags.config as string | undefined) ?? (env[CONFIG_ENV] || undefined);
+  const configPath = stringOption(flags, 'config') ?? (env[CONFIG_ENV] || undefined);
   const file = configPath ? readConfigFile(configPath, { ...everyOption(), ...table }) : {};
-  return { values: layered(flags, table, env, file), positionals: r.positionals };
+  // parseArgs, the environment and the config file each give a value of its option's type.
+  return { values: layered(flags, table, env, file) as ValuesOf<T>, positionals: r.positionals };
 }
 
 /** parseArgs' complaint as one line naming the command, with the option meant when it is a typo. */
@@ -60,16 +62,16 @@ export function usageText(synopsis: string, table: OptionTable, about?: string):
 }
 
 /** Options every command takes (main.ts reads --log-format before the command runs). */
-export const GLOBAL_OPTIONS: OptionTable = {
+export const GLOBAL_OPTIONS = {
   'log-format': { type: 'string', value: 'json|text', description: 'how logs and errors are written on stderr: JSON lines, or one readable line each', default: 'text on a terminal, else json for agent, render, verify, cleanup and ipam' },
   config: CONFIG_OPTION,
-};
+} as const satisfies OptionTable;
 
 /** -o text|json of the operator commands (status, drops). */
-export const OUTPUT_OPTION: OptionInfo = { type: 'string', short: 'o', value: 'text|json', description: 'print for people, or JSON (drops: one object a line)', default: 'text' };
+export const OUTPUT_OPTION = { type: 'string', short: 'o', value: 'text|json', description: 'print for people, or JSON (drops: one object a line)', default: 'text' } as const satisfies OptionInfo;
 
-export function outputFormat(v: string | boolean | undefined): 'text' | 'json' {
-  const o = (v as string | undefined) ?? 'text';
+export function outputFormat(v: string | undefined): 'text' | 'json' {
+  const o = v ?? 'text';
   if (o !== 'text' && o !== 'json') throw new UsageError(`--output: "${o}" is not text or json`);
   return o;
 }

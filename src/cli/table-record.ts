@@ -11,6 +11,7 @@ import { isNfkubeTable } from '../nft/ownership';
 import { listTables } from '../nft/readback';
 import type { Family } from '../nft/types';
 import { DEFAULT_PROXY_TABLE } from '../proxy/render';
+import { stringOption } from '../options/values';
 import { tableName } from './options';
 
 export { POLICY_RECORDED, policyRecord } from '../policy/table-record';
@@ -27,13 +28,14 @@ export function readRecord(text: string, names: readonly string[]): OptionValues
 
 /** The user's options with the record filling in what they leave out; `note` is told of each
  * option the user gave differently. */
-export function withRecorded(given: OptionValues, recorded: OptionValues, where: string, note: (text: string) => void): OptionValues {
-  const out = { ...given };
+export function withRecorded<V extends OptionValues>(given: V, recorded: OptionValues, where: string, note: (text: string) => void): V {
+  const out: OptionValues = { ...given };
   for (const [k, v] of Object.entries(recorded)) {
     if (out[k] === undefined) out[k] = v;
     else if (out[k] !== v) note(`--${k}${out[k] === true ? '' : ` ${String(out[k])}`} differs from ${v === true ? `--${k}` : `${v}`}, which the agent recorded in table ${where}; using the given value`);
   }
-  return out;
+  // readRecord keeps only recorded options, each of its recorded type.
+  return out as V;
 }
 
 /** The record of table `family name` as option values ({} when the table is absent, not
@@ -45,9 +47,9 @@ export async function readTableRecord(socket: NetlinkSocket, family: Family, nam
 
 /** The user's options completed from the records of the policy table and, with --proxy, the
  * proxy's; each difference is noted on stderr as `nfkube COMMAND: note: ...`. */
-export async function withTableRecords(socket: NetlinkSocket, command: string, given: OptionValues): Promise<OptionValues> {
-  const policyTable = tableName(given.table);
-  const proxyTable = tableName((given['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE);
+export async function withTableRecords<V extends OptionValues>(socket: NetlinkSocket, command: string, given: V): Promise<V> {
+  const policyTable = tableName(stringOption(given, 'table'));
+  const proxyTable = tableName(stringOption(given, 'proxy-table') ?? DEFAULT_PROXY_TABLE);
   const note = (text: string) => process.stderr.write(`nfkube ${command}: note: ${text}\n`);
   let v = withRecorded(given, await readTableRecord(socket, 'inet', policyTable, POLICY_RECORDED), `inet ${policyTable}`, note);
   if (v.proxy === true) v = withRecorded(v, await readTableRecord(socket, 'inet', proxyTable, PROXY_RECORDED), `inet ${proxyTable}`, note);

@@ -25,12 +25,14 @@ export const isConflict = (err: unknown): boolean => err instanceof ApiError && 
 export const isNotFound = (err: unknown): boolean => err instanceof ApiError && err.code === 404;
 export const isUnknown = (err: unknown): boolean => !(err instanceof ApiError) || err.unknownOutcome;
 
-export interface NodeInfo {
+/** A node as IPAM reads it from the API (k8s/service-model.ts's NodeInfo is the proxy's). */
+export interface ApiNode {
   name: string;
   labels: Record<string, string>;
 }
 
-export interface PodInfo {
+/** A pod as IPAM reads it from the API (k8s/model.ts's PodInfo is the policy's). */
+export interface ApiPod {
   namespace: string;
   name: string;
   uid: string;
@@ -48,9 +50,9 @@ export interface IpamApi {
   /** Deletes only the object with this uid (else 409); a missing object is not an error. */
   remove(plural: Plural, name: string, uid: string): Promise<void>;
   /** Pods, all or those bound to one node, from a fresh (quorum) list. */
-  listPods(nodeName?: string): Promise<PodInfo[]>;
-  listNodes(): Promise<NodeInfo[]>;
-  getNode(name: string): Promise<NodeInfo | undefined>;
+  listPods(nodeName?: string): Promise<ApiPod[]>;
+  listNodes(): Promise<ApiNode[]>;
+  getNode(name: string): Promise<ApiNode | undefined>;
 }
 
 /** client-node takes seconds to load: loaded once, on first use. */
@@ -170,8 +172,8 @@ export class ClientNodeApi implements IpamApi {
     }
   }
 
-  async listPods(nodeName?: string): Promise<PodInfo[]> {
-    const out: PodInfo[] = [];
+  async listPods(nodeName?: string): Promise<ApiPod[]> {
+    const out: ApiPod[] = [];
     let cont: string | undefined;
     const fieldSelector = nodeName ? `spec.nodeName=${nodeName}` : undefined;
     do {
@@ -187,8 +189,8 @@ export class ClientNodeApi implements IpamApi {
     return out;
   }
 
-  async listNodes(): Promise<NodeInfo[]> {
-    const out: NodeInfo[] = [];
+  async listNodes(): Promise<ApiNode[]> {
+    const out: ApiNode[] = [];
     let cont: string | undefined;
     do {
       const page = await this.run('list', 'nodes', 'list nodes', () => this.core.listNode({ limit: 500, _continue: cont }));
@@ -198,7 +200,7 @@ export class ClientNodeApi implements IpamApi {
     return out;
   }
 
-  async getNode(name: string): Promise<NodeInfo | undefined> {
+  async getNode(name: string): Promise<ApiNode | undefined> {
     try {
       const n = await this.run('get', 'nodes', `get nodes/${name}`, () => this.core.readNode({ name }));
       return { name, labels: { ...(n.metadata?.labels ?? {}) } };

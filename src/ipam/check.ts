@@ -6,7 +6,7 @@
  * - leak: an address held for a pod that no longer exists (or exists with another uid);
  * - orphan: a block or claim of a Node that no longer exists, or a block outside every pool. */
 import { formatIp, ipInCidr, parseCidr, parseIp } from '../net/ip';
-import { NodeInfo, PodInfo } from './api';
+import { ApiNode, ApiPod } from './api';
 import { BlockObject, ClaimObject, KObject, PodRef, readBlock, readClaim } from './objects';
 import { overlappingPools, overlaps, parsePool, Pool, rangeOf } from './pool';
 
@@ -19,9 +19,9 @@ export interface ClusterView {
   pools: KObject[];
   blocks: KObject[];
   claims: KObject[];
-  pods: PodInfo[];
+  pods: ApiPod[];
   /** Undefined when Nodes could not be read: orphan checks are skipped, not guessed. */
-  nodes?: NodeInfo[];
+  nodes?: ApiNode[];
 }
 
 export interface HeldAddress {
@@ -48,7 +48,7 @@ export function heldAddresses(blocks: BlockObject[], claims: ClaimObject[]): Hel
 /** What the published allocations cannot show once an owner has overwritten them (a lost local
  * record): two live pods using one pool address, or a pod using an address published for
  * another live pod. Addresses outside every pool (other networks) are not judged. */
-function podAddressDuplicates(pods: PodInfo[], pools: Pool[], byAddress: Map<string, HeldAddress[]>): Finding[] {
+function podAddressDuplicates(pods: ApiPod[], pools: Pool[], byAddress: Map<string, HeldAddress[]>): Finding[] {
   const findings: Finding[] = [];
   const users = new Map<string, { text: string; pods: string[] }>();
   const live = new Set(pods.map((p) => `${p.namespace}/${p.name}`));

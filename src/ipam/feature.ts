@@ -1,6 +1,7 @@
 /** IPAM as a feature of the node: serves the CNI plugin from per-node blocks claimed through
  * the API. It owns no table; alone (--ipam --no-policy) it runs without the sync pipeline. */
 import { UsageError } from '../options/usage-error';
+import { stringOption } from '../options/values';
 import { DEFAULT_METRICS_ADDR } from '../observe/server';
 import type { Feature } from '../pipeline/feature';
 import { DEFAULT_IPAM_METRICS_ADDR, IPAM_DETAIL_OPTIONS, IPAM_OPTIONS, ipamSettings, type IpamSettings } from './options';
@@ -19,12 +20,12 @@ export const ipamFeature: Feature<IpamSettings> = {
   loadsApiClient: true,
   async open(s, ctx) {
     const { startIpam } = require('./start') as typeof import('./start');
-    const handle = await startIpam({ kubeconfig: ctx.values.kubeconfig as string | undefined, nodeName: ctx.nodeName, socketPath: s.socketPath, stateDir: s.stateDir, logger: ctx.logger, metricsAddr: s.metricsAddr ?? DEFAULT_IPAM_METRICS_ADDR, gcIntervalMs: s.gcIntervalMs });
+    const handle = await startIpam({ kubeconfig: stringOption(ctx.values, 'kubeconfig'), nodeName: ctx.nodeName, socketPath: s.socketPath, stateDir: s.stateDir, logger: ctx.logger, metricsAddr: s.metricsAddr ?? DEFAULT_IPAM_METRICS_ADDR, gcIntervalMs: s.gcIntervalMs });
     ctx.defer(() => handle.stop());
     return {};
   },
   runAlone(s, ctx) {
     const { runIpamOnly } = require('./start') as typeof import('./start');
-    return runIpamOnly(s, { kubeconfig: ctx.values.kubeconfig as string | undefined, nodeName: ctx.nodeName, metricsAddr: (ctx.values['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR }, ctx.logger);
+    return runIpamOnly(s, { kubeconfig: stringOption(ctx.values, 'kubeconfig'), nodeName: ctx.nodeName, metricsAddr: stringOption(ctx.values, 'metrics-addr') ?? DEFAULT_METRICS_ADDR }, ctx.logger);
   },
 };

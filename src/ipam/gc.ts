@@ -10,7 +10,7 @@
  * is bound to it, and by one agent alone (the first live Node, by name, that holds blocks). One
  * pass runs at a time. */
 import { Allocator } from './allocator';
-import { NodeInfo, PodInfo } from './api';
+import { ApiNode, ApiPod } from './api';
 import { BlockClaims } from './block-claims';
 import { ConfirmedApi } from './confirmed-api';
 import { IpamContext } from './context';
@@ -171,7 +171,7 @@ export class GarbageCollector {
    * pod is bound to them. Done by one agent: the one on the first live Node (by name) that holds
    * blocks, so a hundred agents do not race to delete the same objects. */
   private async releaseDeletedNodes(claims: ClaimObject[], blocks: BlockObject[]): Promise<number> {
-    let nodes: NodeInfo[];
+    let nodes: ApiNode[];
     try {
       nodes = await this.ctx.api.listNodes();
     } catch (err) {
@@ -182,7 +182,7 @@ export class GarbageCollector {
     const leader = nodeGcLeader(blocks, live);
     const dead = this.absence.overdue(live, [...blocks.map((b) => b.node), ...claims.map((c) => c.node)], this.ctx.nodeName, this.ctx.now());
     if (dead.size === 0 || leader !== this.ctx.nodeName) return 0;
-    const pods: PodInfo[] = await this.ctx.api.listPods();
+    const pods: ApiPod[] = await this.ctx.api.listPods();
     for (const p of pods) if (p.nodeName) dead.delete(p.nodeName);
     let released = 0;
     for (const c of claims) {

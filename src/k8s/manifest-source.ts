@@ -529,7 +529,7 @@ function unnamedPolicy(raw: unknown, name: string): { kind: 'NetworkPolicy'; nam
   const meta = (raw as { metadata?: unknown }).metadata;
   const given = typeof meta === 'object' && meta !== null ? (meta as { namespace?: unknown }).namespace : undefined;
   if (given !== undefined && given !== null && (typeof given !== 'string' || given === '')) return undefined;
-  const namespace = (given as string | undefined) ?? DEFAULT_NAMESPACE;
+  const namespace = typeof given === 'string' ? given : DEFAULT_NAMESPACE;
   return { kind: 'NetworkPolicy', namespace, name, key: `${namespace}/${name}` };
 }
 

@@ -7,7 +7,7 @@ import type { NetlinkSocket } from '../netlink/socket';
 import { listMarkedTable } from '../nft/ownership';
 import type { TableContents } from '../nft/types';
 import type { OptionValues } from '../options/table';
-import { nodeName as nodeNameOf, tableName } from '../options/values';
+import { nodeName as nodeNameOf, stringOption, tableName } from '../options/values';
 import type { Component } from '../pipeline/component';
 import type { EnabledFeature, InputReport } from '../pipeline/feature';
 import { plan, Plan } from '../pipeline/plan';
@@ -40,9 +40,9 @@ export function policyOf(components: readonly Component[]): PolicyComponent | un
  * says they must be; `ir`, the policy's compiled model, when policy is on. */
 export async function desiredTables(v: OptionValues, ctx: { defer(close: () => unknown): void }): Promise<{ models: RulesetModel[]; ir?: PolicyIR; tiers?: ClusterTiers }> {
   const enabled = enabledFeatures(v);
-  const node = nodeNameOf(v['node-name']);
+  const node = nodeNameOf(stringOption(v, 'node-name'));
   // Which node's view is compared, as a log line on stderr: stdout stays the difference alone.
-  createLogger((v['log-level'] as string | undefined) ?? 'info').info({ node, table: `inet ${tableName(v.table)}` }, `verifying node ${node}`);
+  createLogger(stringOption(v, 'log-level') ?? 'info').info({ node, table: `inet ${tableName(stringOption(v, 'table'))}` }, `verifying node ${node}`);
   const snap = await readSnapshot(v, ctx, kindsOf(enabled));
   const components = desiredComponents(enabled, snap, node, v);
   const policy = policyOf(components);

@@ -10,7 +10,7 @@ import { listTables } from '../nft/readback';
 import type { AgentMetrics } from '../observe/metrics';
 import { DEFAULT_METRICS_ADDR, parseMetricsAddress, startObserveServer } from '../observe/server';
 import type { OptionTable, OptionValues } from '../options/table';
-import { denyAction, nodeName as nodeNameOf, parseDuration } from '../options/values';
+import { denyAction, nodeName as nodeNameOf, parseDuration, stringOption } from '../options/values';
 import { UsageError } from '../options/usage-error';
 import { Agent, DEFAULT_TABLE_CHECK_MS } from '../pipeline/agent';
 import { batchTestHooks } from '../pipeline/batches';
@@ -47,13 +47,13 @@ export interface NodeRunContext {
 /** Runs the node; returns the exit code (--once: 1 when some input could not be read). */
 export async function runNode(values: OptionValues, ctx: NodeRunContext): Promise<number> {
   const enabled = enabledFeatures(values, ctx.features);
-  const logger = createLogger((values['log-level'] as string | undefined) ?? 'info');
+  const logger = createLogger(stringOption(values, 'log-level') ?? 'info');
   const once = values.once === true;
-  const resyncMs = parseDuration((values['resync-period'] as string | undefined) ?? '5m', '--resync-period');
-  const metricsAddr = parseMetricsAddress((values['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
+  const resyncMs = parseDuration(stringOption(values, 'resync-period') ?? '5m', '--resync-period');
+  const metricsAddr = parseMetricsAddress(stringOption(values, 'metrics-addr') ?? DEFAULT_METRICS_ADDR);
   if (values.timeout !== undefined && !once) throw new UsageError('--timeout applies to --once only');
-  const deadlineMs = once ? parseDuration((values.timeout as string | undefined) ?? '60s', '--timeout') : undefined;
-  const node = nodeNameOf(values['node-name']);
+  const deadlineMs = once ? parseDuration(stringOption(values, 'timeout') ?? '60s', '--timeout') : undefined;
+  const node = nodeNameOf(stringOption(values, 'node-name'));
 
   const alone = enabled.length === 1 ? enabled[0] : undefined;
   if (alone?.feature.runAlone) return alone.feature.runAlone(alone.settings, { values, nodeName: node, logger });
@@ -61,7 +61,7 @@ export async function runNode(values: OptionValues, ctx: NodeRunContext): Promis
   if (!enabled.some(({ feature }) => feature.ownedTable)) throw new Error(`${enabled.map((e) => e.feature.name).join(', ')} own no table: enable NetworkPolicy (drop --no-policy) or --proxy`);
   const { version, revision } = buildInfo();
   const tables = enabled.flatMap(({ feature }) => feature.ownedTable?.(values) ?? []).map(tableText);
-  logger.info({ version, revision, node, source: describeSource(values), tables, resyncPeriod: values['resync-period'] ?? '5m', denyAction: denyAction(values['deny-action']), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
+  logger.info({ version, revision, node, source: describeSource(values), tables, resyncPeriod: values['resync-period'] ?? '5m', denyAction: denyAction(stringOption(values, 'deny-action')), metricsAddress: metricsAddr ? `${metricsAddr.host}:${metricsAddr.port}` : 'off' }, `nfkube ${version} agent starting`);
   const socket = NetlinkSocket.open({ netns: ctx.netns });
   ctx.defer(() => socket.close());
   // One small dump first: without CAP_NET_ADMIN this fails at once, before anything else runs.

@@ -4,14 +4,14 @@ import { accessSync, constants } from 'node:fs';
 import { ClusterSnapshot, ClusterSource, ObjectKind, SourceHandlers } from '../k8s/source';
 import { describeKubeconfig, findKubeconfig } from '../k8s/kubeconfig-path';
 import type { OptionValues } from '../options/table';
-import { parseByteSize } from '../options/values';
+import { parseByteSize, stringOption } from '../options/values';
 
 /** `kinds`: what to read (default: what NetworkPolicy enforcement reads). */
 export function openSource(values: OptionValues, handlers: SourceHandlers, kinds?: readonly ObjectKind[]): ClusterSource {
   // Commands that take no warnings still show them, marked as such.
   if (!handlers.onWarning) handlers = { ...handlers, onWarning: (w) => handlers.onError({ ...w, severity: 'warning' }) };
-  const manifests = values.manifests as string | undefined;
-  const kubeconfig = values.kubeconfig as string | undefined;
+  const manifests = stringOption(values, 'manifests');
+  const kubeconfig = stringOption(values, 'kubeconfig');
   if (manifests && kubeconfig) throw new Error('--manifests and --kubeconfig exclude each other');
   if (manifests) {
     const { ManifestSource } = require('../k8s/manifest-source') as typeof import('../k8s/manifest-source');
@@ -31,7 +31,7 @@ export function openSource(values: OptionValues, handlers: SourceHandlers, kinds
 
 /** --manifests-max-bytes, undefined for the default. */
 export function manifestsMaxBytes(values: OptionValues): number | undefined {
-  const text = values['manifests-max-bytes'] as string | undefined;
+  const text = stringOption(values, 'manifests-max-bytes');
   return text === undefined ? undefined : parseByteSize(text, '--manifests-max-bytes');
 }
 
@@ -56,6 +56,7 @@ export async function prepareSource(values: OptionValues): Promise<void> {
 
 /** Where cluster state comes from, in words, for the agent's first log line. */
 export function describeSource(values: OptionValues): string {
-  if (values.manifests) return `manifests ${values.manifests as string}`;
-  return describeKubeconfig(findKubeconfig(values.kubeconfig as string | undefined));
+  const manifests = stringOption(values, 'manifests');
+  if (manifests) return `manifests ${manifests}`;
+  return describeKubeconfig(findKubeconfig(stringOption(values, 'kubeconfig')));
 }

@@ -17,3 +17,12 @@ export type OptionTable = Record<string, OptionInfo>;
 
 /** Parsed option values by name: flags, NFKUBE_* variables and the --config file, layered. */
 export type OptionValues = Record<string, string | boolean | undefined>;
+
+/** What an option of this kind parses to; a table whose types are not literal gives the union. */
+interface ValueOfType {
+  string: string;
+  boolean: boolean;
+}
+
+/** Parsed values typed from their table (declared `as const satisfies OptionTable`). */
+export type ValuesOf<T extends OptionTable> = { [K in keyof T]?: ValueOfType[T[K]['type']] };

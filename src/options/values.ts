@@ -1,6 +1,15 @@
 /** The value checks the option tables share: each names the flag in its error. */
 import { hostname } from 'node:os';
 import { parseCidr } from '../net/ip';
+import type { OptionValues } from './table';
+
+/** A string option from values typed by no one table (the agent's, a table record): a value of
+ * the other type means a table and its reader disagree, so it fails rather than guessing. */
+export function stringOption(values: OptionValues, name: string): string | undefined {
+  const v = values[name];
+  if (v !== undefined && typeof v !== 'string') throw new Error(`--${name}: expected a value, got ${String(v)}`);
+  return v;
+}
 
 /** "300ms", "30s", "5m", "1h" -> milliseconds. */
 export function parseDuration(text: string, flag: string): number {
@@ -24,18 +33,18 @@ export function parseByteSize(text: string, flag: string): number {
 /** What happens to traffic no policy allows: --deny-action. */
 export type DenyAction = 'drop' | 'reject';
 
-export function denyAction(v: string | boolean | undefined): DenyAction {
-  const a = (v as string | undefined) ?? 'drop';
+export function denyAction(v: string | undefined): DenyAction {
+  const a = v ?? 'drop';
   if (a !== 'drop' && a !== 'reject') throw new Error(`--deny-action: "${a}" is not drop or reject`);
   return a;
 }
 
-export function nodeName(v: string | boolean | undefined): string {
-  return (v as string | undefined) ?? process.env.NODE_NAME ?? hostname();
+export function nodeName(v: string | undefined): string {
+  return v ?? process.env.NODE_NAME ?? hostname();
 }
 
-export function tableName(v: string | boolean | undefined): string {
-  const t = (v as string | undefined) ?? 'nfkube';
+export function tableName(v: string | undefined): string {
+  const t = v ?? 'nfkube';
   if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(t)) throw new Error(`--table: "${t}" is not a valid table name`);
   return t;
 }

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { NamespaceInfo } from '../k8s/model';
 import { POLICY_KINDS, type ClusterSnapshot } from '../k8s/source';
 import type { OptionValues } from '../options/table';
-import { type DenyAction, denyAction, tableName } from '../options/values';
+import { type DenyAction, denyAction, stringOption, tableName } from '../options/values';
 import type { Feature } from '../pipeline/feature';
 import { logCoexistence } from './coexist';
 import { PolicyComponent, policyTable } from './component';
@@ -22,7 +22,7 @@ export interface PolicySettings {
 
 /** The policy settings of any command that renders or reads the policy table. */
 export function policySettings(v: OptionValues): PolicySettings {
-  return { table: tableName(v.table), denyAction: denyAction(v['deny-action']), log: dropLogOptions(v), policyMode: v['policy-mode'] as string | undefined };
+  return { table: tableName(stringOption(v, 'table')), denyAction: denyAction(stringOption(v, 'deny-action')), log: dropLogOptions(v), policyMode: stringOption(v, 'policy-mode') };
 }
 
 /** When no pod of the snapshot runs on `node`: a wrong --node-name renders an empty table. */
@@ -43,7 +43,7 @@ export const policyFeature: Feature<PolicySettings> = {
     const settings = policySettings(v);
     return v['no-policy'] === true ? undefined : settings;
   },
-  ownedTable: (v) => policyTable(tableName(v.table)),
+  ownedTable: (v) => policyTable(tableName(stringOption(v, 'table'))),
   snapshotWarnings: noPodsWarning,
   component: (s, nodeName, report, values) =>
     new PolicyComponent({

@@ -10,8 +10,8 @@ export type PolicyMode = 'enforce' | 'audit';
 /** What a deny does to a packet no policy allows (--deny-action). */
 export type { DenyAction } from '../options/values';
 
-export function parsePolicyMode(v: string | boolean | undefined, flag = '--policy-mode'): PolicyMode {
-  const m = (v as string | undefined) ?? 'enforce';
+export function parsePolicyMode(v: string | undefined, flag = '--policy-mode'): PolicyMode {
+  const m = v ?? 'enforce';
   if (m !== 'enforce' && m !== 'audit') throw new Error(`${flag}: "${m}" is not enforce or audit`);
   return m;
 }

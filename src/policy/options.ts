@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { parsePolicyMode, POLICY_MODE_ANNOTATION, PolicyModes } from './modes';
 import { DropLogOptions } from './render/tail';
 import type { OptionTable, OptionValues } from '../options/table';
-import { boundedInteger } from '../options/values';
+import { boundedInteger, stringOption } from '../options/values';
 
 export const DEFAULT_LOG_GROUP = 100;
 export const DEFAULT_LOG_RATE = 10;
@@ -47,7 +47,7 @@ export function dropLogOptions(v: OptionValues): DropLogOptions | undefined {
  * `--policy-mode enforce` namespaces may switch themselves to audit by annotation. */
 export function policyModes(v: OptionValues, namespaces: Iterable<Readonly<NamespaceInfo>> = [], onInvalid?: (namespace: string, value: string) => void): PolicyModes | undefined {
   if (v['policy-mode'] === undefined) return undefined;
-  const modes = new PolicyModes(parsePolicyMode(v['policy-mode']), onInvalid);
+  const modes = new PolicyModes(parsePolicyMode(stringOption(v, 'policy-mode')), onInvalid);
   for (const ns of namespaces) modes.setNamespace(ns);
   return modes;
 }

@@ -2,7 +2,7 @@
  * its health check servers, kube-proxy's /healthz and /livez, its metrics and its Events. */
 import type { Logger } from 'pino';
 import { PROXY_KINDS } from '../k8s/source';
-import { tableName } from '../options/values';
+import { stringOption, tableName } from '../options/values';
 import type { Feature } from '../pipeline/feature';
 import type { ProxyOptions } from './component';
 import { PROXY_AGENT_OPTIONS, PROXY_CLI_OPTIONS, proxySettings, proxyComponent, proxyEvents, proxyServing } from './options';
@@ -19,7 +19,7 @@ export const proxyFeature: Feature<ProxySettings> = {
     proxyServing(v);
     return proxySettings(v);
   },
-  ownedTable: (v) => ({ family: 'inet', name: tableName((v['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE) }),
+  ownedTable: (v) => ({ family: 'inet', name: tableName(stringOption(v, 'proxy-table') ?? DEFAULT_PROXY_TABLE) }),
   component: (s, nodeName) => proxyComponent(s, nodeName),
   needsMetrics: () => true,
   async open(s, ctx) {

@@ -10,7 +10,7 @@ import type { MetricPrefix } from './metrics';
 import { DEFAULT_HEALTHZ_BIND_ADDRESS } from './proxier-health';
 import { ListenAddress, parseListenAddress } from '../observe/server';
 import type { OptionTable, OptionValues } from '../options/table';
-import { cidrList, tableName } from '../options/values';
+import { cidrList, stringOption, tableName } from '../options/values';
 
 export const PROXY_CLI_OPTIONS = {
   proxy: { type: 'boolean', description: "run the service proxy (kube-proxy's nftables semantics) beside NetworkPolicy enforcement; with --no-policy, alone" },
@@ -30,7 +30,7 @@ export const PROXY_AGENT_OPTIONS = {
 /** Where the agent serves kube-proxy's /healthz and /livez (none when off), and its metric names. */
 export function proxyServing(v: OptionValues): { healthzAddress?: ListenAddress; metricPrefix: MetricPrefix } {
   if (v.proxy !== true) for (const flag of Object.keys(PROXY_AGENT_OPTIONS)) if (v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
-  const healthz = ((v['healthz-bind-address'] as string | undefined) ?? DEFAULT_HEALTHZ_BIND_ADDRESS).trim();
+  const healthz = (stringOption(v, 'healthz-bind-address') ?? DEFAULT_HEALTHZ_BIND_ADDRESS).trim();
   return {
     healthzAddress: healthz === '' ? undefined : parseListenAddress(healthz, '--healthz-bind-address'),
     metricPrefix: v['kube-proxy-metric-names'] === true ? 'kubeproxy_' : 'nfkube_proxy_',
@@ -44,13 +44,15 @@ export function proxySettings(v: OptionValues): Omit<ProxyOptions, 'nodeName'> |
     if (!proxy && v[flag] !== undefined) throw new Error(`--${flag} applies to --proxy only`);
   }
   if (!proxy) return undefined;
-  const np = v['nodeport-addresses'] as string | undefined;
+  const np = stringOption(v, 'nodeport-addresses');
+  const clusterCidrs = stringOption(v, 'cluster-cidr');
+  const externalIpCidrs = stringOption(v, 'allowed-external-ip-cidrs');
   return {
-    table: tableName((v['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE),
-    clusterCIDRs: v['cluster-cidr'] !== undefined ? cidrList(v['cluster-cidr'] as string, '--cluster-cidr') : undefined,
+    table: tableName(stringOption(v, 'proxy-table') ?? DEFAULT_PROXY_TABLE),
+    clusterCIDRs: clusterCidrs !== undefined ? cidrList(clusterCidrs, '--cluster-cidr') : undefined,
     nodePortAddresses: np === undefined || np.trim() === 'primary' ? 'primary' : cidrList(np, '--nodeport-addresses'),
     masqueradeAll: v['masquerade-all'] === true,
-    allowedExternalIPCIDRs: v['allowed-external-ip-cidrs'] !== undefined ? cidrList(v['allowed-external-ip-cidrs'] as string, '--allowed-external-ip-cidrs') : [],
+    allowedExternalIPCIDRs: externalIpCidrs !== undefined ? cidrList(externalIpCidrs, '--allowed-external-ip-cidrs') : [],
   };
 }
 
@@ -61,7 +63,7 @@ export function proxyEvents(v: OptionValues, nodeName: string, logger: Logger): 
   const { EventWriter, kubeConfigTransport } = require('../k8s/event-writer') as typeof import('../k8s/event-writer');
   let kc: ReturnType<typeof loadKubeConfig>;
   try {
-    kc = loadKubeConfig(v.kubeconfig as string | undefined);
+    kc = loadKubeConfig(stringOption(v, 'kubeconfig'));
   } catch {
     // No cluster to reach: opening the source reports it, with the flags to pass.
     return undefined;

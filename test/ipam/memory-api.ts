@@ -3,14 +3,14 @@
  * seeded faults: a refusal before anything happens, or a write committed whose answer is lost.
  * For the allocator property test, where thousands of steps must run in seconds. */
 import { randomUUID } from 'node:crypto';
-import { ApiError, IpamApi, NodeInfo, Plural, PodInfo } from '../../src/ipam/api';
+import { ApiError, IpamApi, ApiNode, Plural, ApiPod } from '../../src/ipam/api';
 import { KObject } from '../../src/ipam/objects';
 
 export class MemoryApi implements IpamApi {
   private rv = 1;
   readonly objects: Record<Plural, Map<string, KObject>> = { ippools: new Map(), ipblocks: new Map(), ipaddressclaims: new Map() };
-  pods: PodInfo[] = [];
-  nodes: NodeInfo[] = [];
+  pods: ApiPod[] = [];
+  nodes: ApiNode[] = [];
   /** Probability that a request fails (half before committing, half after). */
   faultRate = 0;
   writes = 0;
@@ -68,15 +68,15 @@ export class MemoryApi implements IpamApi {
     });
   }
 
-  async listPods(nodeName?: string): Promise<PodInfo[]> {
+  async listPods(nodeName?: string): Promise<ApiPod[]> {
     return this.fault(() => this.pods.filter((p) => !nodeName || p.nodeName === nodeName));
   }
 
-  async listNodes(): Promise<NodeInfo[]> {
+  async listNodes(): Promise<ApiNode[]> {
     return this.fault(() => this.nodes);
   }
 
-  async getNode(name: string): Promise<NodeInfo | undefined> {
+  async getNode(name: string): Promise<ApiNode | undefined> {
     return this.fault(() => this.nodes.find((n) => n.name === name));
   }
 }

@@ -6,11 +6,13 @@ import { NODE_OPTIONS, runNode } from '../../node/run';
 import { Command } from '../command';
 import { COMMON_OPTIONS, parse, usageText, type OptionTable } from '../options';
 
-const options = {
+// Built from whichever features there are: its values are typed only as strings or booleans, and
+// the node and the features read them with stringOption (options/values.ts).
+const options: OptionTable = {
   ...COMMON_OPTIONS,
   ...NODE_OPTIONS,
   ...Object.assign({}, ...FEATURES.map((f) => f.options)),
-} as OptionTable;
+};
 const usage = usageText('nfkube agent [--kubeconfig PATH | --manifests DIR] [options]', options, "Enforces NetworkPolicy for this node's pods until SIGTERM/SIGINT (the rules stay in place).");
 
 const command: Command = {

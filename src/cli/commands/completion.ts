@@ -14,7 +14,7 @@ const OPERANDS: Record<string, string[]> = { ipam: ['show', 'check'], ipset: ['r
 export function completionWords(commands: RunContext['commands']): Record<string, string[]> {
   return Object.fromEntries(
     Object.entries(commands).map(([name, load]) => {
-      const table = { ...(load().options ?? {}), ...GLOBAL_OPTIONS };
+      const table: OptionTable = { ...(load().options ?? {}), ...GLOBAL_OPTIONS };
       const flags = Object.entries(table).flatMap(([flag, o]) => [`--${flag}`, ...(o.short ? [`-${o.short}`] : [])]);
       return [name, [...(OPERANDS[name] ?? []), ...flags, '--help']];
     }),

@@ -31,9 +31,9 @@ const command: Command = {
   options,
   async run(args) {
     const v = parse(args, options, usage);
-    const manifests = (v.manifests as string | undefined) ?? EXAMPLES;
+    const manifests = v.manifests ?? EXAMPLES;
     if (!existsSync(manifests)) throw new Error(`--manifests ${manifests}: no such directory`);
-    const timeout = Number((v['probe-timeout'] as string | undefined) ?? '1000');
+    const timeout = Number(v['probe-timeout'] ?? '1000');
     if (!Number.isInteger(timeout) || timeout < 50 || timeout > 60_000) throw new Error(`--probe-timeout: "${v['probe-timeout']}" is not a whole number of milliseconds in 50..60000`);
     const color = !v['no-color'] && !process.env.NO_COLOR && process.stdout.isTTY === true;
 
@@ -50,12 +50,12 @@ const command: Command = {
     try {
       await runDemo({
         manifests,
-        nodeName: (v['node-name'] as string | undefined) ?? 'node-1',
+        nodeName: v['node-name'] ?? 'node-1',
         table: tableName(v.table),
         denyAction: denyAction(v['deny-action']),
         probeTimeoutMs: timeout,
         color,
-        logger: createLogger((v['log-level'] as string | undefined) ?? 'warn'),
+        logger: createLogger(v['log-level'] ?? 'warn'),
         signal: abort.signal,
         write: (text) => process.stdout.write(text),
       });

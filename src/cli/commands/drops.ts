@@ -28,10 +28,10 @@ const command: Command = {
   async run(args, ctx) {
     const v = parse(args, options, usage);
     const format = outputFormat(v.output);
-    const pod = v.pod as string | undefined;
+    const pod = v.pod;
     if (pod !== undefined && !/^[^/\s]+\/[^/\s]+$/.test(pod)) throw new UsageError(`--pod: "${pod}" is not NAMESPACE/NAME`);
-    const since = v.since === undefined ? 0 : Date.now() - parseDuration(v.since as string, '--since');
-    const address = parseListenAddress((v['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR);
+    const since = v.since === undefined ? 0 : Date.now() - parseDuration(v.since, '--since');
+    const address = parseListenAddress(v['metrics-addr'] ?? DEFAULT_METRICS_ADDR);
     const agent = localClientAddress(address);
     const query = new URLSearchParams({ since: String(since), ...(pod ? { pod } : {}), ...(v.follow ? { follow: '1' } : {}) });
     const url = `http://${agent}/drops?${query}`;

@@ -30,9 +30,9 @@ const command: Command = {
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
     const v = await withTableRecords(socket, 'explain', parsed.values);
-    const protocol = ((v.protocol as string | undefined) ?? 'tcp').toLowerCase();
+    const protocol = (v.protocol ?? 'tcp').toLowerCase();
     if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'sctp') throw new Error(`--protocol: "${v.protocol}" is not tcp, udp or sctp`);
-    const portText = v.port as string | undefined;
+    const portText = v.port;
     const port = portText === undefined ? 0 : Number(portText);
     if (portText !== undefined && (!/^\d+$/.test(portText) || port < 1 || port > 65535)) throw new Error(`--port: "${portText}" is not a port from 1 to 65535`);
     const table = tableName(v.table);

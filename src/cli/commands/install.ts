@@ -6,7 +6,7 @@
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Command } from '../command';
-import { OptionTable, parse, usageText } from '../options';
+import { OptionTable, parse, usageText, ValuesOf } from '../options';
 import { addonPath } from '../../native/binding';
 import { CNI_PLUGIN_KINDS, CniPluginKind, cniPlan, DEFAULT_CNI_BIN_DIR } from '../../cni/install';
 
@@ -291,9 +291,9 @@ export interface InstallPaths {
 }
 
 /** The PATH_OPTIONS values: absolute, one line each. */
-export function installPaths(v: Record<string, string | boolean | undefined>): InstallPaths {
-  const path = (name: keyof typeof PATH_OPTIONS, fallback: string) => {
-    const value = v[name] as string | undefined;
+export function installPaths(v: ValuesOf<typeof PATH_OPTIONS>): InstallPaths {
+  const path = (name: Exclude<keyof typeof PATH_OPTIONS, 'dry-run'>, fallback: string) => {
+    const value = v[name];
     if (value === '') throw new Error(`option --${name} needs a value`);
     return resolve(writablePath(name, value ?? fallback));
   };
@@ -315,7 +315,7 @@ function parseArgs(args: string[]): InstallPaths & { systemNode: boolean; system
     systemNode: v['system-node'] === true,
     systemd: v.systemd === true,
     cni: v.cni === true,
-    cniPlugin: cniPluginKind(v['cni-plugin'] as string | undefined),
+    cniPlugin: cniPluginKind(v['cni-plugin']),
   };
 }
 

@@ -1,6 +1,6 @@
 /** `nfkube ipam show [--node N]` lists pools, blocks and allocations as the API holds them;
  * `nfkube ipam check` audits the cluster for duplicates, leaks and orphans (exit 1 when any). */
-import { ClientNodeApi, loadKubeConfig, NodeInfo } from '../../ipam/api';
+import { ClientNodeApi, loadKubeConfig, ApiNode } from '../../ipam/api';
 import { auditCluster, HeldAddress, heldAddresses } from '../../ipam/check';
 import { PLURALS, readBlock, readClaim } from '../../ipam/objects';
 import { Command } from '../command';
@@ -30,10 +30,10 @@ const command: Command = {
     const [sub, ...rest] = args;
     if (sub !== 'show' && sub !== 'check') throw new UsageError(`expected show or check, got ${sub === undefined ? 'nothing' : JSON.stringify(sub)}${sub === undefined ? '' : didYouMean(sub, ['show', 'check'])} (see nfkube ipam --help)`);
     const v = parse(rest, options, usage);
-    const api = new ClientNodeApi({ kubeConfig: loadKubeConfig(v.kubeconfig as string | undefined) });
+    const api = new ClientNodeApi({ kubeConfig: loadKubeConfig(v.kubeconfig) });
     const [pools, blocks, claims] = await Promise.all([api.list(PLURALS.pools), api.list(PLURALS.blocks), api.list(PLURALS.claims)]);
     if (sub === 'show') {
-      const node = v.node as string | undefined;
+      const node = v.node;
       const bs = blocks.map(readBlock).filter((b) => !node || b.node === node).sort((a, b) => (a.name < b.name ? -1 : 1));
       const cs = claims.map(readClaim).filter((c) => !node || c.node === node);
       if (v.json) {
@@ -58,7 +58,7 @@ const command: Command = {
       process.stdout.write(lines.join('\n') + '\n');
       return 0;
     }
-    let nodes: NodeInfo[] | undefined;
+    let nodes: ApiNode[] | undefined;
     try {
       nodes = await api.listNodes();
     } catch (err) {

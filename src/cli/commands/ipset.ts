@@ -29,9 +29,9 @@ async function readStdin(): Promise<string> {
 
 async function restore(args: string[]): Promise<number> {
   const flags = parse(args, options, usage);
-  const mode = ((flags.mode as string | undefined) ?? 'incremental') as SyncMode;
+  const mode = (flags.mode ?? 'incremental') as SyncMode;
   if (mode !== 'incremental' && mode !== 'replace') throw new Error(`--mode must be incremental or replace, got "${mode}"`);
-  const prefix = flags.prefix as string | undefined;
+  const prefix = flags.prefix;
   let sets;
   try {
     sets = parseSave(await readStdin());
@@ -80,7 +80,7 @@ export function restoreSummary(r: SyncResult): string {
 async function save(args: string[]): Promise<number> {
   const flags = parse(args, options, usage);
   if (flags.mode !== undefined) throw new UsageError('--mode applies to restore only');
-  const prefix = (flags.prefix as string | undefined) ?? '';
+  const prefix = flags.prefix ?? '';
   const socket = NetlinkSocket.open();
   try {
     const client = new IpsetClient(socket);

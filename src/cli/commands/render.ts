@@ -33,7 +33,7 @@ const command: Command = {
     // problem normalization survived is not printed twice.
     const reported = new Set<string>();
     const source = new ManifestSource({
-      dir: v.manifests as string,
+      dir: v.manifests,
       kinds: kindsOf(enabled),
       maxTotalBytes: manifestsMaxBytes(v),
       onChange: () => undefined,

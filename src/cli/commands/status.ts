@@ -154,8 +154,8 @@ const command: Command = {
     const format = outputFormat(given.output);
     const socket = NetlinkSocket.open();
     ctx.defer(() => socket.close());
-    const names = [tableName(given.table), tableName((given['proxy-table'] as string | undefined) ?? DEFAULT_PROXY_TABLE)];
-    const agentAddress = localClientAddress(parseListenAddress((given['metrics-addr'] as string | undefined) ?? DEFAULT_METRICS_ADDR));
+    const names = [tableName(given.table), tableName(given['proxy-table'] ?? DEFAULT_PROXY_TABLE)];
+    const agentAddress = localClientAddress(parseListenAddress(given['metrics-addr'] ?? DEFAULT_METRICS_ADDR));
     // The agent first: a ready agent has committed its tables, so the tables read next exist.
     const agent = await agentStatus(agentAddress, Date.now());
     const tables = [await tableStatus(socket, names[0]), await tableStatus(socket, names[1])];
@@ -163,11 +163,11 @@ const command: Command = {
       tables,
       agent,
       drift: { checked: false },
-      ipam: await ipamStatus([localClientAddress(parseListenAddress((given['ipam-metrics-addr'] as string | undefined) ?? DEFAULT_IPAM_METRICS_ADDR, '--ipam-metrics-addr')), agentAddress]),
+      ipam: await ipamStatus([localClientAddress(parseListenAddress(given['ipam-metrics-addr'] ?? DEFAULT_IPAM_METRICS_ADDR, '--ipam-metrics-addr')), agentAddress]),
     };
     let source: string | undefined;
     try {
-      if (!given.manifests) findKubeconfig(given.kubeconfig as string | undefined);
+      if (!given.manifests) findKubeconfig(given.kubeconfig);
     } catch (err) {
       source = (err as Error).message;
     }

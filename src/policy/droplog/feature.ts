@@ -2,7 +2,7 @@
  * nfnetlink_log becomes one log line, a counter and an entry of /drops. It keeps its own view of
  * the cluster (pods, namespaces and their audit modes) from the change stream. */
 import type { OptionValues } from '../../options/table';
-import { type DenyAction, denyAction } from '../../options/values';
+import { type DenyAction, denyAction, stringOption } from '../../options/values';
 import type { Feature } from '../../pipeline/feature';
 import { PolicyModes } from '../modes';
 import { dropLogOptions, policyModes } from '../options';
@@ -20,7 +20,7 @@ export const dropLogFeature: Feature<DropLogSettings> = {
   kinds: [],
   settings(v: OptionValues) {
     const log = dropLogOptions(v);
-    return log && v['no-policy'] !== true ? { log, denyAction: denyAction(v['deny-action']) } : undefined;
+    return log && v['no-policy'] !== true ? { log, denyAction: denyAction(stringOption(v, 'deny-action')) } : undefined;
   },
   needsMetrics: () => true,
   async open(s, ctx) {
