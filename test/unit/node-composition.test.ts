@@ -41,7 +41,7 @@ test('the option values enable features in registry order; kinds are their union
   assert.deepEqual(FEATURES.map((f) => f.name), ['policy', 'droplog', 'proxy', 'ipam']);
   const all = enabledFeatures({ proxy: true, 'log-drops': true, ipam: true, kubeconfig: '/k' });
   assert.deepEqual(all.map((e) => e.feature.name), ['policy', 'droplog', 'proxy', 'ipam']);
-  assert.deepEqual(kindsOf(all), ['Namespace', 'Pod', 'NetworkPolicy', 'Service', 'EndpointSlice', 'Node']);
+  assert.deepEqual(kindsOf(all), ['Namespace', 'Pod', 'NetworkPolicy', 'Node', 'ClusterNetworkPolicy', 'Service', 'EndpointSlice']);
   assert.deepEqual(enabledFeatures({}).map((e) => e.feature.name), ['policy']);
   // The drop log follows policy: with --no-policy there are no deny rules to log.
   assert.deepEqual(enabledFeatures({ 'no-policy': true, proxy: true, 'log-drops': true }).map((e) => e.feature.name), ['proxy']);
