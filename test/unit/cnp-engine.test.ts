@@ -77,7 +77,7 @@ test('the engine reaches by events the state it loads at once', () => {
   assert.deepEqual(nodes.v4, ['198.18.5.1']);
 });
 
-test('in the table: a label change is elements only, an edit rewrites its own chain, a priority change relinks, the last policy gone restores the table', () => {
+test('in the table: a label change is elements only, an edit rewrites its own chain, a priority change rewrites the entry chain, the last policy gone restores the table', () => {
   const { logger } = recordingLogger('silent');
   const component = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger });
   const withoutTiers = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger });
@@ -98,14 +98,16 @@ test('in the table: a label change is elements only, an edit rewrites its own ch
   assert.deepEqual([...scope.elements.keys()].filter((s) => s.includes('_subj_')).sort().length, 2);
   assert.deepEqual([...scope.sets], []);
 
-  // A second Admin policy after it, then before it: the chains linking to it are rewritten.
+  // A second Admin policy after it, then before it: its chain and the tier's entry chain, which
+  // jumps to each policy in order; the first policy's chain is not touched.
   const second = cnp('second', { tier: 'Admin', priority: 20, subject: { namespaces: {} }, egress: [{ action: 'Pass', to: [{ namespaces: {} }] }] });
   scope = change({ kind: 'ClusterNetworkPolicy', type: 'upsert', key: 'second', object: second });
   const guardOut = chains().find((n) => n !== 'cnp_admin_out' && n.endsWith('_out') && component.desired.chains.get(n)!.rules.some((r) => r.comment?.includes('guard')))!;
   const secondOut = chains().find((n) => n.endsWith('_out') && component.desired.chains.get(n)!.rules.some((r) => r.comment?.includes('second')))!;
-  assert.deepEqual([...scope.chains].sort(), [guardOut, secondOut].sort(), 'the new chain, and guard now going on to it');
+  assert.deepEqual([...scope.chains].sort(), ['cnp_admin_out', secondOut].sort(), 'the new chain, and the entry chain now jumping to it');
+  assert.ok(!scope.chains.has(guardOut));
   scope = change({ kind: 'ClusterNetworkPolicy', type: 'upsert', key: 'second', object: { ...second, priority: 1 } });
-  assert.deepEqual([...scope.chains].sort(), ['cnp_admin_out', guardOut, secondOut].sort(), 'entry, and both links');
+  assert.deepEqual([...scope.chains].sort(), ['cnp_admin_out', secondOut].sort(), 'the entry chain in the new order; the other policy chain untouched');
 
   // Deleting both: the table is NetworkPolicy's alone again, base chains included.
   change({ kind: 'ClusterNetworkPolicy', type: 'delete', key: 'second', object: second });

@@ -21,8 +21,9 @@ const DIRS: readonly Direction[] = ['ingress', 'egress'];
 export class ClusterTiersTable {
   private readonly policies = new Map<string, CompiledClusterPolicy>();
   private readonly ipBlocks = new Map<string, IpBlockSet>();
-  /** Tier chains as rendered: entry and policy chains, with the chain each links to. */
-  private readonly links = new Map<string, string | undefined>();
+  /** Tier chains as rendered: an entry chain with the ids of the policies it jumps to, in order;
+   * a policy chain with ''. */
+  private readonly links = new Map<string, string>();
   private present = false;
   /** Audit mode: the addresses of the local pods in audit namespaces, counted. */
   private readonly auditPods = new Map<string, string[]>();
@@ -114,27 +115,25 @@ export class ClusterTiersTable {
   /** Renders again the chains of changed policies and the chains whose link changed; turns the
    * tiers on or off as policies come and go. */
   private relink(dirty: Set<string>, scope?: ChangeScope): void {
-    const wanted = new Map<string, { next: string | undefined; render: () => ChainModel }>();
+    // Each chain with what it links to: an entry chain is rendered again when its policies, their
+    // order or their Pass rules change; a policy chain when its policy does.
+    const wanted = new Map<string, { links: string; changed: boolean; render: () => ChainModel }>();
     const ordered = [...this.policies.values()].sort(comparePolicies);
     if (ordered.length > 0) {
       for (const tier of TIER_NAMES) {
         for (const dir of DIRS) {
-          const chainNames = ordered.filter((p) => tierOf(p) === tier && p[dir].length > 0).map((p) => ({ p, name: clusterPolicyChainName(p.id, dir) }));
-          const first = chainNames[0]?.name;
-          wanted.set(tierChainName(tier, dir), { next: first, render: () => this.renderer.entryChain(tier, dir, first) });
-          chainNames.forEach(({ p, name }, i) => {
-            const next = chainNames[i + 1]?.name;
-            wanted.set(name, { next, render: () => this.renderer.policyChain(p, dir, next, this.ipBlocks) });
-          });
+          const policies = ordered.filter((p) => tierOf(p) === tier && p[dir].length > 0);
+          const changed = policies.some((p) => dirty.has(p.id));
+          wanted.set(tierChainName(tier, dir), { links: policies.map((p) => p.id).join(','), changed, render: () => this.renderer.entryChain(tier, dir, policies, this.ipBlocks) });
+          for (const p of policies) wanted.set(clusterPolicyChainName(p.id, dir), { links: '', changed: dirty.has(p.id), render: () => this.renderer.policyChain(p, dir, this.ipBlocks) });
         }
       }
     }
     const present = ordered.length > 0;
     if (present !== this.present) this.turn(present, scope);
     for (const [name, w] of wanted) {
-      const policyId = /^cnp_(c[0-9a-f]{12})_(in|out)$/.exec(name)?.[1];
-      if (this.links.has(name) && this.links.get(name) === w.next && !(policyId && dirty.has(policyId))) continue;
-      this.links.set(name, w.next);
+      if (this.links.get(name) === w.links && !w.changed) continue;
+      this.links.set(name, w.links);
       this.putChain(name, w.render(), scope);
     }
     for (const name of [...this.links.keys()]) {

@@ -1,20 +1,24 @@
 /** Renders the compiled ClusterNetworkPolicy tiers (ir.ts) into chains and sets of the policy
  * table. Per tier and direction (hooks.ts joins them to the base chains):
  *
- *   cnp_admin_in       goto the first policy chain of the tier that has ingress rules
- *   cnp_<id>_in        ip daddr != @<id>_subj_v4 goto <next policy chain> (or return)
- *                      ip6 daddr != @<id>_subj_v6 goto <next> (or return)
+ *   cnp_admin_in       per policy of the tier with ingress rules, in tier order:
+ *                        jump cnp_<id>_in
+ *                        then each of its Pass rules again, gated by its subject set: return
+ *   cnp_<id>_in        ip daddr != @<id>_subj_v4 return; ip6 daddr != @<id>_subj_v6 return
  *                      one rule per (rule x peer x port), in spec order, counted:
  *                        Accept: accept   Deny: goto cnp_deny_in   Pass: return
  *                      (Deny with --log-drops: a limited log rule before, prefix
  *                       "nfkube cnp in <id> <index>")
- *                      goto <next> (the last policy: none, it returns)
  *   cnp_deny_in        [ip daddr @cnp_audit_v4 accept (audit mode)]; drop (or reject)
  *
- * The policies of a tier are one chain each, linked in their order by gotos under the base
- * chain's one jump: a Pass or the end of the last policy returns straight to the base chain. A
- * policy's edit rewrites its own chain; a priority change also the chains linking to it; a pod or
- * label change only set elements. Egress matches the subject by source address, ingress by
+ * Why the entry chain jumps each policy rather than the policies being linked by gotos: the
+ * kernel refuses a chain path deeper than 16 (EMLINK), and a linked list of N policies is N deep;
+ * this is 3 deep for any number. A policy chain returns when no rule of it matched or when a Pass
+ * rule matched first (an Accept or Deny before it would have ended the packet's path), so the
+ * entry chain tells the two apart by its copy of the Pass rules: the first policy whose Pass
+ * matches returns from the whole tier, to the base chain. A policy's edit rewrites its own chain
+ * (and the entry chain when its Pass rules change); a priority change rewrites the entry chain; a
+ * pod or label change only set elements. Egress matches the subject by source address, ingress by
  * destination; the peer is the other end. */
 import * as b from '../../nft/build';
 import type { Chain, Expr, NftSet, Rule } from '../../nft/types';
@@ -65,7 +69,7 @@ export class ClusterRenderer {
    * chains and, with audit support, the audit sets. */
   fixed(): { chains: ChainModel[]; sets: SetModel[] } {
     const chains: ChainModel[] = [];
-    for (const tier of ['admin', 'baseline'] as const) for (const dir of ['ingress', 'egress'] as const) chains.push(this.entryChain(tier, dir, undefined));
+    for (const tier of ['admin', 'baseline'] as const) for (const dir of ['ingress', 'egress'] as const) chains.push(this.entryChain(tier, dir, [], new Map()));
     for (const dir of ['ingress', 'egress'] as const) {
       const name = CLUSTER_DENY_CHAINS[dir];
       const rules: Rule[] = [];
@@ -89,10 +93,21 @@ export class ClusterRenderer {
     return { family: 'inet', table: this.opts.table, name, key: [key], flags: 0 };
   }
 
-  /** A tier's entry chain: a goto to its first policy chain in `dir` (none: empty). */
-  entryChain(tier: TierName, dir: Direction, first: string | undefined): ChainModel {
+  /** A tier's entry chain in `dir`: a jump to each of `policies`' chains in tier order, each
+   * followed by its Pass rules gated by its subject set (none: empty). */
+  entryChain(tier: TierName, dir: Direction, policies: readonly CompiledClusterPolicy[], ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel {
     const name = tierChainName(tier, dir);
-    return { chain: this.chain(name), rules: first ? [this.rule(name, [b.goto(first)])] : [] };
+    const field = dir === 'ingress' ? 'daddr' : 'saddr';
+    const subject = (p: CompiledClusterPolicy) => (fam: 'v4' | 'v6') => b.matchAddrInSet(fam === 'v4' ? `ip ${field}` : `ip6 ${field}`, `${subjectSetId(p.id)}_${fam}`);
+    const rules: Rule[] = [];
+    for (const p of policies) {
+      rules.push(this.rule(name, [b.jump(clusterPolicyChainName(p.id, dir))]));
+      for (const rule of p[dir]) {
+        if (rule.action !== 'Pass') continue;
+        for (const exprs of this.base.ruleMatches(asRuleEntry(rule), dir, ipBlocks, [b.verdict({ kind: 'return' })], undefined, subject(p))) rules.push(this.rule(name, exprs));
+      }
+    }
+    return { chain: this.chain(name), rules };
   }
 
   /** An address set: `<id>_v4`, `<id>_v6` (NetworkPolicy's peer set shape). */
@@ -100,16 +115,14 @@ export class ClusterRenderer {
     return this.base.peerSet({ id: s.id, describe: '', v4: s.v4, v6: s.v6 });
   }
 
-  /** A policy's chain in `dir`, linked to `next` (the next policy chain of its tier; none: the
-   * chain returns). */
-  policyChain(p: CompiledClusterPolicy, dir: Direction, next: string | undefined, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel {
+  /** A policy's chain in `dir`: it returns for a packet not of its subjects. */
+  policyChain(p: CompiledClusterPolicy, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>): ChainModel {
     const name = clusterPolicyChainName(p.id, dir);
-    const onward: Expr = next ? b.goto(next) : b.verdict({ kind: 'return' });
     const field = dir === 'ingress' ? 'daddr' : 'saddr';
     const rules: Rule[] = [];
     for (const fam of ['v4', 'v6'] as const) {
       const addr = fam === 'v4' ? (`ip ${field}` as const) : (`ip6 ${field}` as const);
-      rules.push(this.rule(name, [...b.matchAddrInSet(addr, `${subjectSetId(p.id)}_${fam}`, true), onward]));
+      rules.push(this.rule(name, [...b.matchAddrInSet(addr, `${subjectSetId(p.id)}_${fam}`, true), b.verdict({ kind: 'return' })]));
     }
     for (const rule of p[dir]) {
       const comment = clusterRuleLabel(p.name, dir, rule.index);
@@ -121,7 +134,6 @@ export class ClusterRenderer {
       }
       for (const exprs of this.base.ruleMatches(entry, dir, ipBlocks, [b.counter(), this.verdictOf(rule, dir)])) rules.push(this.rule(name, exprs, comment));
     }
-    if (next) rules.push(this.rule(name, [b.goto(next)]));
     return { chain: this.chain(name), rules };
   }
 

@@ -369,8 +369,10 @@ export class Renderer {
     return this.ruleMatches(entry, dir, ipBlocks, COUNTED_ACCEPT, portSet);
   }
 
-  /** Every (peer x port) match of one rule entry, each followed by `tail` (its verdict). */
-  ruleMatches(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>, tail: Expr[], portSet?: string): Expr[][] {
+  /** Every (peer x port) match of one rule entry, each followed by `tail` (its verdict). With
+   * `gate`, each match is preceded by the gate of its address family (a peer that pins none gets
+   * one match per family). */
+  ruleMatches(entry: CompiledRule, dir: Direction, ipBlocks: ReadonlyMap<string, IpBlockSet>, tail: Expr[], portSet?: string, gate?: (fam: IpFamily) => Expr[]): Expr[][] {
     const peerField = dir === 'ingress' ? 'saddr' : 'daddr';
     // Peer alternatives, each tagged with the address family it pins (undefined: any).
     const peers: { fam?: IpFamily; exprs: Expr[] }[] = [];
@@ -387,6 +389,10 @@ export class Renderer {
           peers.push({ fam: block.family, exprs: ADDR_LOADS[field].concat(this.lookup(ref.set)) });
         }
       }
+    }
+    if (gate) {
+      const gated = peers.flatMap((peer) => (peer.fam ? [peer.fam] : (['v4', 'v6'] as const)).map((fam) => ({ fam, exprs: gate(fam).concat(peer.exprs) })));
+      peers.splice(0, peers.length, ...gated);
     }
     const out: Expr[][] = [];
     if (entry.ports === 'any') {
