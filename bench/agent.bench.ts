@@ -13,14 +13,12 @@ import pino from 'pino';
 import { PolicyComponent } from '../src/policy/component';
 import { Agent } from '../src/pipeline/agent';
 import { peerSetName, Renderer } from '../src/policy/render/render';
-import { ClusterChange } from '../src/k8s/source';
-import { PodInfo } from '../src/k8s/model';
 import { formatTable } from '../src/nft/format';
 import { listTable } from '../src/nft/readback';
 import { compileFull } from '../src/policy/engine/compile';
 import { modelToContents } from '../src/ruleset/model';
 import { openSandbox, Sandbox } from '../test/helpers/netns';
-import { buildCluster, makePod, NODE, rng, snapshotOf } from './cluster';
+import { buildCluster, podChurn, NODE, rng, snapshotOf } from './cluster';
 import { kubeRouterStyle, straightforwardNft } from './reference';
 import { ms, ratio, table } from './harness';
 
@@ -126,16 +124,7 @@ async function run(pods: number, policies: number): Promise<Result> {
   const msgs0 = agent.totals.messages;
   const empty0 = agent.totals.emptyEvents;
   const cpu0 = process.cpuUsage();
-  for (let i = 0; i < EVENTS; i++) {
-    let change: ClusterChange;
-    if (i % 2 === 0) {
-      const p: PodInfo = makePod(rand, pods + i, `ns-${Math.floor(rand() * (pods / 50))}`, rand() < 0.5 ? 0 : 1 + Math.floor(rand() * 10));
-      live.push(p);
-      change = { kind: 'Pod', type: 'upsert', key: `${p.namespace}/${p.name}`, object: p };
-    } else {
-      const p = live.splice(Math.floor(rand() * live.length), 1)[0];
-      change = { kind: 'Pod', type: 'delete', key: `${p.namespace}/${p.name}`, object: p };
-    }
+  for (const change of podChurn(rand, live, pods, pods / 50, EVENTS)) {
     committedAt = 0;
     t0 = performance.now();
     agent.onChange(change);

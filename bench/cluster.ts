@@ -3,6 +3,7 @@
  * default-deny, same-namespace podSelectors with named ports, namespaceSelector peers, ipBlocks
  * with except, and egress to DNS. Deterministic for a seed. */
 import type { NamespaceInfo, NetworkPolicyInfo, PodInfo } from '../src/k8s/model';
+import type { ClusterChange } from '../src/k8s/source';
 import { mulberry32 } from '../test/helpers/prng';
 import { World } from '../test/helpers/random-cluster';
 
@@ -122,4 +123,19 @@ export function snapshotOf(cluster: Cluster) {
     namespaces: new Map(cluster.namespaces.map((n) => [n.name, n])),
     policies: new Map(cluster.policies.map((p) => [`${p.namespace}/${p.name}`, p])),
   };
+}
+
+/** Pod churn for the event benches: alternately a new pod (in a random namespace, on this node or
+ * another) and the delete of a random live one; `live` is kept current. */
+export function* podChurn(rand: () => number, live: PodInfo[], firstIndex: number, namespaces: number, count: number): Generator<ClusterChange> {
+  for (let i = 0; i < count; i++) {
+    if (i % 2 === 0) {
+      const p = makePod(rand, firstIndex + i, `ns-${Math.floor(rand() * namespaces)}`, rand() < 0.5 ? 0 : 1 + Math.floor(rand() * 10));
+      live.push(p);
+      yield { kind: 'Pod', type: 'upsert', key: `${p.namespace}/${p.name}`, object: p };
+    } else {
+      const p = live.splice(Math.floor(rand() * live.length), 1)[0];
+      yield { kind: 'Pod', type: 'delete', key: `${p.namespace}/${p.name}`, object: p };
+    }
+  }
 }

@@ -14,13 +14,12 @@ import pino from 'pino';
 import { PolicyComponent } from '../src/policy/component';
 import { Agent } from '../src/pipeline/agent';
 import type { ClusterChange } from '../src/k8s/source';
-import type { PodInfo } from '../src/k8s/model';
 import { normalizeClusterNetworkPolicy } from '../src/k8s/normalize-cluster-policy';
 import { normalizeNode } from '../src/k8s/normalize-service';
 import { listTable } from '../src/nft/readback';
 import { clusterNetworkPolicy, type Action, type ClusterNetworkPolicy, type CnpPeer, type CnpProtocol, type CnpRule } from '../test/helpers/cnp-spec';
 import { openSandbox, type Sandbox } from '../test/helpers/netns';
-import { buildCluster, makePod, NODE, PODS_PER_NODE, rng } from './cluster';
+import { buildCluster, podChurn, NODE, PODS_PER_NODE, rng } from './cluster';
 import { ms, ratio, table } from './harness';
 
 const quick = process.argv.includes('--quick');
@@ -147,16 +146,7 @@ async function measure(sb: Sandbox, cnpCount: number, snapshot: Parameters<Agent
   const latencies: number[] = [];
   const msgs0 = agent.totals.messages;
   const cpuEvents = process.cpuUsage();
-  for (let i = 0; i < POD_EVENTS; i++) {
-    let change: ClusterChange;
-    if (i % 2 === 0) {
-      const p: PodInfo = makePod(rand, PODS + i, `ns-${Math.floor(rand() * (PODS / 50))}`, rand() < 0.5 ? 0 : 1 + Math.floor(rand() * 10));
-      live.push(p);
-      change = { kind: 'Pod', type: 'upsert', key: `${p.namespace}/${p.name}`, object: p };
-    } else {
-      const p = live.splice(Math.floor(rand() * live.length), 1)[0];
-      change = { kind: 'Pod', type: 'delete', key: `${p.namespace}/${p.name}`, object: p };
-    }
+  for (const change of podChurn(rand, live, PODS, PODS / 50, POD_EVENTS)) {
     committedAt = 0;
     t0 = performance.now();
     agent.onChange(change);
