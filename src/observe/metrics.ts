@@ -16,8 +16,11 @@ export interface PolicyCounterRow {
   namespace?: string;
   /** The pod a default deny isolates (its name); absent for a policy's accepts. */
   pod?: string;
+  /** A ClusterNetworkPolicy rule (`ingress[2]`) of `policy` (`clusternetworkpolicy/NAME`), which
+   * counts what its own action did: accept, drop or reject, or pass. */
+  rule?: string;
   direction: 'ingress' | 'egress';
-  verdict: 'accept' | 'drop' | 'reject';
+  verdict: 'accept' | 'drop' | 'reject' | 'pass';
   packets: number | bigint;
   bytes: number | bigint;
 }
@@ -34,7 +37,7 @@ export interface AgentMetricsOptions {
   build?: { version: string; revision: string };
 }
 
-const POLICY_LABELS = ['policy', 'direction', 'verdict', 'namespace', 'pod'] as const;
+const POLICY_LABELS = ['policy', 'direction', 'verdict', 'namespace', 'pod', 'rule'] as const;
 
 export class AgentMetrics {
   readonly registry = new Registry();
@@ -112,7 +115,7 @@ export class AgentMetrics {
     });
     new Counter({
       name: 'nfkube_policy_packets_total',
-      help: 'Packets counted by the kernel on each policy\'s accept rules and each pod\'s default deny.',
+      help: 'Packets counted by the kernel on each policy\'s accept rules, each pod\'s default deny and each ClusterNetworkPolicy rule.',
       labelNames: POLICY_LABELS,
       registers,
       async collect() {
@@ -121,7 +124,7 @@ export class AgentMetrics {
     });
     new Counter({
       name: 'nfkube_policy_bytes_total',
-      help: 'Bytes counted by the kernel on each policy\'s accept rules and each pod\'s default deny.',
+      help: 'Bytes counted by the kernel on each policy\'s accept rules, each pod\'s default deny and each ClusterNetworkPolicy rule.',
       labelNames: POLICY_LABELS,
       registers,
       async collect() {

@@ -13,7 +13,7 @@ import type { DenyAction } from './modes';
 import { AgentMetrics, PolicyCounterRow } from '../observe/metrics';
 import { AgentObserver } from '../pipeline/agent';
 import { parseLabel } from './render/labels';
-import { parseClusterRuleLabel } from './cluster/labels';
+import { CLUSTER_POLICY_PREFIX, parseClusterRuleLabel } from './cluster/labels';
 import { ProgrammingLatency } from '../pipeline/programming-latency';
 
 /** `latency`, when given, must also see each change delivered (ProgrammingLatency.deliver). */
@@ -62,6 +62,8 @@ export interface PolicyCounterRead {
   rows: PolicyCounterRow[];
   /** What audit mode let through, by pod and direction. */
   audited: PodCounterRow[];
+  /** Each ClusterNetworkPolicy rule's counter (the sum over its peer and port matches). */
+  clusterRules: PolicyCounterRow[];
 }
 
 /** Reads the policy chains' counted accepts and the counter sets (src/policy/render/tail.ts), naming each
@@ -125,7 +127,25 @@ export function policyCounterRows(rules: Rule[], counterElements: ReadonlyMap<st
   };
   const out = [...rows.values()];
   for (const d of perPod('deny')) out.push({ ...d, verdict: denyVerdict });
-  return { rows: out, audited: perPod('audited') };
+  return { rows: out, audited: perPod('audited'), clusterRules: clusterRuleRows(rules, denyVerdict) };
+}
+
+/** The counted rule of each ClusterNetworkPolicy rule (log rules have no counter), by its label,
+ * with the verdict its action gives. */
+function clusterRuleRows(rules: Rule[], denyVerdict: DenyAction): PolicyCounterRow[] {
+  const rows = new Map<string, PolicyCounterRow>();
+  for (const r of rules) {
+    const label = parseClusterRuleLabel(r.comment);
+    const counter = r.exprs.find((e) => e.type === 'counter');
+    if (!label || !counter || counter.type !== 'counter') continue;
+    const kind = r.exprs.flatMap((e) => (e.type === 'immediate' && e.verdict ? [e.verdict.kind] : []))[0];
+    const key = `${label.policy} ${label.direction} ${label.index}`;
+    const row = rows.get(key) ?? { policy: `${CLUSTER_POLICY_PREFIX}${label.policy}`, rule: `${label.direction}[${label.index}]`, direction: label.direction, verdict: kind === 'accept' ? 'accept' : kind === 'return' ? 'pass' : denyVerdict, packets: 0n, bytes: 0n };
+    row.packets = BigInt(row.packets) + counter.packets;
+    row.bytes = BigInt(row.bytes) + counter.bytes;
+    rows.set(key, row);
+  }
+  return [...rows.values()];
 }
 
 /** The rows /metrics exports: policy accepts, and per pod its default deny's drops (or rejects)
@@ -133,6 +153,6 @@ export function policyCounterRows(rules: Rule[], counterElements: ReadonlyMap<st
 export function policyCounterReader(socket: NetlinkSocket, table: string, podAt: PodAt): () => Promise<PolicyCounterRow[]> {
   return async () => {
     const read = await readPolicyCounters(socket, table, podAt);
-    return [...read.rows, ...read.audited.map((a): PolicyCounterRow => ({ ...a, verdict: 'accept' }))];
+    return [...read.rows, ...read.audited.map((a): PolicyCounterRow => ({ ...a, verdict: 'accept' })), ...read.clusterRules];
   };
 }

@@ -87,3 +87,24 @@ test('a ClusterNetworkPolicy rule counter is counted for its rule, never as a Ne
   assert.deepEqual(policyCounterRows(rules, new Map(), () => undefined).rows.map((r) => [r.policy, r.packets]), [['x/web', 3n]]);
   assert.deepEqual(clusterRuleCounters(rules, [policy]).map((r) => [r.policy, r.rule, r.action, r.packets, r.bytes]), [['clusternetworkpolicy/guard', 'no-imds', 'Deny', 7n, 700n]]);
 });
+
+test('/metrics counts each ClusterNetworkPolicy rule under its policy and rule, with the verdict of its action', () => {
+  const rule = (comment: string, packets: bigint, verdict: 'accept' | 'return' | 'goto'): Rule => ({
+    family: 'inet',
+    table: 'nfkube',
+    chain: 'c',
+    comment,
+    exprs: [{ type: 'counter', packets, bytes: packets * 100n }, { type: 'immediate', dreg: 0, verdict: verdict === 'goto' ? { kind: 'goto', chain: 'cnp_deny_out' } : { kind: verdict } }],
+  });
+  const rules = [rule('clusternetworkpolicy/guard egress[0]', 5n, 'goto'), rule('clusternetworkpolicy/guard egress[0]', 2n, 'goto'), rule('clusternetworkpolicy/guard egress[1]', 4n, 'return'), rule('clusternetworkpolicy/open ingress[0]', 1n, 'accept')];
+  const read = policyCounterRows(rules, new Map(), () => undefined);
+  assert.deepEqual(
+    read.clusterRules.map((r) => [r.policy, r.rule, r.direction, r.verdict, r.packets, r.bytes]),
+    [
+      ['clusternetworkpolicy/guard', 'egress[0]', 'egress', 'drop', 7n, 700n],
+      ['clusternetworkpolicy/guard', 'egress[1]', 'egress', 'pass', 4n, 400n],
+      ['clusternetworkpolicy/open', 'ingress[0]', 'ingress', 'accept', 1n, 100n],
+    ],
+  );
+  assert.deepEqual(read.rows, [], 'none of them is a NetworkPolicy accept');
+});
