@@ -17,7 +17,8 @@ import type { ClusterChange } from '../src/k8s/source';
 import { normalizeClusterNetworkPolicy } from '../src/k8s/normalize-cluster-policy';
 import { normalizeNode } from '../src/k8s/normalize-service';
 import { listTable } from '../src/nft/readback';
-import { clusterNetworkPolicy, type Action, type ClusterNetworkPolicy, type CnpPeer, type CnpProtocol, type CnpRule } from '../test/helpers/cnp-spec';
+import { benchPolicy, RULES } from './cnp-policies';
+import type { ClusterNetworkPolicy } from '../test/helpers/cnp-spec';
 import { openSandbox, type Sandbox } from '../test/helpers/netns';
 import { buildCluster, podChurn, NODE, PODS_PER_NODE, rng } from './cluster';
 import { ms, ratio, table } from './harness';
@@ -27,7 +28,6 @@ const PODS = 5000;
 const POLICIES = 500;
 /** Policy counts to run; 16 as well because more do not commit yet (cnp-bugs.md, bug 2: EMLINK). */
 const CNP_COUNTS = (process.env.NFKUBE_CNP_BENCH_CNPS ?? '100,16').split(',').map(Number);
-const RULES = 25;
 const POD_EVENTS = quick ? 100 : 500;
 const PRIORITY_CHANGES = quick ? 5 : 20;
 const SOAK_SETS = Number(process.env.NFKUBE_CNP_SOAK_SETS ?? (quick ? 0 : 2000));
@@ -36,45 +36,6 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-const ACTIONS: Action[] = ['Accept', 'Deny', 'Pass'];
-
-/** Policy i: Baseline one time in four, priorities spread over 0-1000 with every tenth tied to
- * its neighbour, 25 rules per direction cycling actions, peers and port forms. */
-function benchPolicy(i: number): ClusterNetworkPolicy {
-  const team = (k: number) => ({ matchLabels: { team: `team-${k % 20}` } });
-  const peer = (dir: 'ingress' | 'egress', k: number): CnpPeer => {
-    switch (k % (dir === 'ingress' ? 2 : 4)) {
-      case 0: return { namespaces: team(i + k) };
-      case 1: return { pods: { namespaceSelector: team(i + 3 * k), podSelector: { matchLabels: { app: `app-${k % 10}` } } } };
-      case 2: return { networks: [`198.19.${200 + (k % 50)}.0/24`, `2001:db8:${(k % 50).toString(16)}::/64`] };
-      default: return { nodes: { matchLabels: { zone: `zone-${k % 3}` } } };
-    }
-  };
-  const protocols = (k: number, peers: CnpPeer[]): CnpProtocol[] | undefined => {
-    const offPods = peers.some((p) => p.networks || p.nodes);
-    switch (k % 4) {
-      case 0: return undefined;
-      case 1: return [{ tcp: { destinationPort: { number: 8080 } } }, { udp: { destinationPort: { number: 53 } } }];
-      case 2: return [{ tcp: { destinationPort: { range: { start: 9000, end: 9100 } } } }];
-      default: return offPods ? [{ sctp: { destinationPort: { number: 9003 } } }] : [{ destinationNamedPort: 'metrics' }];
-    }
-  };
-  const rules = (dir: 'ingress' | 'egress'): CnpRule[] => Array.from({ length: RULES }, (_, k) => {
-    const peers = [peer(dir, k)];
-    const p = protocols(k + i, peers);
-    return { name: `${dir}-${k}`, action: ACTIONS[(k + i) % 3], ...(dir === 'ingress' ? { from: peers } : { to: peers }), ...(p ? { protocols: p } : {}) };
-  });
-  const subject = i % 2 === 0
-    ? { namespaces: { matchLabels: { team: `team-${i % 20}` } } }
-    : { pods: { namespaceSelector: { matchLabels: { env: 'prod' } }, podSelector: { matchLabels: { tier: 'frontend' } } } };
-  return clusterNetworkPolicy(`cnp-${String(i).padStart(3, '0')}`, {
-    tier: i % 4 === 3 ? 'Baseline' : 'Admin',
-    priority: i % 10 === 9 ? ((i - 1) * 37) % 1001 : (i * 37) % 1001,
-    subject,
-    ingress: rules('ingress'),
-    egress: rules('egress'),
-  });
-}
 
 interface ObjectCounts {
   chains: number;

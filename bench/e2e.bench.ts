@@ -26,13 +26,14 @@ import { Netns } from '../src/netlink/netns';
 import { NetlinkSocket } from '../src/netlink/socket';
 import { getGeneration } from '../src/nft/generation';
 import { compileFull } from '../src/policy/engine/compile';
-import { TestApiServer } from '../test/helpers/apiserver';
+import { CLUSTER_NETWORK_POLICIES, TestApiServer } from '../test/helpers/apiserver';
 import { buildCluster, Cluster, makePod, NODE, podIp, rng } from './cluster';
 import { ms, procStats, ratio, table } from './harness';
 import { GenerationWatch } from './generation-watch';
 import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, servedObject, writeLayout } from './manifests';
 import { straightforwardNft } from './reference';
 import { LatencySplit, splitLatency, splitText } from './latency-split';
+import { benchPolicy, RULES } from './cnp-policies';
 
 const QUICK = process.argv.includes('--quick') || process.env.NFKUBE_BENCH_QUICK === '1';
 /** NFKUBE_BENCH_BIN: another build's bin/nfkube, to compare two builds side by side. */
@@ -317,18 +318,25 @@ async function liveRun(size: string, args: string[], namespaces: number, write: 
 /** How an informer row's server serves: `informer`, the bench's objects by WatchList; `served`,
  * objects as a real API server returns them (managedFields, 14 pod labels: servedObject) by
  * WatchList; `served-list`, those by paged LIST (a server with WatchList off). */
-type InformerKind = 'informer' | 'served' | 'served-list';
+type InformerKind = 'informer' | 'served' | 'served-list' | 'cnp';
+
+/** ClusterNetworkPolicies of the `cnp` rows (bench/cnp-policies.ts), beside the NetworkPolicies. */
+const CNP_ROW_POLICIES = 100;
 
 async function informerRow(pods: number, policies: number, kind: InformerKind = 'informer'): Promise<LiveResult> {
   const cluster = buildCluster(pods, policies, 42);
   const server = await TestApiServer.start();
   if (kind === 'served-list') server.watchList = 'refused';
   try {
-    for (const o of clusterObjects(cluster)) server.create(kind === 'informer' ? o : servedObject(o));
+    for (const o of clusterObjects(cluster)) server.create(kind === 'informer' || kind === 'cnp' ? o : servedObject(o));
+    if (kind === 'cnp') {
+      server.serveResource(CLUSTER_NETWORK_POLICIES);
+      for (let i = 0; i < CNP_ROW_POLICIES; i++) server.create(benchPolicy(i) as unknown as K8sObject);
+    }
     const kubeconfig = server.writeKubeconfig(join(work, `kubeconfig-${pods}`));
     const namespaces = pods / 50;
     const eventPods = preparedPods(namespaces, (p) => p);
-    const how = kind === 'served' ? ', objects as served, WatchList' : kind === 'served-list' ? ', objects as served, LIST pages of 500' : '';
+    const how = kind === 'served' ? ', objects as served, WatchList' : kind === 'served-list' ? ', objects as served, LIST pages of 500' : kind === 'cnp' ? ` + ${CNP_ROW_POLICIES} ClusterNetworkPolicies x ${RULES} rules` : '';
     return await liveRun(`${pods / 1000}k pods / ${policies} policies${how}`, ['agent', '--kubeconfig', kubeconfig, '--node-name', NODE, '--log-level', process.env.NFKUBE_BENCH_DEBUG ? 'debug' : 'warn', '--metrics-addr', '127.0.0.1:0'], namespaces, (i) => {
       const pod = eventPods[i >> 1];
       const m = pod.metadata as { namespace: string; name: string };
