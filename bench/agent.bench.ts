@@ -21,13 +21,10 @@ import { openSandbox, Sandbox } from '../test/helpers/netns';
 import { buildCluster, podChurn, NODE, rng, snapshotOf } from './cluster';
 import { kubeRouterStyle, straightforwardNft } from './reference';
 import { ms, ratio, table } from './harness';
+import { percentile } from './percentile';
 
 const EVENTS = 1000;
 const quick = process.argv.includes('--quick');
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 function time(fn: () => void): number {
   const t0 = performance.now();

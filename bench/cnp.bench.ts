@@ -22,6 +22,7 @@ import type { ClusterNetworkPolicy } from '../test/helpers/cnp-spec';
 import { openSandbox, type Sandbox } from '../test/helpers/netns';
 import { buildCluster, podChurn, NODE, PODS_PER_NODE, rng } from './cluster';
 import { ms, ratio, table } from './harness';
+import { percentile } from './percentile';
 
 const quick = process.argv.includes('--quick');
 const PODS = 5000;
@@ -31,11 +32,6 @@ const CNP_COUNTS = (process.env.NFKUBE_CNP_BENCH_CNPS ?? '100,16').split(',').ma
 const POD_EVENTS = quick ? 100 : 500;
 const PRIORITY_CHANGES = quick ? 5 : 20;
 const SOAK_SETS = Number(process.env.NFKUBE_CNP_SOAK_SETS ?? (quick ? 0 : 2000));
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
 
 interface ObjectCounts {
   chains: number;

@@ -15,12 +15,9 @@ import { PolicyComponent } from '../src/policy/component';
 import { openSandbox } from '../test/helpers/netns';
 import { buildCluster, NODE, snapshotOf } from './cluster';
 import { ms, table } from './harness';
+import { percentile } from './percentile';
 
 const ROUNDS = 300;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 async function main(): Promise<void> {
   const [pods, policies] = [20000, 2000];

@@ -34,6 +34,7 @@ import { clusterObjects, K8sObject, Layout, LAYOUTS, podObject, servedObject, wr
 import { straightforwardNft } from './reference';
 import { LatencySplit, splitLatency, splitText } from './latency-split';
 import { benchPolicy, RULES } from './cnp-policies';
+import { percentile } from './percentile';
 
 const QUICK = process.argv.includes('--quick') || process.env.NFKUBE_BENCH_QUICK === '1';
 /** NFKUBE_BENCH_BIN: another build's bin/nfkube, to compare two builds side by side. */
@@ -75,10 +76,6 @@ interface ProcStats {
 
 function best(runs: ProcStats[]): ProcStats {
   return runs.reduce((a, b) => (b.cpuMs < a.cpuMs ? b : a));
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
 }
 
 function sleep(msec: number): Promise<void> {

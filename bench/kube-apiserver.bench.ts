@@ -17,6 +17,7 @@ import { joinNode } from '../test/cluster/node';
 import { NetnsBuilder, nsPath } from '../test/proxy/netns-builder';
 import { buildCluster, NODE } from './cluster';
 import { clusterObjects } from './manifests';
+import { percentile } from './percentile';
 
 const QUICK = process.argv.includes('--quick') || process.env.NFKUBE_BENCH_QUICK === '1';
 const PODS = QUICK ? 1000 : 5000;
@@ -39,10 +40,6 @@ function asWritten(o: KObject): KObject {
   const { status, ...rest } = o;
   void status;
   return { ...rest, metadata: { name, namespace, labels, annotations } };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 function rssMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {

@@ -11,6 +11,7 @@ import { compileFull } from '../src/policy/engine/compile';
 import { PolicyEngine } from '../src/policy/engine/engine';
 import { isEmptyDelta, type PolicyDelta, type PolicyIR } from '../src/policy/engine/ir';
 import { buildCluster, makePod, NODE, PODS_PER_NAMESPACE, PODS_PER_NODE, rng, TIERS } from './cluster';
+import { percentile } from './percentile';
 
 function heapMB(): number {
   (globalThis as { gc?: () => void }).gc?.();
@@ -19,10 +20,6 @@ function heapMB(): number {
 
 function ms(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e6;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 interface Row {
