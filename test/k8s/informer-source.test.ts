@@ -429,7 +429,7 @@ describe('InformerSource LIST pages', () => {
       const running = await startSource(server);
       try {
         assert.equal(running.initial.pods.size, 501);
-        assert.deepEqual(server.listLimits, [500, 500, 500, 500], 'namespaces, pods (two pages) and policies, each asked for 500');
+        assert.deepEqual(server.listLimits, [500, 500, 500, 500, 500], 'namespaces, pods (two pages), policies and nodes, each asked for 500 (ClusterNetworkPolicies are not served here)');
         assert.equal(server.counts.list.pods, 2);
       } finally {
         await running.source.stop();
