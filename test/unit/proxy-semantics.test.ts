@@ -501,7 +501,7 @@ describe('hostile input: skipped with a named problem, the rest programmed; neve
       spec: { podCIDRs: ['198.18.1.0/24', '198.18.0.0/33', 5] },
       status: { addresses: [{ type: 'InternalIP', address: 'nope' }, { type: 'InternalIP', address: '198.18.0.1' }, { type: 'Hostname', address: NODE }] },
     });
-    assert.deepEqual(object, { name: NODE, zone: 'a', addresses: [{ type: 'InternalIP', address: '198.18.0.1' }], podCIDRs: ['198.18.1.0/24'] });
+    assert.deepEqual(object, { name: NODE, zone: 'a', labels: { 'topology.kubernetes.io/zone': 'a' }, addresses: [{ type: 'InternalIP', address: '198.18.0.1' }], podCIDRs: ['198.18.1.0/24'] });
     assert.deepEqual(
       problems.map((p) => [p.object, p.field]),
       [
