@@ -49,6 +49,7 @@ const PLURALS: Record<string, string> = {
   IPBlock: 'ipblocks',
   IPAddressClaim: 'ipaddressclaims',
   ConfigMap: 'configmaps',
+  ClusterNetworkPolicy: 'clusternetworkpolicies',
 };
 
 export function objectPath(o: KObject): string {
