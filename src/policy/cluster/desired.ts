@@ -21,8 +21,8 @@ const DIRS: readonly Direction[] = ['ingress', 'egress'];
 export class ClusterTiersTable {
   private readonly policies = new Map<string, CompiledClusterPolicy>();
   private readonly ipBlocks = new Map<string, IpBlockSet>();
-  /** Tier chains as rendered: an entry chain with the ids of the policies it jumps to, in order;
-   * a policy chain with ''. */
+  /** Tier chains as rendered: an entry chain with the policies it jumps to, in order, and their
+   * Pass rules; a policy chain with ''. */
   private readonly links = new Map<string, string>();
   private present = false;
   /** Audit mode: the addresses of the local pods in audit namespaces, counted. */
@@ -123,8 +123,10 @@ export class ClusterTiersTable {
       for (const tier of TIER_NAMES) {
         for (const dir of DIRS) {
           const policies = ordered.filter((p) => tierOf(p) === tier && p[dir].length > 0);
-          const changed = policies.some((p) => dirty.has(p.id));
-          wanted.set(tierChainName(tier, dir), { links: policies.map((p) => p.id).join(','), changed, render: () => this.renderer.entryChain(tier, dir, policies, this.ipBlocks) });
+          // The entry chain holds the order and each policy's Pass rules: an edit that keeps both
+          // leaves it alone.
+          const links = policies.map((p) => `${p.id}:${JSON.stringify(p[dir].filter((r) => r.action === 'Pass'))}`).join(',');
+          wanted.set(tierChainName(tier, dir), { links, changed: false, render: () => this.renderer.entryChain(tier, dir, policies, this.ipBlocks) });
           for (const p of policies) wanted.set(clusterPolicyChainName(p.id, dir), { links: '', changed: dirty.has(p.id), render: () => this.renderer.policyChain(p, dir, this.ipBlocks) });
         }
       }
