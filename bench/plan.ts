@@ -16,7 +16,7 @@ export const PLANS: Record<string, BenchPlan> = {
   'agent-memory': { budgetS: 120, env: { AGENT_MEMORY_RUNS: '1' }, shortened: 'one run per manifest shape (long form: 2)' },
   agent: { budgetS: 30 },
   batches: { budgetS: 240, env: { BATCH_BENCH_ROUNDS: '1', BATCH_BENCH_ONCE_ROUNDS: '1' }, shortened: 'one round of each method per size and of each `--once` row (long form: 2)' },
-  cnp: { budgetS: 120, env: { NFKUBE_CNP_SOAK_SETS: '200' }, shortened: 'fuzz soak of 200 sets (long form: 2,000)' },
+  cnp: { budgetS: 110, env: { NFKUBE_CNP_SOAK_SETS: '200' }, shortened: 'fuzz soak of 200 sets (long form: 2,000)' },
   dispatch: { budgetS: 15 },
   droplog: { budgetS: 25 },
   e2e: { budgetS: 300 },
