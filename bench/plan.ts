@@ -1,7 +1,8 @@
 /** The one run `npm run bench` makes (bench/run.ts): for each bench file, the seconds it is given
  * on a quiet 2-CPU machine and the knobs that fit it in them. A knob the caller sets wins, and
  * NFKUBE_BENCH_LONG=1 applies none: each bench then runs its own (long) defaults. Budgets come
- * from each bench measured alone (bench/README.md has the measurements and every knob). */
+ * from each bench measured alone, its CPU on a busy machine (bench/README.md has the
+ * measurements and every knob); they sum to about 27 minutes. */
 
 export interface BenchPlan {
   /** Seconds on a quiet machine: the run prints it beside the time taken. */
@@ -13,23 +14,23 @@ export interface BenchPlan {
 }
 
 export const PLANS: Record<string, BenchPlan> = {
-  'agent-memory': { budgetS: 120, env: { AGENT_MEMORY_RUNS: '1' }, shortened: 'one run per manifest shape (long form: 2)' },
+  'agent-memory': { budgetS: 45, env: { AGENT_MEMORY_RUNS: '1' }, shortened: 'one run per manifest shape (long form: 2)' },
   agent: { budgetS: 30 },
-  batches: { budgetS: 240, env: { BATCH_BENCH_ROUNDS: '1', BATCH_BENCH_ONCE_ROUNDS: '1' }, shortened: 'one round of each method per size and of each `--once` row (long form: 2)' },
-  cnp: { budgetS: 110, env: { NFKUBE_CNP_SOAK_SETS: '200' }, shortened: 'fuzz soak of 200 sets (long form: 2,000)' },
-  dispatch: { budgetS: 15 },
+  batches: { budgetS: 150, env: { BATCH_BENCH_ROUNDS: '1', BATCH_BENCH_ONCE_ROUNDS: '1' }, shortened: 'one round of each method per size and of each `--once` row (long form: 2)' },
+  cnp: { budgetS: 140, env: { NFKUBE_CNP_SOAK_SETS: '200' }, shortened: 'fuzz soak of 200 sets (long form: 2,000)' },
+  dispatch: { budgetS: 10 },
   droplog: { budgetS: 25 },
-  e2e: { budgetS: 300 },
+  e2e: { budgetS: 240 },
   ipam: { budgetS: 50 },
-  ipset: { budgetS: 70 },
-  'kube-apiserver': { budgetS: 240 },
-  'manifest-parse': { budgetS: 40 },
+  ipset: { budgetS: 80 },
+  'kube-apiserver': { budgetS: 200 },
+  'manifest-parse': { budgetS: 35 },
   nft: { budgetS: 10 },
-  objects: { budgetS: 40 },
+  objects: { budgetS: 30 },
   policy: { budgetS: 5 },
   'proxy-layout': { budgetS: 5 },
   proxy: {
-    budgetS: 240,
+    budgetS: 150,
     env: { PROXY_BENCH_SIZES: '1000x5,10000x5,5000x50,44125x2', PROXY_BENCH_NFT_MAX_ENDPOINTS: '50000' },
     shortened: 'adds 44,125 x 2 (in-process: full sync, one endpoint change p50/p99, one Service added p50), whose `nft -f` is proxy-scale\'s bounded row',
   },
