@@ -9,8 +9,9 @@
  *   first claimant's (by key order) rendering of it: when the first leaves, the next one's takes
  *   over (two owners may briefly render one key differently: a pod leaving an address as another
  *   arrives, two services rendering one hairpin element);
- * - the scope receives a chain, a set or an element key exactly when its presence or its content
- *   changed (a hand-over to an equal element records nothing).
+ * - the scope receives a set or an element key exactly when its presence or its content changed
+ *   (a hand-over to an equal element records nothing), and a chain when a new one is put (or,
+ *   refreshed, when its content changed).
  * An element's claimants live on the element itself (CLAIMED_BY), not in a map of their own: a
  * proxy full sync claims a hairpin element per endpoint, and a second map of 250k entries cost
  * more than all the rest of their rendering. */
@@ -69,13 +70,21 @@ export class DesiredModel {
     return this;
   }
 
-  /** Sets (or, undefined, deletes) a chain; recorded when its presence or content changed. */
+  /** Sets (or, undefined, deletes) a chain, recorded as rewritten unless it is the very object
+   * in the model (or absent from both). */
   putChain(name: string, c: ChainModel | undefined): void {
     const was = this.model.chains.get(name);
     if (c) this.model.chains.set(name, c);
     else if (was) this.model.chains.delete(name);
-    if (!this.scope || was === c) return;
-    if (!was || !c || !sameChainDefinition(was.chain, c.chain) || !sameRules(was.rules, c.rules)) this.scope.chains.add(name);
+    if (was !== c) this.scope?.chains.add(name);
+  }
+
+  /** Sets a chain rendered again, recorded only when its definition or rules differ from the
+   * model's (an equal one still replaces it: the model keeps the latest render, not two). */
+  refreshChain(name: string, c: ChainModel): void {
+    const was = this.model.chains.get(name);
+    this.model.chains.set(name, c);
+    if (!was || !sameChainDefinition(was.chain, c.chain) || !sameRules(was.rules, c.rules)) this.scope?.chains.add(name);
   }
 
   /** Sets (or deletes) a set. A set redefined, created or deleted is recorded whole; one whose

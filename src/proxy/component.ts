@@ -427,7 +427,7 @@ export class ProxyComponent implements Component {
     reportRefusals(this.opts, old.refusals, now.refusals);
     for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.aftercare.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
     const m = this.model;
-    for (const [name, c] of now.chains) m.putChain(name, c);
+    for (const [name, c] of now.chains) m.refreshChain(name, c);
     for (const name of old.chains.keys()) if (!now.chains.has(name)) m.putChain(name, undefined);
     for (const [name, s] of now.sets) m.putSet(name, s);
     for (const name of old.sets.keys()) if (!now.sets.has(name)) m.putSet(name, undefined);
