@@ -119,30 +119,22 @@ export class DesiredModel {
 
   /** `owner` needs chain `name`: made with its first claimant. Returns whether it was made. */
   claimChain(name: string, owner: string, make: () => ChainModel): boolean {
-    if (!this.claim(`chain ${name}`, owner)) return false;
-    this.putChain(name, make());
-    return true;
+    return this.claimFirst(`chain ${name}`, owner, () => this.putChain(name, make()));
   }
 
   /** `owner` no longer needs chain `name`: deleted with its last claimant. Returns whether it was. */
   releaseChain(name: string, owner: string): boolean {
-    if (!this.release(`chain ${name}`, owner)) return false;
-    this.putChain(name, undefined);
-    return true;
+    return this.releaseLast(`chain ${name}`, owner, () => this.putChain(name, undefined));
   }
 
   /** `owner` needs set `name`: made with its first claimant. Returns whether it was made. */
   claimSet(name: string, owner: string, make: () => SetModel): boolean {
-    if (!this.claim(`set ${name}`, owner)) return false;
-    this.putSet(name, make());
-    return true;
+    return this.claimFirst(`set ${name}`, owner, () => this.putSet(name, make()));
   }
 
   /** `owner` no longer needs set `name`: deleted with its last claimant. Returns whether it was. */
   releaseSet(name: string, owner: string): boolean {
-    if (!this.release(`set ${name}`, owner)) return false;
-    this.putSet(name, undefined);
-    return true;
+    return this.releaseLast(`set ${name}`, owner, () => this.putSet(name, undefined));
   }
 
   /** `owner` renders `e` at `set k`; in force while `owner` is the first claimant. Returns
@@ -216,9 +208,16 @@ export class DesiredModel {
     return owners === undefined ? [] : typeof owners === 'string' ? [owners] : owners;
   }
 
-  /** Forgets every claim (the model is rendered again from nothing). */
-  clearClaims(): void {
-    this.claims.clear();
+  private claimFirst(entry: string, owner: string, first: () => void): boolean {
+    if (!this.claim(entry, owner)) return false;
+    first();
+    return true;
+  }
+
+  private releaseLast(entry: string, owner: string, last: () => void): boolean {
+    if (!this.release(entry, owner)) return false;
+    last();
+    return true;
   }
 
   private elementsOf(set: string): Map<string, SetElement> {
