@@ -66,6 +66,10 @@ export class JsonListStream {
         if (i < 0) break;
         continue;
       }
+      if (this.place === Place.Items && this.depth > 2) {
+        i = this.skipInItem(chunk, i);
+        if (i === length) break;
+      }
       const c = chunk[i];
       if (isSpace(c)) continue;
       if (this.place === Place.Items && this.depth === 2) {
@@ -144,6 +148,26 @@ export class JsonListStream {
   /** A copy: the chunk itself is not kept for the few envelope bytes in it. */
   private keepEnvelope(chunk: Buffer, from: number, to: number): void {
     if (to > from) this.envelope.push(Buffer.from(chunk.subarray(from, to)));
+  }
+
+  /** Deep in an item (most of a page's bytes), only quotes and brackets count: the offset of the
+   * next quote, or of the bracket that closes the item's own, or the chunk's end. */
+  private skipInItem(chunk: Buffer, from: number): number {
+    let depth = this.depth;
+    let i = from;
+    const length = chunk.length;
+    for (; i < length; i++) {
+      const c = chunk[i];
+      if (c < OPEN_BRACKET) {
+        if (c === QUOTE) break;
+      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
+      else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+        if (depth === 3) break;
+        depth--;
+      }
+    }
+    this.depth = depth;
+    return i;
   }
 
   /** In a string at chunk[i]: past its closing quote (the index of that quote), or -1 when it
