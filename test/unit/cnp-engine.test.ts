@@ -117,3 +117,33 @@ test('in the table: a label change is elements only, an edit rewrites its own ch
   assert.deepEqual([...component.desired.sets.keys()].sort(), [...withoutTiers.desired.sets.keys()].sort());
   assert.deepEqual(component.desired.chains.get('forward_egress'), withoutTiers.desired.chains.get('forward_egress'));
 });
+
+test('while no ClusterNetworkPolicy exists the tiers index nothing; the first one loads what changed meanwhile, as if loaded at once', () => {
+  const { logger } = recordingLogger('silent');
+  const component = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger });
+  const sqlPod = pod('x', 'b', '198.18.0.11', { app: 'db' }, { spec: { containers: [{ name: 'c', ports: [{ name: 'sql', containerPort: 5432 }] }] } });
+  component.start(snapshot({ namespaces: [ns('x'), ns('y')], pods: [pod('x', 'a', '198.18.0.10', { app: 'web' }), pod('y', 'gone', '198.18.0.30', { app: 'web' })], nodes: [node('n1', { role: 'db' }, '198.18.5.1')] }));
+  const change = (c: ClusterChange) => component.apply(c, new ChangeScope());
+  change({ kind: 'Pod', type: 'upsert', key: 'x/b', object: sqlPod });
+  change({ kind: 'Pod', type: 'upsert', key: 'x/c', object: pod('x', 'c', '198.18.0.12', { app: 'web' }) });
+  change({ kind: 'Pod', type: 'delete', key: 'y/gone', object: pod('y', 'gone', '198.18.0.30', { app: 'web' }) });
+  change({ kind: 'Namespace', type: 'upsert', key: 'y', object: ns('y', { ns: 'x' }) });
+  change({ kind: 'Node', type: 'upsert', key: 'n2', object: node('n2', { role: 'db' }, '198.18.5.2') });
+  change({ kind: 'Node', type: 'delete', key: 'n1', object: node('n1', { role: 'db' }, '198.18.5.1') });
+  assert.equal(component.tiers.indexing, false, 'pod, namespace and node changes only kept while no policy exists');
+  assert.equal(component.tiers.engine.state().addressSets.size, 0);
+
+  change({ kind: 'ClusterNetworkPolicy', type: 'upsert', key: 'guard', object: GUARD });
+  assert.equal(component.tiers.indexing, true);
+  const once = new PolicyComponent({ nodeName: NODE, table: 'nfkube', denyAction: 'drop', logger });
+  once.start(snapshot({ namespaces: [ns('x'), ns('y', { ns: 'x' })], pods: [pod('x', 'a', '198.18.0.10', { app: 'web' }), sqlPod, pod('x', 'c', '198.18.0.12', { app: 'web' })], nodes: [node('n2', { role: 'db' }, '198.18.5.2')], cnps: [GUARD] }));
+  assert.deepEqual(component.tiers.engine.state(), once.tiers.engine.state());
+  assert.deepEqual(component.desired, once.desired);
+  const nodes = [...component.tiers.engine.state().addressSets.values()].find((s) => s.id.startsWith('cd'))!;
+  assert.deepEqual(nodes.v4, ['198.18.5.2'], 'the node added while dormant, not the one deleted');
+
+  // From then on the engine indexes every change (a policy deleted keeps it so).
+  change({ kind: 'Pod', type: 'upsert', key: 'x/d', object: pod('x', 'd', '198.18.0.13', { app: 'web' }) });
+  const subject = [...component.tiers.engine.state().addressSets.values()].find((s) => s.id.endsWith('_subj'))!;
+  assert.deepEqual(subject.v4, ['198.18.0.10', '198.18.0.12', '198.18.0.13']);
+});

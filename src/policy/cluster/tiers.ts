@@ -12,10 +12,11 @@ import type { RulesetModel } from '../../ruleset/model';
 import type { DesiredModel } from '../../pipeline/desired-model';
 import { podFacts } from '../engine/objects';
 import type { PolicyError, PolicyIR } from '../engine/ir';
-import { ClusterPolicyEngine, isEmptyClusterDelta, type ClusterDelta } from './engine';
+import { ClusterPolicyEngine, emptyClusterDelta, isEmptyClusterDelta, type ClusterDelta } from './engine';
 import { ClusterTiersTable } from './desired';
 import type { CompiledClusterPolicy } from './ir';
 import { ClusterRenderer } from './render';
+import { DormantObjects } from './dormant';
 
 export interface ClusterTiersOptions {
   nodeName: string;
@@ -29,7 +30,9 @@ export interface ClusterTiersOptions {
 }
 
 export class ClusterTiers {
-  readonly engine: ClusterPolicyEngine;
+  private current: ClusterPolicyEngine;
+  /** Until the first ClusterNetworkPolicy: the objects the engine will load (DormantObjects). */
+  private dormant?: DormantObjects;
   private readonly renderer: ClusterRenderer;
   private table?: ClusterTiersTable;
   private readonly reported = new Set<string>();
@@ -42,12 +45,22 @@ export class ClusterTiers {
     private readonly opts: ClusterTiersOptions,
     private readonly base: Renderer,
   ) {
-    this.engine = new ClusterPolicyEngine(opts.nodeName);
+    this.current = new ClusterPolicyEngine(opts.nodeName);
     this.renderer = new ClusterRenderer(base, { table: opts.table, denyAction: opts.denyAction, log: opts.log, audit: !!opts.modes });
   }
 
+  get engine(): ClusterPolicyEngine {
+    return this.current;
+  }
+
+  /** Whether the engine indexes the cluster's objects: from the first ClusterNetworkPolicy on. */
+  get indexing(): boolean {
+    return !this.dormant;
+  }
+
   start(snapshot: ClusterSnapshot, desired: DesiredModel): void {
-    this.engine.load(snapshot);
+    if (snapshot.clusterPolicies?.size) this.current.load(snapshot);
+    else this.dormant = new DormantObjects(snapshot);
     this.table = new ClusterTiersTable(this.renderer, this.base, desired);
     for (const pod of snapshot.pods.values()) this.trackPod(pod.namespace + '/' + pod.name, podFacts(pod, this.opts.nodeName));
     const state = this.engine.state();
@@ -105,7 +118,19 @@ export class ClusterTiers {
   }
 
   private toEngine(c: ClusterChange): ClusterDelta {
-    const e = this.engine;
+    if (this.dormant) {
+      if (c.kind !== 'ClusterNetworkPolicy' || c.type !== 'upsert') {
+        this.dormant.record(c);
+        return emptyClusterDelta();
+      }
+      // A fresh engine, kept only once loaded: a policy it refuses leaves the tiers dormant.
+      const engine = new ClusterPolicyEngine(this.opts.nodeName);
+      const delta = engine.load({ ...this.dormant.snapshot(), clusterPolicies: new Map([[c.key, c.object]]) });
+      this.current = engine;
+      this.dormant = undefined;
+      return delta;
+    }
+    const e = this.current;
     switch (c.kind) {
       case 'Pod':
         return c.type === 'upsert' ? e.upsertPod(c.object) : e.deletePod(c.object);
