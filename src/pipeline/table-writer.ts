@@ -10,6 +10,7 @@ import { CommitResult, Transaction } from '../nft/transaction';
 import type { Operation, Table } from '../nft/types';
 import { discard, stamp } from '../observe/latency-trace';
 import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff, withKernelHandles } from '../ruleset/diff';
+import { withHandle } from '../nft/canonical';
 import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
 import { BatchLimits, boundedBatches, DEFAULT_BATCH_LIMITS } from './batches';
 import { Component, SyncKind } from './component';
@@ -187,7 +188,8 @@ export class TableWriter {
     for (const name of meant) {
       const c = this.committed.chains.get(name)!;
       const rules = back.get(name) ?? [];
-      if (sameRules(rules, c.rules)) this.committed.chains.set(name, { chain: c.chain, rules });
+      // The committed rules (keyed already) take the kernel's handles.
+      if (sameRules(rules, c.rules)) this.committed.chains.set(name, { chain: c.chain, rules: c.rules.map((r, i) => withHandle(r, rules[i].handle)) });
       else differ ??= name;
     }
     return differ;

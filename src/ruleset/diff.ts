@@ -1,6 +1,6 @@
 /** RuleSetDiff: the minimal transaction that turns one RulesetModel into another, optionally
  * looking only at the chains and sets an event touched (so its cost follows the change). */
-import { ruleKey } from '../nft/canonical';
+import { ruleKey, withHandle } from '../nft/canonical';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
 import { Rule, SetElement } from '../nft/types';
@@ -264,7 +264,7 @@ export function withKernelHandles(target: RulesetModel, kernel: RulesetModel, d:
     const edits = edited ? d.ruleEdits?.get(name) : undefined;
     const kept = written.has(name) ? undefined : kernel.chains.get(name);
     if (edits) target.chains.set(name, { chain: c.chain, rules: committedRules(edits, echoed) });
-    else if (kept) target.chains.set(name, { chain: c.chain, rules: kept.rules });
+    else if (kept) target.chains.set(name, { chain: c.chain, rules: c.rules.map((r, i) => withHandle(r, kept.rules[i].handle)) });
   }
   return target;
 }

@@ -6,7 +6,7 @@
  * found with Myers' O((N+M)D) algorithm after trimming the common head and tail: D, the number
  * of rules deleted plus added, is small for the edits this is for, and the search stops at the
  * cost of a rewrite. Pure: no I/O. */
-import { ruleKey } from '../nft/canonical';
+import { ruleKey, sameRuleBody, withHandle } from '../nft/canonical';
 import { Rule } from '../nft/types';
 
 /** One new rule and where it goes: `insert` before the kept rule whose handle is its `position`
@@ -35,6 +35,12 @@ export const MAX_RULE_EDITS = 512;
  * no more messages, or when a rule of `from` has no known handle. */
 export function planRuleEdits(from: readonly Rule[], to: readonly Rule[]): RuleEdits | undefined {
   if (from.some((r) => r.handle === undefined)) return undefined;
+  // The common head and tail are compared in place: only the rules between them are keyed.
+  const shorter = Math.min(from.length, to.length);
+  let head = 0;
+  while (head < shorter && sameRuleBody(from[head], to[head])) head++;
+  let tail = 0;
+  while (tail < shorter - head && sameRuleBody(from[from.length - 1 - tail], to[to.length - 1 - tail])) tail++;
   const ids = new Map<string, number>();
   const idOf = (r: Rule): number => {
     const k = ruleKey(r);
@@ -42,11 +48,15 @@ export function planRuleEdits(from: readonly Rule[], to: readonly Rule[]): RuleE
     if (id === undefined) ids.set(k, (id = ids.size));
     return id;
   };
-  const a = Int32Array.from(from, idOf);
-  const b = Int32Array.from(to, idOf);
+  const a = Int32Array.from(from.slice(head, from.length - tail), idOf);
+  const b = Int32Array.from(to.slice(head, to.length - tail), idOf);
   // A rewrite sends a flush and every new rule: edits must cost fewer messages.
-  const keptOf = sameOrder(a, b, Math.min(MAX_RULE_EDITS, to.length));
-  if (!keptOf) return undefined;
+  const middle = sameOrder(a, b, Math.min(MAX_RULE_EDITS, to.length));
+  if (!middle) return undefined;
+  const keptOf = new Int32Array(to.length);
+  for (let j = 0; j < head; j++) keptOf[j] = j;
+  middle.forEach((i, j) => (keptOf[head + j] = i < 0 ? -1 : head + i));
+  for (let t = 1; t <= tail; t++) keptOf[to.length - t] = from.length - t;
   return editsFrom(from, to, keptOf);
 }
 
@@ -149,10 +159,9 @@ export function committedRules(edits: RuleEdits, echoed: ReadonlyMap<Rule, bigin
   const placed = new Set(edits.placed.map((p) => p.rule));
   return edits.result.map((r) => {
     if (!placed.has(r)) return r;
-    const rule: Rule = { ...r };
-    delete rule.position;
     const handle = echoed?.get(r);
-    if (handle !== undefined) rule.handle = handle;
+    const rule = withHandle(r, handle);
+    delete rule.position;
     return rule;
   });
 }
