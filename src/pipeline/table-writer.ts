@@ -118,7 +118,11 @@ export class TableWriter {
     const tx = diffTransaction(this.committed, desired, d);
     stamp('diffed');
     // Rules placed by position are echoed so the next edit of their chain can place by them too.
-    const res = await this.opts.store.commit(tx, { echo: hasRuleEdits(d) });
+    const res = await this.opts.store.commit(tx, { echo: hasRuleEdits(d) }).catch((err: unknown) => {
+      // A handle may be stale (another writer rewrote the chain): the retry learns them again.
+      for (const name of d.ruleEdits?.keys() ?? []) this.forgetHandles(name);
+      throw err;
+    });
     applyDiff(this.committed, desired, d, res.ruleHandles);
     this.schedule.succeeded();
     for (const name of d.addChains) unverified.add(name);
@@ -193,6 +197,11 @@ export class TableWriter {
       else differ ??= name;
     }
     return differ;
+  }
+
+  private forgetHandles(name: string): void {
+    const c = this.committed.chains.get(name);
+    if (c) this.committed.chains.set(name, { chain: c.chain, rules: c.rules.map((r) => withHandle(r, undefined)) });
   }
 
   /** A long chain about to be rewritten because its committed rules' handles are unknown (it was
