@@ -14,6 +14,7 @@ import pino from 'pino';
 import { PolicyComponent } from '../src/policy/component';
 import { Agent } from '../src/pipeline/agent';
 import type { ClusterChange } from '../src/k8s/source';
+import type { NetworkPolicyInfo } from '../src/k8s/model';
 import { normalizeClusterNetworkPolicy } from '../src/k8s/normalize-cluster-policy';
 import { normalizeNode } from '../src/k8s/normalize-service';
 import { listTable } from '../src/nft/readback';
@@ -59,6 +60,24 @@ interface Run {
   eventCpuUs: number;
   msgsPerEvent: number;
   priority?: { p50: number; max: number; msgsP50: number; msgsMax: number };
+  /** One rule of a long NetworkPolicy edited (its port changed). */
+  ruleEdit: { p50: number; max: number; msgsP50: number; msgsMax: number; chainRules: number };
+}
+
+/** A NetworkPolicy of this many ingress rules, one of which each edit changes. */
+const LONG_POLICY_RULES = 300;
+
+/** A NetworkPolicy over every pod of `namespace` with LONG_POLICY_RULES ingress rules (one address
+ * and one TCP port each); `edited` changes rule 150's port. */
+function longPolicy(namespace: string, edited: number): NetworkPolicyInfo {
+  const ingress = Array.from({ length: LONG_POLICY_RULES }, (_, i) => ({ peers: [{ ipBlock: { cidr: `198.18.${i >> 8}.${i & 255}/32` } }], ports: [{ protocol: 'TCP', port: i === 150 ? 20000 + edited : 1000 + i }] }));
+  return { namespace, name: 'long-policy', podSelector: {}, policyTypes: ['Ingress'], ingress };
+}
+
+/** Sorted samples' p50 and max. */
+function spread(samples: number[]): { p50: number; max: number } {
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), max: samples[samples.length - 1] };
 }
 
 async function run(cnpCount: number): Promise<Run> {
@@ -131,15 +150,36 @@ async function measure(sb: Sandbox, cnpCount: number, snapshot: Parameters<Agent
       took.push((committedAt || performance.now()) - t0);
       msgs.push(agent.totals.messages - before);
     }
-    took.sort((a, b) => a - b);
-    msgs.sort((a, b) => a - b);
-    priority = { p50: percentile(took, 50), max: took[took.length - 1], msgsP50: percentile(msgs, 50), msgsMax: msgs[msgs.length - 1] };
+    const t = spread(took);
+    const m = spread(msgs);
+    priority = { p50: t.p50, max: t.max, msgsP50: m.p50, msgsMax: m.max };
   }
+
+  // A long NetworkPolicy on this node's first namespace, then one of its rules edited at a time.
+  const namespace = live.find((p) => p.nodeName === NODE)!.namespace;
+  const upsertLong = (edited: number) => agent.onChange({ kind: 'NetworkPolicy', type: 'upsert', key: `${namespace}/long-policy`, object: longPolicy(namespace, edited) } as ClusterChange);
+  upsertLong(0);
+  await agent.idle();
+  const editTook: number[] = [];
+  const editMsgs: number[] = [];
+  for (let k = 1; k <= PRIORITY_CHANGES; k++) {
+    const before = agent.totals.messages;
+    committedAt = 0;
+    t0 = performance.now();
+    upsertLong(k);
+    await agent.idle();
+    editTook.push((committedAt || performance.now()) - t0);
+    editMsgs.push(agent.totals.messages - before);
+  }
+  const longChain = (await listTable(sb.socket, 'inet', 'nfkube'))!.rules.reduce((n, r) => (r.comment?.includes('long-policy') ? n + 1 : n), 0);
+  const et = spread(editTook);
+  const em = spread(editMsgs);
+  const ruleEdit = { p50: et.p50, max: et.max, msgsP50: em.p50, msgsMax: em.max, chainRules: longChain };
   await agent.stop();
   return {
     label: withCnps ? `with ${cnpCount} ClusterNetworkPolicies x ${RULES} rules per direction` : 'without ClusterNetworkPolicies',
     fullMs, fullCpuMs: (fullCpu.user + fullCpu.system) / 1000, fullMessages: full.messages, objects,
-    eventP50: percentile(latencies, 50), eventP99: percentile(latencies, 99), eventCpuUs: (eventCpu.user + eventCpu.system) / POD_EVENTS, msgsPerEvent, priority,
+    eventP50: percentile(latencies, 50), eventP99: percentile(latencies, 99), eventCpuUs: (eventCpu.user + eventCpu.system) / POD_EVENTS, msgsPerEvent, priority, ruleEdit,
   };
 }
 
@@ -188,6 +228,11 @@ async function main(): Promise<void> {
       table(
         ['one ClusterNetworkPolicy priority change (an Admin policy moved to the other end of its tier)', 'event to committed p50 / max', 'kernel messages p50 / max'],
         measured.map((r) => [`${r.label}: ${PRIORITY_CHANGES} changes`, `${ms(r.priority!.p50)} / ${ms(r.priority!.max)}`, `${r.priority!.msgsP50} / ${r.priority!.msgsMax}`]),
+      ) +
+      '\n\n' +
+      table(
+        [`one rule of a ${LONG_POLICY_RULES}-rule NetworkPolicy edited (its port changed)`, 'rules of the policy in the table', 'event to committed p50 / max', 'kernel messages p50 / max'],
+        rows.map((r) => [`${r.label}: ${PRIORITY_CHANGES} edits`, String(r.ruleEdit.chainRules), `${ms(r.ruleEdit.p50)} / ${ms(r.ruleEdit.max)}`, `${r.ruleEdit.msgsP50} / ${r.ruleEdit.msgsMax}`]),
       ) +
       `\n\nThe cluster is bench/cluster.ts's (50 pods a namespace, 100 a node, this node node-0; ${PODS / PODS_PER_NODE} Nodes labelled by zone). Policy i is Baseline one time in four, its priority (37 i) mod 1001 with every tenth tied to the one before, its subject a team's namespaces or prod frontend pods; its ${RULES} rules per direction cycle Accept/Deny/Pass, namespace, pod, network and node peers, and no ports, TCP 8080 + UDP 53, a TCP 9000-9100 range, or the named port metrics. Pod events alternate adds (half on this node) and deletes. In-process: the Agent over already-normalised objects; each row is its own process (the full sync runs cold, as at an agent's start) and its own fresh namespace.` +
       soak() +

@@ -81,9 +81,22 @@ export function ruleKey(r: Pick<Rule, 'exprs' | 'comment'>): string {
   return k;
 }
 
+/** A copy of `r` with `handle` (none when undefined) and the same body: its key, when already
+ * computed, is carried over, so a committed model that learns handles need not key its rules
+ * again. */
+export function withHandle(r: Rule, handle: bigint | undefined): Rule {
+  const out: Rule = { ...r };
+  if (handle === undefined) delete out.handle;
+  else out.handle = handle;
+  const k = keys.get(r);
+  if (k !== undefined) keys.set(out, k);
+  return out;
+}
+
 /** Canonical equality of two rule bodies (what ruleKey compares), without building keys: the
  * kernel side of a verify is freshly decoded every time, so its keys would never be reused. */
 export function sameRuleBody(a: Pick<Rule, 'exprs' | 'comment'>, b: Pick<Rule, 'exprs' | 'comment'>): boolean {
+  if (a.exprs === b.exprs) return a.comment === b.comment;
   if (a.comment !== b.comment) return false;
   const ax = mergeRanges(a.exprs);
   const bx = mergeRanges(b.exprs);

@@ -9,7 +9,8 @@ import type { TableStore } from '../nft/table-store';
 import { CommitResult, Transaction } from '../nft/transaction';
 import type { Operation, Table } from '../nft/types';
 import { discard, stamp } from '../observe/latency-trace';
-import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff } from '../ruleset/diff';
+import { applyDiff, cloneModel, diffRulesets, diffTransaction, isEmptyDiff, RuleSetDiff, withKernelHandles } from '../ruleset/diff';
+import { withHandle } from '../nft/canonical';
 import { countElements, countRules, emptyModel, modelFromKernel, RulesetModel, sameRules, tableFlagsProblem } from '../ruleset/model';
 import { BatchLimits, boundedBatches, DEFAULT_BATCH_LIMITS } from './batches';
 import { Component, SyncKind } from './component';
@@ -57,6 +58,11 @@ export function recordProblem(t: Table, recorded: string | undefined): string | 
 
 /** A bounded first sync's first batch creates the table, which the kernel refuses when it exists. */
 const tableCreatedMeanwhile = (err: unknown): boolean => err instanceof NetlinkError && err.code === 'EEXIST' && err.op === 'NFT_MSG_NEWTABLE';
+/** Chains shorter than this are rewritten when their handles are unknown rather than read back
+ * first: a rewrite of a few rules costs about what the read-back would. */
+const LEARN_HANDLES_MIN_RULES = 32;
+/** Whether a diff places or deletes any rule by position. */
+const hasRuleEdits = (d: RuleSetDiff): boolean => (d.ruleEdits?.size ?? 0) > 0;
 /** How many changed objects an info line names; a debug line names them all. */
 const OBJECTS_AT_INFO = 5;
 
@@ -106,12 +112,18 @@ export class TableWriter {
     const t0 = performance.now();
     stamp('flush');
     const desired = this.component.desired;
-    const d = diffRulesets(this.committed, desired, scope);
+    let d = diffRulesets(this.committed, desired, scope);
     if (isEmptyDiff(d)) return discard();
+    if (await this.learnHandles(d)) d = diffRulesets(this.committed, desired, scope);
     const tx = diffTransaction(this.committed, desired, d);
     stamp('diffed');
-    const res = await this.opts.store.commit(tx, { echo: false });
-    applyDiff(this.committed, desired, d);
+    // Rules placed by position are echoed so the next edit of their chain can place by them too.
+    const res = await this.opts.store.commit(tx, { echo: hasRuleEdits(d) }).catch((err: unknown) => {
+      // A handle may be stale (another writer rewrote the chain): the retry learns them again.
+      for (const name of d.ruleEdits?.keys() ?? []) this.forgetHandles(name);
+      throw err;
+    });
+    applyDiff(this.committed, desired, d, res.ruleHandles);
     this.schedule.succeeded();
     for (const name of d.addChains) unverified.add(name);
     for (const name of d.rewriteChains) unverified.add(name);
@@ -158,20 +170,53 @@ export class TableWriter {
   }
 
   /** Reads back the chains a commit wrote and compares them with what was meant; a difference
-   * (another writer, or a kernel that stored something else) triggers a full resync. */
+   * (another writer, or a kernel that stored something else) triggers a full resync. A chain
+   * read back as meant is kept with the kernel's handles, for positional edits. */
   async verifyChains(names: string[]): Promise<void> {
+    const differ = await this.adoptKernelRules(names);
+    if (differ === undefined) return;
+    this.logger.warn({ chain: differ }, 'a chain read back differs from what was committed; scheduling a full resync');
+    this.opts.observer?.failed?.('incremental', new Error(`chain ${differ} read back differs`), this.component.name);
+    this.schedule.resyncSoon();
+  }
+
+  /** Reads back the committed chains among `names`; each equal to what was committed is kept with
+   * the rules read (their handles known). Returns the first chain that differs, if any. */
+  private async adoptKernelRules(names: string[]): Promise<string | undefined> {
     const meant = names.filter((name) => this.committed.chains.has(name));
-    if (meant.length === 0) return;
+    if (meant.length === 0) return undefined;
     stamp('readback');
     const back = await this.opts.store.listChainRules(this.table.family, this.table.name, meant);
     stamp('verified');
+    let differ: string | undefined;
     for (const name of meant) {
-      if (sameRules(back.get(name) ?? [], this.committed.chains.get(name)!.rules)) continue;
-      this.logger.warn({ chain: name }, 'a chain read back differs from what was committed; scheduling a full resync');
-      this.opts.observer?.failed?.('incremental', new Error(`chain ${name} read back differs`), this.component.name);
-      this.schedule.resyncSoon();
-      return;
+      const c = this.committed.chains.get(name)!;
+      const rules = back.get(name) ?? [];
+      // The committed rules (keyed already) take the kernel's handles.
+      if (sameRules(rules, c.rules)) this.committed.chains.set(name, { chain: c.chain, rules: c.rules.map((r, i) => withHandle(r, rules[i].handle)) });
+      else differ ??= name;
     }
+    return differ;
+  }
+
+  private forgetHandles(name: string): void {
+    const c = this.committed.chains.get(name);
+    if (c) this.committed.chains.set(name, { chain: c.chain, rules: c.rules.map((r) => withHandle(r, undefined)) });
+  }
+
+  /** A long chain about to be rewritten because its committed rules' handles are unknown (it was
+   * written whole by a full sync and not read back since) is read back first, so the diff can
+   * edit it in place: one dump of the chain costs less than writing every rule again. True when
+   * any handles were learned. */
+  private async learnHandles(d: RuleSetDiff): Promise<boolean> {
+    const unknown = d.rewriteChains.filter((name) => {
+      if (d.ruleEdits?.has(name)) return false;
+      const rules = this.committed.chains.get(name)?.rules;
+      return !!rules && rules.length >= LEARN_HANDLES_MIN_RULES && rules.some((r) => r.handle === undefined);
+    });
+    if (unknown.length === 0) return false;
+    await this.adoptKernelRules(unknown);
+    return unknown.some((name) => this.committed.chains.get(name)!.rules.every((r) => r.handle !== undefined));
   }
 
   /** Object counts for logs and gauges. Counting walks the whole model, so incremental syncs
@@ -225,8 +270,8 @@ export class TableWriter {
    * kubelet), while what they were planned from is the read and the batches before them. A batch
    * the kernel refuses ends the sync, and the next reconcile reads back and plans again from what
    * is committed. */
-  private async commitPlanned(tx: Transaction | undefined, batches: Transaction[] | undefined, genId: number | undefined): Promise<{ res: CommitResult; batchKernelMs?: number[] }> {
-    if (!batches) return { res: await this.opts.store.commit(tx!, { echo: false, genId }) };
+  private async commitPlanned(tx: Transaction | undefined, batches: Transaction[] | undefined, genId: number | undefined, echo = false): Promise<{ res: CommitResult; batchKernelMs?: number[] }> {
+    if (!batches) return { res: await this.opts.store.commit(tx!, { echo, genId }) };
     const batchKernelMs: number[] = [];
     const total: CommitResult = { messages: 0, bytes: 0, ruleHandles: new Map(), byType: new Map(), timings: { checkMs: 0, encodeMs: 0, kernelMs: 0 } };
     for (let i = 0; i < batches.length; i++) {
@@ -290,7 +335,7 @@ export class TableWriter {
         }
         if (p.action === 'noop') {
           return await this.schedule.handOff(async () => {
-            this.committed = target;
+            this.committed = withKernelHandles(target, kernel!, p.diff, false);
             this.schedule.succeeded();
             const report: SyncReport = { kind, component: this.component.name, messages: 0, byType: new Map(), durationMs: performance.now() - t0 };
             report.stages = this.stages({ read: readMs, plan: planMs }, undefined);
@@ -309,8 +354,9 @@ export class TableWriter {
         return await this.schedule.handOff(async () => {
           // A table this socket holds cannot change under the plan: bounded batches then need no
           // generation guard, which any commit on the node trips while a large plan is made.
-          const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches && held ? undefined : genId);
-          this.committed = target;
+          const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches && held ? undefined : genId, !batches && hasRuleEdits(p.diff));
+          // Bounded batches rewrite edited chains whole (batches.ts): their handles are new.
+          this.committed = withKernelHandles(target, kernel!, p.diff, !batches, res.ruleHandles);
           this.schedule.succeeded();
           return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired, stages, batchKernelMs });
         });

@@ -1,10 +1,11 @@
 /** RuleSetDiff: the minimal transaction that turns one RulesetModel into another, optionally
  * looking only at the chains and sets an event touched (so its cost follows the change). */
-import { ruleKey } from '../nft/canonical';
+import { ruleKey, withHandle } from '../nft/canonical';
 import { formatElement, formatRule } from '../nft/format';
 import { Transaction } from '../nft/transaction';
-import { SetElement } from '../nft/types';
+import { Rule, SetElement } from '../nft/types';
 import { elementKey, packetOwnedElements, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from './model';
+import { committedRules, planRuleEdits, RuleEdits } from './rule-edits';
 
 export interface DiffScope {
   chains: Iterable<string>;
@@ -18,8 +19,12 @@ export interface DiffScope {
 export interface RuleSetDiff {
   addChains: string[];
   removeChains: string[];
-  /** Chains whose definition or rules differ: rewritten whole (flush, then add). */
+  /** Chains whose definition or rules differ: rewritten whole (flush, then add), or edited in
+   * place when ruleEdits holds their edits. */
   rewriteChains: string[];
+  /** Regular chains among rewriteChains whose old rules' handles are known and whose change
+   * costs fewer messages as positional edits (rule-edits.ts) than as a rewrite. */
+  ruleEdits?: Map<string, RuleEdits>;
   addSets: string[];
   removeSets: string[];
   /** Sets whose definition differs: recreated with their elements. */
@@ -53,6 +58,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     removeElements: new Map(),
     addElementKeys: new Map(),
     removeElementKeys: new Map(),
+    ruleEdits: new Map(),
   };
   const chainNames = scope ? new Set(scope.chains) : new Set([...from.chains.keys(), ...to.chains.keys()]);
   const setNames = scope ? new Set(scope.sets) : new Set([...from.sets.keys(), ...to.sets.keys()]);
@@ -61,7 +67,12 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
     const b = to.chains.get(name);
     if (!a && b) d.addChains.push(name);
     else if (a && !b) d.removeChains.push(name);
-    else if (a && b && (!sameChainDefinition(a.chain, b.chain) || !sameRules(a.rules, b.rules))) d.rewriteChains.push(name);
+    else if (a && b && !sameChainDefinition(a.chain, b.chain)) d.rewriteChains.push(name);
+    else if (a && b && !sameRules(a.rules, b.rules)) {
+      d.rewriteChains.push(name);
+      const edits = planRuleEdits(a.rules, b.rules);
+      if (edits) d.ruleEdits!.set(name, edits);
+    }
   }
   for (const [name, keys] of scope?.elements ?? []) {
     if (setNames.has(name)) continue;
@@ -130,15 +141,17 @@ function diffElements(d: RuleSetDiff, name: string, a: SetModel, b: SetModel, ke
 }
 
 /** A set is replaced by deleting it, which the kernel refuses while any rule looks it up: every
- * chain whose rules reference a replaced set is rewritten too, so its old rules are gone first
- * and its new ones bind the new set. */
+ * chain whose rules reference a replaced set is rewritten too (not edited: its kept rules would
+ * hold the old set), so its old rules are gone first and its new ones bind the new set. */
 function rewriteLookupsOf(d: RuleSetDiff, from: RulesetModel, to: RulesetModel): void {
   const replaced = new Set(d.replaceSets);
   const planned = new Set([...d.addChains, ...d.removeChains, ...d.rewriteChains]);
   for (const [name, c] of from.chains) {
-    if (planned.has(name) || !to.chains.has(name)) continue;
+    if ((planned.has(name) && !d.ruleEdits?.has(name)) || !to.chains.has(name)) continue;
     const refers = c.rules.some((r) => r.exprs.some((e) => (e.type === 'lookup' && replaced.has(e.set)) || (e.type === 'objref' && e.setName !== undefined && replaced.has(e.setName))));
-    if (refers) d.rewriteChains.push(name);
+    if (!refers) continue;
+    if (!planned.has(name)) d.rewriteChains.push(name);
+    d.ruleEdits?.delete(name);
   }
 }
 
@@ -149,9 +162,13 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   for (const name of d.rewriteChains) {
     const a = from.chains.get(name)!.chain;
     const b = to.chains.get(name)!.chain;
-    // A base chain that changed hook or type must be recreated; a regular chain only flushed.
+    const edits = d.ruleEdits?.get(name);
+    // A base chain that changed hook or type must be recreated; a regular chain only flushed,
+    // or only its rules that go deleted.
     if (!sameChainDefinition(a, b)) {
       tx.deleteChain(a).addChain(b);
+    } else if (edits) {
+      for (const r of edits.removed) tx.deleteRule(r);
     } else {
       tx.flushChain(b);
     }
@@ -169,7 +186,9 @@ export function diffTransaction(from: RulesetModel, to: RulesetModel, d: RuleSet
   for (const [name, elems] of d.removeElements) tx.deleteElements(from.sets.get(name)!.set, elems);
   for (const [name, elems] of d.addElements) tx.addElements(to.sets.get(name)!.set, elems);
   for (const name of [...d.addChains, ...d.rewriteChains]) {
-    for (const r of to.chains.get(name)!.rules) tx.addRule(r);
+    const edits = d.ruleEdits?.get(name);
+    if (edits) for (const p of edits.placed) tx.add({ kind: 'rule', verb: p.verb, rule: p.rule });
+    else for (const r of to.chains.get(name)!.rules) tx.addRule(r);
   }
   // A new set's elements come after the rules that bind it: binding a map from a new chain walks
   // every element already in it (nf_tables_bind_set), once per chain, while an element added to a
@@ -199,9 +218,14 @@ export function addCreatedElements(tx: Transaction, sets: SetModel[], chunk = EL
 }
 
 /** Makes `committed` what it becomes once the transaction of `d` is committed. Chain models are
- * shared (they are never mutated once rendered); set element maps are copied or patched. */
-export function applyDiff(committed: RulesetModel, desired: RulesetModel, d: RuleSetDiff): void {
-  for (const name of [...d.addChains, ...d.rewriteChains]) committed.chains.set(name, desired.chains.get(name)!);
+ * shared (they are never mutated once rendered); set element maps are copied or patched. An
+ * edited chain keeps its kept rules' handles, and takes the handles `echoed` for placed ones. */
+export function applyDiff(committed: RulesetModel, desired: RulesetModel, d: RuleSetDiff, echoed?: ReadonlyMap<Rule, bigint>): void {
+  for (const name of [...d.addChains, ...d.rewriteChains]) {
+    const edits = d.ruleEdits?.get(name);
+    const wanted = desired.chains.get(name)!;
+    committed.chains.set(name, edits ? { chain: wanted.chain, rules: committedRules(edits, echoed) } : wanted);
+  }
   for (const name of d.removeChains) committed.chains.delete(name);
   for (const name of [...d.addSets, ...d.replaceSets]) {
     const s = desired.sets.get(name)!;
@@ -218,6 +242,20 @@ export function applyDiff(committed: RulesetModel, desired: RulesetModel, d: Rul
     const keys = d.addElementKeys?.get(name);
     for (let i = 0; i < elems.length; i++) s.elements.set(keys ? keys[i] : elementKey(elems[i]), elems[i]);
   }
+}
+
+/** `target`, just committed over `kernel` (read back) by the transaction of `d`, with the handles
+ * the kernel holds: a chain `d` left alone takes the rules read back (equal by body), an edited
+ * one its kept and `echoed` handles (`edited`: false when `d` was committed as rewrites). */
+export function withKernelHandles(target: RulesetModel, kernel: RulesetModel, d: RuleSetDiff, edited: boolean, echoed?: ReadonlyMap<Rule, bigint>): RulesetModel {
+  const written = new Set([...d.addChains, ...d.rewriteChains]);
+  for (const [name, c] of target.chains) {
+    const edits = edited ? d.ruleEdits?.get(name) : undefined;
+    const kept = written.has(name) ? undefined : kernel.chains.get(name);
+    if (edits) target.chains.set(name, { chain: c.chain, rules: committedRules(edits, echoed) });
+    else if (kept) target.chains.set(name, { chain: c.chain, rules: c.rules.map((r, i) => withHandle(r, kept.rules[i].handle)) });
+  }
+  return target;
 }
 
 /** A deep enough copy to diff against later: chains shared, element maps copied. */

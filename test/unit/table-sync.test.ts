@@ -293,3 +293,42 @@ test('a held table is owned by the agent: another writer is refused; when the ag
   );
   assert.equal(await drift(next), '');
 });
+
+/** An edit inserting a counter rule commented `name` at index `at` of `pol`. */
+const insertInPol = (c: TestComponent, at: number, name: string) => (scope: ChangeScope) => {
+  const pol = c.desired.chains.get('pol')!;
+  const rules = [...pol.rules];
+  rules.splice(at, 0, { ...rule('pol', [b.counter()]), comment: name });
+  c.desired.chains.set('pol', { chain: pol.chain, rules });
+  scope.chains.add('pol');
+  return true;
+};
+
+test('a long chain is edited in place by handle, and a handle made stale by another writer is learned again after one refusal', async () => {
+  const h = harness();
+  await started(h, (m) => {
+    populate(m);
+    const pol = m.chains.get('pol')!;
+    pol.rules.push(...Array.from({ length: 40 }, (_, i) => ({ ...rule('pol', [b.counter()]), comment: `k${i}` })));
+  });
+  // Written whole by the start: the chain is read back once for its handles, then edited.
+  h.sync.offerEdit('insert x', insertInPol(h.component, 20, 'x'));
+  await h.sync.idle();
+  assert.deepEqual(h.store.received.at(-1)!.operations.map(describeOp), [`insert rule inet nfk pol position ${h.store.state.tables.get('inet nfk')!.chains.get('pol')!.rules[21].handle} counter packets 0 bytes 0 comment "x"`]);
+  assert.equal(await drift(h), '');
+  // Another writer writes the chain again: every handle changes.
+  const held = h.store.state.tables.get('inet nfk')!.chains.get('pol')!;
+  const tx = new Transaction().flushChain(held.chain);
+  for (const r of held.rules) tx.addRule({ ...r, handle: undefined });
+  await h.store.peer().commit(tx);
+  const retried = h.next('incremental');
+  h.sync.offerEdit('insert y', insertInPol(h.component, 10, 'y'));
+  // The retry runs from an unreferenced backoff timer.
+  const keepAlive = setInterval(() => undefined, 1000);
+  await retried.finally(() => clearInterval(keepAlive));
+  assert.equal(h.failures.length, 1, 'the stale position was refused once');
+  const last = h.store.received.at(-1)!.operations.map(describeOp);
+  assert.equal(last.length, 1);
+  assert.match(last[0], /^insert rule inet nfk pol position \d+ counter packets 0 bytes 0 comment "y"$/);
+  assert.equal(await drift(h), '');
+});
