@@ -71,7 +71,7 @@ export class PolicyComponent implements Component {
     const t1 = performance.now();
     this.reportPolicyErrors([...ir.policies.values()].flatMap((p) => p.errors));
     this.desiredTable = new DesiredTable(this.renderer, ir, snapshot.pods.values());
-    this.tiers.start(snapshot, this.desiredTable.model);
+    this.tiers.start(snapshot, this.desiredTable.desired);
     this.loadStages = { engine: t1 - t0, render: performance.now() - t1 };
   }
 

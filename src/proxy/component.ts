@@ -14,7 +14,8 @@ import { reportRefusals, type ServiceEventSink } from './refusals';
 export { REFUSAL_REASON, type ServiceEventSink } from './refusals';
 import { staleFlows, UdpServicePort } from './conntrack-cleanup';
 import { ProxyAftercare } from './after-commit';
-import { claimElement, putOwned, putSet, releaseElement } from './shared-elements';
+import { DrawSlots } from './draw-slots';
+import { DesiredModel } from '../pipeline/desired-model';
 import type { HealthCheckServer } from './health';
 import type { ProxyMetrics } from './metrics';
 import type { ProxierHealth } from './proxier-health';
@@ -24,7 +25,7 @@ import type { SetElement } from '../nft/types';
 import type { Component, SyncKind, TableRef } from '../pipeline/component';
 import { parseCidr, type IpFamily } from '../net/ip';
 import type { RuleSetDiff } from '../ruleset/diff';
-import { ChainModel, elementKey, emptyModel, RulesetModel, sameChainDefinition, sameElementValue, sameRules, sameSetDefinition, SetModel } from '../ruleset/model';
+import { ChainModel, elementKey, emptyModel, RulesetModel, sameElementValue, SetModel } from '../ruleset/model';
 import { BaseContents, cidrRanges, Contribution, DEFAULT_PROXY_TABLE, DrawSlot, drawSlot, FAMS, N, nodePortRanges, ProxyEnv, ProxyRenderer } from './render';
 import { familyOf, familyOfText, isProxied, servicePortViews } from './service-ports';
 
@@ -89,11 +90,6 @@ interface OwnedElements {
   keys: string[];
 }
 
-/** The scope of a full render: the whole model is diffed, so element keys go unrecorded. */
-class FullRenderScope extends ChangeScope {
-  override element(): void {}
-}
-
 const EMPTY: Rendered = {
   chains: new Map(),
   sets: new Map(),
@@ -109,54 +105,12 @@ const EMPTY: Rendered = {
   healthCheckRefused: false,
 };
 
-/** Which load-balancing chains of one family hash to each draw slot (render.ts): a chain holds
- * its slot while no other chain hashes there. */
-class DrawSlots {
-  private readonly occupants = new Map<string, Set<string>>();
-  /** block -> chains hashing into it. */
-  readonly blocks = new Map<number, number>();
-
-  /** Enters the chain; returns the chain whose slot it takes away, and whether its block is new. */
-  enter(chain: string, slot: DrawSlot): { displaced?: string; newBlock: boolean } {
-    const key = `${slot.block} ${slot.id}`;
-    let set = this.occupants.get(key);
-    if (!set) this.occupants.set(key, (set = new Set()));
-    if (set.has(chain)) return { newBlock: false };
-    const displaced = set.size === 1 ? [...set][0] : undefined;
-    set.add(chain);
-    const n = this.blocks.get(slot.block) ?? 0;
-    this.blocks.set(slot.block, n + 1);
-    return { displaced, newBlock: n === 0 };
-  }
-
-  holds(chain: string, slot: DrawSlot): boolean {
-    const set = this.occupants.get(`${slot.block} ${slot.id}`);
-    return set !== undefined && set.size === 1 && set.has(chain);
-  }
-
-  /** Removes the chain; returns the chain that now holds the slot alone, and whether the block
-   * is empty. */
-  leave(chain: string, slot: DrawSlot): { restored?: string; emptyBlock: boolean } {
-    const key = `${slot.block} ${slot.id}`;
-    const set = this.occupants.get(key);
-    if (!set?.delete(chain)) return { emptyBlock: false };
-    if (set.size === 0) this.occupants.delete(key);
-    const n = this.blocks.get(slot.block)! - 1;
-    if (n > 0) this.blocks.set(slot.block, n);
-    else this.blocks.delete(slot.block);
-    return { restored: set.size === 1 ? [...set][0] : undefined, emptyBlock: n === 0 };
-  }
-
-  clear(): void {
-    this.occupants.clear();
-    this.blocks.clear();
-  }
-}
-
 export class ProxyComponent implements Component {
   readonly name = 'proxy';
   readonly table: TableRef;
-  desired: RulesetModel;
+  /** The desired table, its claims of shared-map elements, draw slots and endpoint maps. */
+  private model: DesiredModel;
+  private drawSlots: DrawSlots;
   private readonly renderer: ProxyRenderer;
   private readonly services = new Map<string, ServiceInfo>();
   private readonly slices = new Map<string, EndpointSliceInfo>();
@@ -165,11 +119,8 @@ export class ProxyComponent implements Component {
   private readonly nodes = new Map<string, NodeInfo>();
   private readonly claims: ClaimIndex;
   private readonly rendered = new Map<string, Rendered>();
-  private readonly drawSlots: Record<IpFamily, DrawSlots> = { v4: new DrawSlots(), v6: new DrawSlots() };
   /** Load-balancing chain -> its service. */
   private readonly chainService = new Map<string, string>();
-  /** Endpoint maps a render brought into the model, for the scope. */
-  private readonly createdMaps: string[] = [];
   /** Services to re-render because a draw slot of theirs was taken or given back. */
   private readonly slotChanged = new Set<string>();
   private env!: ProxyEnv;
@@ -181,7 +132,8 @@ export class ProxyComponent implements Component {
   constructor(readonly opts: ProxyOptions) {
     this.table = { family: 'inet', name: opts.table ?? DEFAULT_PROXY_TABLE };
     this.renderer = new ProxyRenderer(this.table.name, opts.masqueradeBit);
-    this.desired = emptyModel({ ...this.table });
+    this.model = new DesiredModel(emptyModel({ ...this.table }));
+    this.drawSlots = new DrawSlots(this.model, this.renderer);
     this.claims = new ClaimIndex(opts.allowedExternalIPCIDRs);
     this.aftercare = new ProxyAftercare(opts, {
       healthChecks: () => this.healthChecks(),
@@ -199,7 +151,6 @@ export class ProxyComponent implements Component {
     this.slicesOf.clear();
     this.nodes.clear();
     this.rendered.clear();
-    for (const f of FAMS) this.drawSlots[f].clear();
     this.chainService.clear();
     this.slotChanged.clear();
     for (const [k, n] of snapshot.nodes ?? []) this.nodes.set(k, n);
@@ -218,15 +169,20 @@ export class ProxyComponent implements Component {
     const base = this.renderer.base(this.contents);
     for (const c of base.chains) m.chains.set(c.chain.name, c);
     for (const s of base.sets) m.sets.set(s.set.name, s);
-    this.desired = m;
-    const scratch = new FullRenderScope();
-    for (const key of [...this.services.keys()].sort()) this.resyncService(key, scratch);
-    this.resyncSlotChanges(scratch);
+    this.model = new DesiredModel(m);
+    this.drawSlots = new DrawSlots(this.model, this.renderer);
+    for (const key of [...this.services.keys()].sort()) this.resyncService(key);
+    this.resyncSlotChanges();
+  }
+
+  get desired(): RulesetModel {
+    return this.model.model;
   }
 
   /** Applies one change; false when it changed nothing of this table. */
   apply(change: ClusterChange, scope: ChangeScope): boolean {
     const before = scopeSize(scope);
+    this.model.recordingIn(scope);
     switch (change.kind) {
       case 'Service': {
         if (change.type === 'upsert') this.services.set(change.key, change.object);
@@ -234,8 +190,8 @@ export class ProxyComponent implements Component {
         const svc = this.services.get(change.key);
         // Another Service may win or lose an address or port this one claimed or gave up.
         const affected = this.claims.put(change.key, svc && isProxied(svc) ? svc : undefined);
-        this.resyncService(change.key, scope);
-        for (const other of affected) this.resyncService(other, scope);
+        this.resyncService(change.key);
+        for (const other of affected) this.resyncService(other);
         break;
       }
       case 'EndpointSlice': {
@@ -247,19 +203,20 @@ export class ProxyComponent implements Component {
         const affected = new Set<string>();
         if (old?.serviceName) affected.add(`${old.namespace}/${old.serviceName}`);
         if (change.type === 'upsert' && change.object.serviceName) affected.add(`${change.object.namespace}/${change.object.serviceName}`);
-        for (const key of affected) this.resyncService(key, scope);
+        for (const key of affected) this.resyncService(key);
         break;
       }
       case 'Node':
         if (change.type === 'upsert') this.nodes.set(change.key, change.object);
         else this.nodes.delete(change.key);
         if (change.key === this.opts.nodeName) this.opts.proxierHealth?.syncNode(this.nodes.get(change.key));
-        this.nodeChanged(scope);
+        this.nodeChanged();
         break;
       default:
         return false;
     }
-    this.resyncSlotChanges(scope);
+    this.resyncSlotChanges();
+    this.model.recordingIn(undefined);
     const touched = scopeSize(scope) !== before;
     if (touched) {
       this.opts.metrics?.queued();
@@ -383,17 +340,17 @@ export class ProxyComponent implements Component {
     return { clusterCIDRs: this.clusterCIDRs(), nodePortRanges: ranges };
   }
 
-  private nodeChanged(scope: ChangeScope): void {
+  private nodeChanged(): void {
     this.env = this.computeEnv();
     this.contents = this.computeContents();
     const base = this.renderer.base(this.contents);
     for (const s of base.sets) {
-      if (s.set.name.startsWith('nodeport-ips-') || s.set.name.startsWith('cluster-cidrs-')) putSet(this.desired, s.set.name, s, scope);
+      if (s.set.name.startsWith('nodeport-ips-') || s.set.name.startsWith('cluster-cidrs-')) this.model.putSet(s.set.name, s);
     }
     const key = JSON.stringify(this.env);
     if (key === this.envKey) return;
     this.envKey = key;
-    for (const svc of [...this.rendered.keys()]) this.resyncService(svc, scope);
+    for (const svc of [...this.rendered.keys()]) this.resyncService(svc);
   }
 
   private render(key: string): Rendered {
@@ -410,15 +367,9 @@ export class ProxyComponent implements Component {
       const slot = drawSlot(chain);
       out.drawChains.set(chain, f);
       this.chainService.set(chain, key);
-      const { displaced, newBlock } = this.drawSlots[f].enter(chain, slot);
+      const { displaced, holds } = this.drawSlots.enter(chain, f, slot);
       if (displaced !== undefined) this.slotChanged.add(this.chainService.get(displaced)!);
-      // The first chain of a block brings the block's map.
-      if (newBlock) {
-        const set = this.renderer.endpointMap(f, slot.block);
-        this.desired.sets.set(set.name, { set, elements: new Map() });
-        this.createdMaps.push(set.name);
-      }
-      return this.drawSlots[f].holds(chain, slot) ? slot : undefined;
+      return holds ? slot : undefined;
     };
     const refusedEndpoints = new Set<string>();
     for (const view of servicePortViews(svc, slices, this.opts.nodeName)) {
@@ -459,80 +410,47 @@ export class ProxyComponent implements Component {
   }
 
   /** Re-renders one service and puts into the model (and scope) what differs. */
-  private resyncService(key: string, scope: ChangeScope): void {
+  private resyncService(key: string): void {
     const old = this.rendered.get(key) ?? EMPTY;
     const now = this.render(key);
     if (now === EMPTY) this.rendered.delete(key);
     else this.rendered.set(key, now);
-    const emptied: [IpFamily, number][] = [];
+    const left: [string, IpFamily, DrawSlot][] = [];
     for (const [chain, f] of old.drawChains) {
       if (now.drawChains.has(chain)) continue;
       const slot = drawSlot(chain);
-      const { restored, emptyBlock } = this.drawSlots[f].leave(chain, slot);
+      const restored = this.drawSlots.leave(chain, f, slot);
       this.chainService.delete(chain);
       if (restored !== undefined) this.slotChanged.add(this.chainService.get(restored)!);
-      if (emptyBlock) emptied.push([f, slot.block]);
+      left.push([chain, f, slot]);
     }
     reportRefusals(this.opts, old.refusals, now.refusals);
     for (const name of new Set([...old.udp.keys(), ...now.udp.keys()])) this.aftercare.pendingStaleFlows.push(...staleFlows(old.udp.get(name), now.udp.get(name)));
-    const m = this.desired;
-    for (const [name, c] of now.chains) {
-      const was = old.chains.get(name);
-      if (was && sameChainDefinition(was.chain, c.chain) && sameRules(was.rules, c.rules)) {
-        // Keep the model's object in sync with this render (equal content).
-        m.chains.set(name, c);
-        continue;
-      }
-      m.chains.set(name, c);
-      scope.chains.add(name);
-    }
-    for (const name of old.chains.keys()) {
-      if (now.chains.has(name)) continue;
-      m.chains.delete(name);
-      scope.chains.add(name);
-    }
-    for (const [name, s] of now.sets) putSet(this.desired, name, s, scope);
-    for (const name of old.sets.keys()) {
-      if (now.sets.has(name)) continue;
-      m.sets.delete(name);
-      scope.sets.add(name);
-    }
+    const m = this.model;
+    for (const [name, c] of now.chains) m.refreshChain(name, c);
+    for (const name of old.chains.keys()) if (!now.chains.has(name)) m.putChain(name, undefined);
+    for (const [name, s] of now.sets) m.putSet(name, s);
+    for (const name of old.sets.keys()) if (!now.sets.has(name)) m.putSet(name, undefined);
     // A first render (every service at start-up) has nothing to compare with. A change indexes
     // both renders by map and key and keeps neither index: kept on the render, they were ~4 KB
     // a service of 50 endpoints, 20 MB once endpoint churn had touched 5,000 services.
-    if (old.entryElements.length === 0) now.entryElements.forEach((e, i) => claimElement(this.desired, now.entrySets[i], now.entryKeys[i], key, e, scope));
+    if (old.entryElements.length === 0) now.entryElements.forEach((e, i) => m.claimElement(now.entrySets[i], now.entryKeys[i], key, e));
     else {
-      compareBySet(entriesBySet(old), entriesBySet(now), (set, k) => releaseElement(this.desired, set, k, key, scope, (owner) => lastEntry(this.rendered.get(owner)!, set, k)!), (set, k, e) => claimElement(this.desired, set, k, key, e, scope));
+      compareBySet(entriesBySet(old), entriesBySet(now), (set, k) => m.releaseElement(set, k, key, (owner) => lastEntry(this.rendered.get(owner)!, set, k)!), (set, k, e) => m.claimElement(set, k, key, e));
     }
-    if (old.owned.length === 0) for (const g of now.owned) putOwned(this.desired, g.set, g.elements, g.keys, scope);
-    else {
-      compareBySet(
-        ownedBySet(old),
-        ownedBySet(now),
-        (set, k) => {
-          this.desired.sets.get(set)!.elements.delete(k);
-          scope.element(set, k);
-        },
-        (set, k, e) => {
-          this.desired.sets.get(set)!.elements.set(k, e);
-          scope.element(set, k);
-        },
-      );
+    if (old.owned.length === 0) {
+      for (const g of now.owned) for (let i = 0; i < g.elements.length; i++) m.putElement(g.set, g.keys[i], g.elements[i]);
+    } else {
+      compareBySet(ownedBySet(old), ownedBySet(now), (set, k) => m.deleteElement(set, k), (set, k, e) => m.putElement(set, k, e));
     }
-    for (const [f, block] of emptied) {
-      if (this.drawSlots[f].blocks.has(block)) continue;
-      const name = this.renderer.endpointMap(f, block).name;
-      m.sets.delete(name);
-      scope.sets.add(name);
-    }
-    for (const name of this.createdMaps.splice(0)) scope.sets.add(name);
+    for (const [chain, f, slot] of left) this.drawSlots.releaseBlock(chain, f, slot);
   }
 
   /** Re-renders the services whose draw slot was taken or given back by another's change. */
-  private resyncSlotChanges(scope: ChangeScope): void {
+  private resyncSlotChanges(): void {
     for (const key of this.slotChanged) {
       this.slotChanged.delete(key);
-      this.resyncService(key, scope);
+      this.resyncService(key);
     }
   }
 

@@ -47,6 +47,7 @@ import { formatIp, parseCidr, parseIp, ipInCidr, subtractRanges, type IpFamily }
 import { ChainModel, elementKey, SetModel } from '../ruleset/model';
 import { categorizeEndpoints, ProxyEndpoint, TrafficPolicies } from './endpoints';
 import type { ServicePortView } from './service-ports';
+import { CLAIMED_BY, type Claimants } from '../pipeline/desired-model';
 
 export const DEFAULT_PROXY_TABLE = 'nfkube-proxy';
 /** kube-proxy's --masquerade-bit default. */
@@ -260,15 +261,11 @@ export function hairpinKey(ip: string): Buffer {
   return out;
 }
 
-/** The services claiming a shared-map element (component.ts keeps it on the element in force). A
- * symbol, so it is no field of the element as nft and the diff see it. */
-export const CLAIMED_BY = Symbol('claimedBy');
-
 /** An endpoint's hairpin element, `address . address`: the key is spelt when read, as a
  * DrawShare's bytes are (a buffer is ~100 bytes of heap, one element per endpoint). Its claim has
  * a slot of its own: set later, it took a property array (~40 bytes) per endpoint. */
 export class HairpinElement implements SetElement {
-  [CLAIMED_BY]?: string | string[] = undefined;
+  [CLAIMED_BY]?: Claimants = undefined;
 
   constructor(private readonly ip: string) {}
 

@@ -72,23 +72,7 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
       continue;
     }
     if (packetOwnedElements(b.set)) continue;
-    const add: SetElement[] = [];
-    const del: SetElement[] = [];
-    const addKeys: string[] = [];
-    const delKeys: string[] = [];
-    for (const k of keys) {
-      const old = a.elements.get(k);
-      const now = b.elements.get(k);
-      if (old && (!now || !sameElementValue(old, now))) {
-        del.push(old);
-        delKeys.push(k);
-      }
-      if (now && (!old || !sameElementValue(old, now))) {
-        add.push(now);
-        addKeys.push(k);
-      }
-    }
-    putElementChanges(d, name, add, addKeys, del, delKeys);
+    diffElements(d, name, a, b, keys);
   }
   for (const name of setNames) {
     const a = from.sets.get(name);
@@ -102,34 +86,39 @@ export function diffRulesets(from: RulesetModel, to: RulesetModel, scope?: DiffS
       }
       // The packet path owns the elements of a set whose elements time out (session affinity).
       if (packetOwnedElements(b.set)) continue;
-      const add: SetElement[] = [];
-      const del: SetElement[] = [];
-      const addKeys: string[] = [];
-      const delKeys: string[] = [];
-      for (const [k, e] of b.elements) {
-        const old = a.elements.get(k);
-        if (old && sameElementValue(old, e)) continue;
-        if (old) {
-          del.push(old);
-          delKeys.push(k);
-        }
-        add.push(e);
-        addKeys.push(k);
-      }
-      for (const [k, e] of a.elements) {
-        if (b.elements.has(k)) continue;
-        del.push(e);
-        delKeys.push(k);
-      }
-      putElementChanges(d, name, add, addKeys, del, delKeys);
+      diffElements(d, name, a, b, allKeys(a, b));
     }
   }
   if (d.replaceSets.length > 0) rewriteLookupsOf(d, from, to);
   return d;
 }
 
-/** Records one set's element changes in the diff, with their keys for applyDiff. */
-function putElementChanges(d: RuleSetDiff, name: string, add: SetElement[], addKeys: string[], del: SetElement[], delKeys: string[]): void {
+/** Every key of two versions of a set: the new one's, then those only the old one has. */
+function* allKeys(a: SetModel, b: SetModel): Iterable<string> {
+  yield* b.elements.keys();
+  for (const k of a.elements.keys()) if (!b.elements.has(k)) yield k;
+}
+
+/** Records in the diff how one set's elements differ at `keys`, with their keys for applyDiff:
+ * an element gone or changed is deleted, one new or changed is added. */
+function diffElements(d: RuleSetDiff, name: string, a: SetModel, b: SetModel, keys: Iterable<string>): void {
+  const add: SetElement[] = [];
+  const del: SetElement[] = [];
+  const addKeys: string[] = [];
+  const delKeys: string[] = [];
+  for (const k of keys) {
+    const old = a.elements.get(k);
+    const now = b.elements.get(k);
+    if (old && now && sameElementValue(old, now)) continue;
+    if (old) {
+      del.push(old);
+      delKeys.push(k);
+    }
+    if (now) {
+      add.push(now);
+      addKeys.push(k);
+    }
+  }
   if (add.length) {
     d.addElements.set(name, add);
     d.addElementKeys!.set(name, addKeys);

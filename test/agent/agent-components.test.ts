@@ -65,7 +65,7 @@ class PodAddresses implements Component {
 function policyDesired(cluster: Cluster): RulesetModel {
   const snap = cluster.snapshot();
   const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE);
-  return new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(ir, undefined, undefined, snap.pods.values());
+  return new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(ir, snap.pods.values());
 }
 
 /** The addresses in set `pods`, as nft lists them. */

@@ -34,7 +34,7 @@ test('random cluster changes: the kernel holds a full render of the cluster afte
       const burst = i % 10 === 9 ? 4 : 1;
       for (let k = 0; k < burst; k++) agent.onChange(randomChange(w));
       await agent.idle();
-      const meant = renderer.full(compileFull(w.inputs(), NODE), undefined, undefined, w.pods.values());
+      const meant = renderer.full(compileFull(w.inputs(), NODE), w.pods.values());
       const kernel = modelFromKernel((await listTable(sb.socket, 'inet', 'nfkube'))!);
       const d = diffRulesets(kernel, meant);
       assert.ok(isEmptyDiff(d), `change ${i}:\n${formatDiff(kernel, meant, d)}`);

@@ -29,7 +29,7 @@ async function startAgent(sb: Sandbox, cluster: Cluster, extra: Partial<Construc
 async function assertEnforced(sb: Sandbox, cluster: Cluster): Promise<void> {
   const snap = cluster.snapshot();
   const ir = compileFull({ pods: snap.pods.values(), namespaces: snap.namespaces.values(), policies: snap.policies.values() }, NODE);
-  const desired = new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(ir, undefined, undefined, snap.pods.values());
+  const desired = new Renderer({ table: 'nfkube', denyAction: 'drop' }).full(ir, snap.pods.values());
   const back = await listTable(sb.socket, 'inet', 'nfkube');
   assert.ok(back, 'table exists');
   const d = diffRulesets(modelFromKernel(back), desired);

@@ -38,7 +38,7 @@ test('what nfkube commits and what nfkube render prints list identically in nft'
     for (let seed = 1; seed <= 4; seed++) {
       const w = new World(rng(seed));
       for (let i = 0; i < 60; i++) randomChange(w);
-      const model = renderer.full(compileFull(w.inputs(), NODE), undefined, undefined, w.pods.values());
+      const model = renderer.full(compileFull(w.inputs(), NODE), w.pods.values());
       const viaNetlink = await committed(model);
       let viaText = '';
       await withSandbox(async (sb) => {

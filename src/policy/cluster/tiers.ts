@@ -9,6 +9,7 @@ import type { DropLogOptions } from '../render/tail';
 import type { Renderer } from '../render/render';
 import type { ChangeScope } from '../../pipeline/scope';
 import type { RulesetModel } from '../../ruleset/model';
+import type { DesiredModel } from '../../pipeline/desired-model';
 import { podFacts } from '../engine/objects';
 import type { PolicyError, PolicyIR } from '../engine/ir';
 import { ClusterPolicyEngine, isEmptyClusterDelta, type ClusterDelta } from './engine';
@@ -45,9 +46,9 @@ export class ClusterTiers {
     this.renderer = new ClusterRenderer(base, { table: opts.table, denyAction: opts.denyAction, log: opts.log, audit: !!opts.modes });
   }
 
-  start(snapshot: ClusterSnapshot, model: RulesetModel): void {
+  start(snapshot: ClusterSnapshot, desired: DesiredModel): void {
     this.engine.load(snapshot);
-    this.table = new ClusterTiersTable(this.renderer, this.base, model);
+    this.table = new ClusterTiersTable(this.renderer, this.base, desired);
     for (const pod of snapshot.pods.values()) this.trackPod(pod.namespace + '/' + pod.name, podFacts(pod, this.opts.nodeName));
     const state = this.engine.state();
     this.table.load(state);
@@ -139,9 +140,9 @@ export class ClusterTiers {
 /** The whole policy table rendered once, NetworkPolicy's and the tiers' (render, verify,
  * explain): what the agent's component builds at start. */
 export function fullPolicyTable(renderer: Renderer, ir: PolicyIR, snapshot: ClusterSnapshot, logger: Logger): { model: RulesetModel; tiers: ClusterTiers } {
-  const model = renderer.full(ir, undefined, undefined, snapshot.pods.values());
+  const { desired } = renderer.render(ir, snapshot.pods.values());
   const o = renderer.opts;
   const tiers = new ClusterTiers({ nodeName: ir.nodeName, table: o.table, denyAction: o.denyAction, log: o.log, modes: o.modes, logger }, renderer);
-  tiers.start(snapshot, model);
-  return { model, tiers };
+  tiers.start(snapshot, desired);
+  return { model: desired.model, tiers };
 }

@@ -41,7 +41,8 @@ import { ChainModel, elementKey, emptyModel, RulesetModel, SetModel } from '../.
 import { formatLabel } from './labels';
 import { PodInfo } from '../../k8s/model';
 import { PolicyModes, type DenyAction } from '../modes';
-import { auditElements } from './audit-entries';
+import { AuditEntries } from './audit-entries';
+import { DesiredModel } from '../../pipeline/desired-model';
 import { BOUND_SETS, LocalSources, MAC_SETS, SOURCE_CHAIN, SOURCE_SETS, sourceCheckRules, SPOOFED_CHAIN, spoofedRules } from './source-check';
 import { tierHook } from '../cluster/hooks';
 import { AUDIT_SETS, counterSets, DENY_CHAINS, denyChainRules, DropLogOptions, logRule } from './tail';
@@ -464,57 +465,81 @@ export class Renderer {
     return [...t.v4.map((a): [string, SetElement] => [AUDIT_SETS.v4, { key: ipv4(a) }]), ...t.v6.map((a): [string, SetElement] => [AUDIT_SETS.v6, { key: ipv6(a) }])];
   }
 
-  /** The whole table for an IR. `claims` receives, per vmap entry (`set key`), the keys of the
-   * targets that claim it, sorted: two local pods may briefly share an address (one leaving, one
-   * arriving), and the first by pod key holds the entry. `policySets` receives the names of each
-   * policy's port sets (shared by content). `pods` (all of the cluster's) fill the source sets
-   * with the local ones' addresses, through `sources`. */
-  full(ir: PolicyIR, claims = new Map<string, string[]>(), policySets = new Map<string, string[]>(), pods: Iterable<PodInfo> = [], sources = new LocalSources(ir.nodeName)): RulesetModel {
+  /** The whole table for an IR. */
+  full(ir: PolicyIR, pods: Iterable<PodInfo> = []): RulesetModel {
+    return this.render(ir, pods).desired.model;
+  }
+
+  /** The whole table for an IR, with the claims the desired table keeps it by (desired.ts): a
+   * combination chain claimed by its targets, a policy's direction by its combination chains, a
+   * port set by its policies, a vmap entry by the targets at its address (the first by key holds
+   * it: two local pods may briefly share an address). `pods` (all of the cluster's) fill the
+   * source sets with the local ones' addresses. */
+  render(ir: PolicyIR, pods: Iterable<PodInfo> = []): RenderedTable {
     this.failedClosed.clear();
-    const m = emptyModel({ family: 'inet', name: this.opts.table });
+    const d = new DesiredModel(emptyModel({ family: 'inet', name: this.opts.table }));
     const base = this.base();
-    for (const c of base.chains) m.chains.set(c.chain.name, c);
-    for (const s of base.sets) m.sets.set(s.set.name, s);
-    for (const ps of ir.peerSets.values()) for (const s of this.peerSet(ps)) m.sets.set(s.set.name, s);
-    for (const ib of ir.ipBlockSets.values()) {
-      const s = this.ipBlockSet(ib);
-      m.sets.set(s.set.name, s);
-    }
-    for (const np of ir.namedPortSets.values()) for (const s of this.namedPortSet(np)) m.sets.set(s.set.name, s);
+    for (const c of base.chains) d.putChain(c.chain.name, c);
+    const sets = [...base.sets, ...[...ir.peerSets.values()].flatMap((ps) => this.peerSet(ps)), ...[...ir.ipBlockSets.values()].map((ib) => this.ipBlockSet(ib))];
+    for (const s of sets.concat([...ir.namedPortSets.values()].flatMap((np) => this.namedPortSet(np)))) d.putSet(s.set.name, s);
+    const policySets = new Map<string, string[]>();
     const used = usedDirections(ir.targets.values());
     for (const p of ir.policies.values()) {
       const dirs = used.get(p.id);
       if (!dirs) continue;
       const rendered = this.policy(p, ir.ipBlockSets, dirs);
-      for (const c of rendered.chains) m.chains.set(c.chain.name, c);
-      for (const s of rendered.sets) m.sets.set(s.set.name, s);
+      for (const c of rendered.chains) d.putChain(c.chain.name, c);
+      for (const s of rendered.sets) d.claimSet(s.set.name, p.id, () => s);
       if (rendered.sets.length) policySets.set(p.id, rendered.sets.map((s) => s.set.name));
     }
     const names = (id: string) => policyLabel(ir.policies.get(id));
     for (const t of [...ir.targets.values()].sort((x, y) => (x.key < y.key ? -1 : 1))) {
-      for (const dir of ['ingress', 'egress'] as const) {
+      for (const dir of DIRECTIONS) {
         const policies = t[dir];
-        if (!policies) continue;
-        const name = comboChainName(policies, dir);
-        if (!m.chains.has(name)) m.chains.set(name, this.comboChain(dir, policies, names));
+        const combo = policies && comboChainName(policies, dir);
+        if (combo && d.claimChain(combo, t.key, () => this.comboChain(dir, policies, names))) for (const id of policies) d.claim(policyDirection(id, dir), combo);
       }
-      for (const [set, e] of this.vmapEntries(t)) {
-        const k = elementKey(e);
-        const entry = `${set} ${k}`;
-        const held = claims.get(entry);
-        if (held) {
-          held.push(t.key);
-          continue;
-        }
-        claims.set(entry, [t.key]);
-        m.sets.get(set)!.elements.set(k, e);
-        for (const counters of this.countersOf(set)) m.sets.get(counters)!.elements.set(k, { key: e.key });
-      }
+      claimVmapEntries(this, d, t);
     }
-    for (const [set, e] of auditElements(this, ir.targets.values()).values()) m.sets.get(set)!.elements.set(elementKey(e), e);
-    for (const pod of pods) sources.upsert(pod, m);
-    return m;
+    const audit = this.opts.modes ? new AuditEntries(this, d) : undefined;
+    for (const t of ir.targets.values()) audit?.sync(t.key, t);
+    const sources = new LocalSources(ir.nodeName);
+    for (const pod of pods) sources.upsert(pod, d);
+    return { desired: d, policySets, audit, sources };
   }
+}
+
+/** Claims a target's vmap entries; the counter sets hold the same addresses (keyed alike, no
+ * claims of their own: they follow the vmap). */
+export function claimVmapEntries(r: Renderer, d: DesiredModel, t: Target): void {
+  for (const [set, e] of r.vmapEntries(t)) {
+    const k = elementKey(e);
+    if (d.claimElement(set, k, t.key, e)) for (const counters of r.countersOf(set)) d.putElement(counters, k, { key: e.key });
+  }
+}
+
+/** Releases a target's vmap entries: another target's at the same address takes over. */
+export function releaseVmapEntries(r: Renderer, d: DesiredModel, t: Target, targetOf: (key: string) => Target): void {
+  for (const [set, e] of r.vmapEntries(t)) {
+    const k = elementKey(e);
+    const gone = d.releaseElement(set, k, t.key, (owner) => r.vmapEntries(targetOf(owner)).find(([s, x]) => s === set && elementKey(x) === k)![1]);
+    if (gone) for (const counters of r.countersOf(set)) d.deleteElement(counters, k);
+  }
+}
+
+/** What Renderer.render built: the desired model with its claims, each policy's port sets, the
+ * audit entries (with audit support on) and the source sets' claims. */
+export interface RenderedTable {
+  desired: DesiredModel;
+  policySets: Map<string, string[]>;
+  audit?: AuditEntries;
+  sources: LocalSources;
+}
+
+/** The claim entry of a policy's chain in one direction: claimed by the combination chains that
+ * jump to it. */
+export function policyDirection(policyId: string, dir: Direction): string {
+  return `policy ${policyId} ${dir}`;
 }
 
 /** Policy id -> the directions in which it isolates some local pod: only those get a chain (a

@@ -25,7 +25,7 @@ import * as b from '../../nft/build';
 import { Expr, SetElement } from '../../nft/types';
 import { PodInfo } from '../../k8s/model';
 import { podFacts, podKey } from '../engine/objects';
-import { ChangeScope } from '../../pipeline/scope';
+import type { DesiredModel } from '../../pipeline/desired-model';
 import { elementKey, RulesetModel } from '../../ruleset/model';
 import { DropLogOptions, SPOOFED_LOG_PREFIX } from './tail';
 import { ipv4, ipv6 } from '../../net/ip-bytes';
@@ -57,12 +57,11 @@ export function spoofedRules(log: DropLogOptions | undefined): Expr[][] {
   return rules;
 }
 
-/** The local pods' addresses in the source sets, kept current pod by pod. Two pods may briefly
- * share an address (one leaving, one arriving): an element stays while one of them claims it.
- * Kept small (50k local pods hold 100k elements): entries are `set key` strings, claims arrays. */
+/** The local pods' addresses in the source sets, kept current pod by pod, as elements of the
+ * desired model claimed by their pods: two pods may briefly share an address (one leaving, one
+ * arriving), and an element stays while one of them claims it. Kept small (50k local pods hold
+ * 100k elements): entries are `set key` strings, the claims are on the elements. */
 export class LocalSources {
-  /** `set key` -> keys of the pods claiming it. */
-  private readonly claims = new Map<string, string[]>();
   /** Pod key -> the entries (`set key`) it claims. */
   private readonly byPod = new Map<string, string[]>();
   /** Entry -> the MAC the node's neighbour table has for its address now (any address). */
@@ -72,89 +71,70 @@ export class LocalSources {
 
   constructor(private readonly nodeName: string) {}
 
-  /** A pod was added or changed: its elements in `model`'s sets; returns whether they changed. */
-  upsert(pod: PodInfo, model: RulesetModel, scope?: ChangeScope): boolean {
+  /** A pod was added or changed: its elements in the desired sets (recorded in its current
+   * scope); returns whether they changed. */
+  upsert(pod: PodInfo, desired: DesiredModel): boolean {
     const facts = podFacts(pod, this.nodeName);
     const now: SetElement[] = facts.local ? [...facts.v4.map((a) => ({ key: ipv4(a) })), ...facts.v6.map((a) => ({ key: ipv6(a) }))] : [];
-    return this.put(facts.key, now, model, scope);
+    return this.put(facts.key, now, desired);
   }
 
   /** A pod was deleted; returns whether the sets changed. */
-  delete(pod: { namespace: string; name: string }, model: RulesetModel, scope?: ChangeScope): boolean {
-    return this.put(podKey(pod), [], model, scope);
+  delete(pod: { namespace: string; name: string }, desired: DesiredModel): boolean {
+    return this.put(podKey(pod), [], desired);
   }
 
   /** The node's neighbour table has `mac` for `address` now (undefined: no usable entry). Binds a
    * claimed address to it (an entry gone keeps the last binding); returns whether the sets changed. */
-  neighbour(address: string, mac: Buffer | undefined, model: RulesetModel, scope?: ChangeScope): boolean {
+  neighbour(address: string, mac: Buffer | undefined, desired: DesiredModel): boolean {
     const bytes = address.includes(':') ? ipv6(address) : ipv4(address);
-    const entry = `${bytes.length === 4 ? SOURCE_SETS.v4 : SOURCE_SETS.v6} ${elementKey({ key: bytes })}`;
+    const set = bytes.length === 4 ? SOURCE_SETS.v4 : SOURCE_SETS.v6;
+    const key = elementKey({ key: bytes });
+    const entry = `${set} ${key}`;
     if (!mac) {
       this.neighbours.delete(entry);
       return false;
     }
     this.neighbours.set(entry, { address: bytes, mac });
-    if (!this.claims.has(entry) || this.bound.get(entry)?.mac.equals(mac)) return false;
-    this.unbind(entry, model, scope);
-    return this.bind(entry, model, scope);
+    if (desired.holderOf(set, key) === undefined || this.bound.get(entry)?.mac.equals(mac)) return false;
+    this.unbind(entry, desired);
+    return this.bind(entry, desired);
   }
 
   /** Binds a claimed entry not bound yet to its neighbour's MAC, when one is known. */
-  private bind(entry: string, model: RulesetModel, scope?: ChangeScope): boolean {
+  private bind(entry: string, desired: DesiredModel): boolean {
     const seen = this.neighbours.get(entry);
     if (!seen || this.bound.has(entry)) return false;
     this.bound.set(entry, seen);
-    for (const [set, element] of bindingElements(seen)) {
-      const key = elementKey(element);
-      model.sets.get(set)!.elements.set(key, element);
-      scope?.element(set, key);
-    }
+    for (const [set, element] of bindingElements(seen)) desired.putElement(set, elementKey(element), element);
     return true;
   }
 
   /** Drops an entry's binding (no pod claims it any more, or its MAC moved). */
-  private unbind(entry: string, model: RulesetModel, scope?: ChangeScope): void {
+  private unbind(entry: string, desired: DesiredModel): void {
     const was = this.bound.get(entry);
     if (!was) return;
     this.bound.delete(entry);
-    for (const [set, element] of bindingElements(was)) {
-      const key = elementKey(element);
-      model.sets.get(set)!.elements.delete(key);
-      scope?.element(set, key);
-    }
+    for (const [set, element] of bindingElements(was)) desired.deleteElement(set, elementKey(element));
   }
 
-  private put(pod: string, now: SetElement[], model: RulesetModel, scope?: ChangeScope): boolean {
+  private put(pod: string, now: SetElement[], desired: DesiredModel): boolean {
     const before = this.byPod.get(pod) ?? [];
     const entries = now.map((e) => `${e.key.length === 4 ? SOURCE_SETS.v4 : SOURCE_SETS.v6} ${elementKey(e)}`);
     let changed = false;
     for (const entry of before) {
       if (entries.includes(entry)) continue;
-      const users = this.claims.get(entry)!.filter((k) => k !== pod);
-      if (users.length > 0) {
-        this.claims.set(entry, users);
-        continue;
-      }
-      this.claims.delete(entry);
-      this.unbind(entry, model, scope);
       const [set, key] = entry.split(' ');
-      model.sets.get(set)!.elements.delete(key);
-      scope?.element(set, key);
+      if (!desired.releaseElement(set, key, pod, () => ({ key: Buffer.from(key, 'hex') }))) continue;
+      this.unbind(entry, desired);
       changed = true;
     }
     for (let i = 0; i < now.length; i++) {
       const entry = entries[i];
       if (before.includes(entry)) continue;
-      const users = this.claims.get(entry);
-      if (users) {
-        users.push(pod);
-        continue;
-      }
-      this.claims.set(entry, [pod]);
       const [set, key] = entry.split(' ');
-      model.sets.get(set)!.elements.set(key, now[i]);
-      scope?.element(set, key);
-      this.bind(entry, model, scope);
+      if (!desired.claimElement(set, key, pod, now[i])) continue;
+      this.bind(entry, desired);
       changed = true;
     }
     if (entries.length) this.byPod.set(pod, entries);
