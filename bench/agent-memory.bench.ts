@@ -3,7 +3,7 @@
  * (`unshare --net`) under /usr/bin/time -v (its "Maximum resident set size" is the process's
  * VmHWM), run as the DaemonSet runs it (NODE_OPTIONS from deploy/kubernetes/daemonset.yaml).
  * Two manifest shapes: the fields nfkube reads, and full API-server objects (about 4 KB per pod,
- * bench/manifests.ts). NFKUBE_BENCH_QUICK=1: 5k pods. */
+ * bench/manifests.ts). NFKUBE_BENCH_QUICK=1: 5k pods; AGENT_MEMORY_RUNS (default 2): runs per shape. */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ const PODS = process.env.NFKUBE_BENCH_QUICK ? 5_000 : 50_000;
 const POLICIES = PODS / 10;
 const NFKUBE = join(__dirname, '..', '..', 'bin', 'nfkube');
 const NODE_OPTIONS = '--max-semi-space-size=4';
+const RUNS = Number(process.env.AGENT_MEMORY_RUNS ?? 2);
 
 /** Only what the agent reads of a pod: identity, labels, node, phase, addresses, ports. */
 function slim(o: K8sObject): K8sObject {
@@ -62,7 +63,7 @@ for (const [shape, objs] of [
   const dir = mkdtempSync(join(tmpdir(), 'nfkube-memory-'));
   try {
     const written = writeLayout(dir, objs as K8sObject[], 'json-list');
-    const runs = [measure(dir), measure(dir)];
+    const runs = Array.from({ length: RUNS }, () => measure(dir));
     const peak = Math.max(...runs.map((r) => r.peakMB));
     const best = runs.reduce((a, b) => (a.wallS <= b.wallS ? a : b));
     rows.push(`| ${PODS} local pods, ${POLICIES} policies, ${shape} | ${written.files} / ${(written.bytes / 1e6).toFixed(1)} | ${best.cpuS.toFixed(1)} s | ${best.wallS.toFixed(1)} s | ${runs.map((r) => r.peakMB.toFixed(0)).join(', ')} MB (max ${peak.toFixed(0)}) |`);
@@ -72,7 +73,7 @@ for (const [shape, objs] of [
 }
 process.stdout.write(`## Peak memory of agent --once with every pod on this node (issue 23)
 
-New process per run in a new network namespace, NODE_OPTIONS=${NODE_OPTIONS} as in the DaemonSet; peak RSS from /usr/bin/time -v (VmHWM), two runs each.
+New process per run in a new network namespace, NODE_OPTIONS=${NODE_OPTIONS} as in the DaemonSet; peak RSS from /usr/bin/time -v (VmHWM), ${RUNS === 1 ? 'one run' : `${RUNS} runs`} each.
 
 | what | files / MB | CPU | wall | peak RSS (runs) |
 | --- | --- | --- | --- | --- |

@@ -7,7 +7,7 @@
  * picks; BATCH_BENCH_ROUNDS, BATCH_BENCH_LIMITS=OBJECTS,ELEMENTS, BATCH_BENCH_VERBOSE=1 prints each
  * transaction's kernel time). Each method also runs once with no second writer, for the total
  * alone. Then `agent --once --proxy` at 5k x 50 as a new process, both ways, for its peak RSS
- * (BATCH_BENCH_ONCE=0 skips it). */
+ * (BATCH_BENCH_ONCE=0 skips it; BATCH_BENCH_ONCE_ROUNDS, default 2, its runs of each). */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -167,7 +167,7 @@ function onceRows(n: number, perService: number): string[][] {
       [`bounded batches (${LIMITS.objects} objects / ${LIMITS.elements} elements)`, `${LIMITS.objects},${LIMITS.elements}`],
     ];
     const runs = methods.map(() => [] as { wallMs: number; cpuMs: number; hwmMB: number }[]);
-    for (let round = 0; round < 2; round++) methods.forEach(([, limits], i) => runs[i].push(agentOnce(dir, limits)));
+    for (let round = 0; round < Number(process.env.BATCH_BENCH_ONCE_ROUNDS ?? 2); round++) methods.forEach(([, limits], i) => runs[i].push(agentOnce(dir, limits)));
     return methods.map(([method], i) => {
       const best = runs[i].reduce((a, b) => (b.wallMs < a.wallMs ? b : a));
       const peak = Math.min(...runs[i].map((r) => r.hwmMB));
@@ -213,7 +213,7 @@ async function main(): Promise<void> {
   );
   if (onceProxy.length) {
     process.stdout.write(
-      `\n${table(['cluster', 'method', 'wall', 'CPU', 'peak RSS (VmHWM, the lower of two runs)'], onceProxy)}\n\n\`nfkube agent --once --manifests DIR --proxy --no-policy\` as a new process in a fresh namespace (bench/probe.js), one JSON List manifest; the one-transaction rows set NFKUBE_TEST_BATCH_LIMITS high enough for one. Issue 28 target 4: peak RSS <= 256 MiB (DaemonSet limit 384Mi).\n`,
+      `\n${table(['cluster', 'method', 'wall', 'CPU', `peak RSS (VmHWM${Number(process.env.BATCH_BENCH_ONCE_ROUNDS ?? 2) > 1 ? ', the lowest of the runs' : ', one run'})`], onceProxy)}\n\n\`nfkube agent --once --manifests DIR --proxy --no-policy\` as a new process in a fresh namespace (bench/probe.js), one JSON List manifest; the one-transaction rows set NFKUBE_TEST_BATCH_LIMITS high enough for one. Issue 28 target 4: peak RSS <= 256 MiB (DaemonSet limit 384Mi).\n`,
     );
   }
 }

@@ -22,7 +22,7 @@ import { clientNode } from './client-node';
 import { sourceErrorFrom } from './errors';
 import { lastChangeTime, objectId, type ObjectKind } from './normalize';
 import { normalizers } from './normalizers';
-import { rawLister, type ListPage } from './raw-list';
+import { rawLister, type ListPage, type OnItem } from './raw-list';
 import { RawWatch } from './raw-watch';
 import { ClusterState, OPTIONAL_KINDS, POLICY_KINDS, type ClusterSnapshot, type ClusterSource, type SourceHandlers } from './source';
 
@@ -61,9 +61,8 @@ export function credentialCommandWarning(c: CredentialCommand): string {
 export interface InformerSourceOptions extends SourceHandlers {
   kubeConfig: KubeConfig;
   /** Objects per LIST page (default 500, as client-go's reflector asks), so a re-list never
-   * holds the whole cluster's raw objects. A page's items are parsed one at a time as they are
-   * normalized (raw-list.ts), so its size sets only the page's text held (~2 MB at 500 pods as
-   * an API server returns them), not its objects. */
+   * holds the whole cluster's raw objects. A page's items are parsed and normalized one at a time
+   * as its bytes arrive (raw-list.ts), so its size sets neither the bytes nor the objects held. */
   pageSize?: number;
   /** Asked of the server per watch; it ends the watch after that long and we resume. */
   watchTimeoutSeconds?: number;
@@ -84,7 +83,7 @@ const NOT_SERVED_RETRY_MS = 30_000;
 interface KindAccess {
   kind: ObjectKind;
   watchPath: string;
-  list(page: { limit: number; _continue?: string }): Promise<ListPage>;
+  list(page: { limit: number; _continue?: string }, onItem: OnItem): Promise<ListPage>;
 }
 
 export class InformerSource implements ClusterSource {
@@ -299,11 +298,10 @@ class Reflector {
     let cont: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await this.access.list({ limit: this.opts.pageSize ?? DEFAULT_PAGE_SIZE, _continue: cont });
-      for (const item of page.items ?? []) {
+      const page = await this.access.list({ limit: this.opts.pageSize ?? DEFAULT_PAGE_SIZE, _continue: cont }, (item) => {
         const normalized = this.normalize(item);
         if (normalized) next.set(normalized.key, normalized.object as never);
-      }
+      });
       cont = page.metadata?._continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
     } while (cont && !this.stopped);

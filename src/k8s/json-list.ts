@@ -23,14 +23,14 @@ export interface JsonListSplit {
   spans: number[];
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const COMMA = 0x2c;
+export const COLON = 0x3a;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
 
 /** The List split of UTF-8 `text`, or undefined when it is not one the pass takes (see above).
  * Structural characters are ASCII, never part of a multi-byte character: byte offsets serve. */
@@ -174,6 +174,6 @@ function skipSpace(text: Buffer, at: number): number {
 }
 
 /** JSON's four whitespace characters. */
-function isSpace(c: number): boolean {
+export function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }

@@ -8,13 +8,17 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { jsonListItems, splitJsonList } from './json-list';
+import { JsonListStream } from './json-list-stream';
 
+/** A page's own metadata; its items went to the lister's onItem as they arrived. */
 export interface ListPage {
-  /** Parsed one at a time as they are read (json-list.ts), so a page's raw objects die young. */
-  items?: Iterable<unknown>;
   metadata?: { resourceVersion?: string; _continue?: string };
 }
+
+/** Takes each item of a page as soon as its bytes are in (json-list-stream.ts), so neither the
+ * page's bytes nor its raw objects outlive V8's young generation. When the page then fails (a
+ * syntax error, a cut connection), the items it gave are the caller's to drop. */
+export type OnItem = (item: unknown) => void;
 
 export interface PageRequest {
   limit: number;
@@ -35,18 +39,15 @@ export class ListError extends Error {
 const LIST_TIMEOUT_MS = 60_000;
 
 /** A lister for one collection path, e.g. `/api/v1/pods`. */
-export function rawLister(kc: KubeConfig, path: string): (page: PageRequest) => Promise<ListPage> {
-  return async (page) => {
+export function rawLister(kc: KubeConfig, path: string): (page: PageRequest, onItem: OnItem) => Promise<ListPage> {
+  return async (page, onItem) => {
     const url = serverUrl(kc, path);
     if (!url) throw new Error('kubeconfig: no current cluster');
     url.searchParams.set('limit', String(page.limit));
     if (page._continue) url.searchParams.set('continue', page._continue);
     const opts = withPagingAgent(await getOptions(kc));
-    const body = await get(url, opts);
-    const split = splitJsonList(body, Number.POSITIVE_INFINITY);
-    const list = (split?.envelope ?? JSON.parse(body.toString('utf8'))) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
-    const items = split ? jsonListItems(body, split.spans) : (list.items ?? []);
-    return { items, metadata: { resourceVersion: list.metadata?.resourceVersion, _continue: list.metadata?.continue } };
+    const list = (await streamList(url, opts, new JsonListStream(onItem))) as { metadata?: { resourceVersion?: string; continue?: string } };
+    return { metadata: { resourceVersion: list.metadata?.resourceVersion, _continue: list.metadata?.continue } };
   };
 }
 
@@ -70,11 +71,36 @@ function withPagingAgent(opts: RequestOptions): RequestOptions {
   return opts;
 }
 
-/** A page's bytes: decoded item by item, never as one string (json-list.ts says why). */
-async function get(url: URL, opts: RequestOptions): Promise<Buffer> {
-  const { status, bytes } = await requestBytes(url, opts, LIST_TIMEOUT_MS, 'LIST');
-  if (status === 200) return bytes;
-  throw new ListError(status, `LIST ${url.pathname}: HTTP ${status}: ${statusMessage(bytes.toString('utf8'))}`);
+/** A page read into `list` chunk by chunk; its envelope. A failed request's body is read whole
+ * for the server's message. */
+function streamList(url: URL, opts: RequestOptions, list: JsonListStream): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => {
+      if (res.statusCode !== 200) {
+        readBody(res).then(({ status, bytes }) => reject(new ListError(status, `LIST ${url.pathname}: HTTP ${status}: ${statusMessage(bytes.toString('utf8'))}`)), reject);
+        return;
+      }
+      res.on('data', (c: Buffer) => {
+        try {
+          list.push(c);
+        } catch (err) {
+          req.destroy();
+          reject(new Error(`LIST ${url.pathname}: ${(err as Error).message}`));
+        }
+      });
+      res.on('error', reject);
+      res.on('end', () => {
+        try {
+          resolve(list.end());
+        } catch (err) {
+          reject(new Error(`LIST ${url.pathname}: ${(err as Error).message}`));
+        }
+      });
+    });
+    req.setTimeout(LIST_TIMEOUT_MS, () => req.destroy(new Error(`LIST ${url.pathname}: no answer in ${LIST_TIMEOUT_MS / 1000} s`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** One request (`body` sent as is), its status code and the answer's text; `what` names it in a
@@ -87,15 +113,20 @@ export async function requestText(url: URL, opts: RequestOptions, timeoutMs: num
 /** requestText's answer as bytes. */
 function requestBytes(url: URL, opts: RequestOptions, timeoutMs: number, what: string, body?: string): Promise<{ status: number; bytes: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
-    });
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => void readBody(res).then(resolve, reject));
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`${what} ${url.pathname}: no answer in ${timeoutMs / 1000} s`)));
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/** An answer's status code and its whole body. */
+function readBody(res: IncomingMessage): Promise<{ status: number; bytes: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('error', reject);
+    res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
   });
 }
 

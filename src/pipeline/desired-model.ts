@@ -55,10 +55,13 @@ export function firstClaimant(owners: Claimants): string {
   return typeof owners === 'string' ? owners : owners[0];
 }
 
+const NONE: ReadonlySet<string> = new Set();
+
 export class DesiredModel {
   /** Claimed chains and sets, and entries a component counts itself (a policy's direction, a
-   * draw slot): entry -> claimants. */
-  private readonly claims = new Map<string, Claimants>();
+   * draw slot): entry -> claimants, in no order (none is in force: a combination chain may have
+   * thousands, each claim and release O(1)). */
+  private readonly claims = new Map<string, Set<string>>();
   /** Where changes are recorded; none while a whole table is rendered (it is diffed whole). */
   private scope: ChangeScope | undefined;
 
@@ -187,25 +190,22 @@ export class DesiredModel {
   /** Counts `owner` among the claimants of `entry`; returns whether it is the first. */
   claim(entry: string, owner: string): boolean {
     const owners = this.claims.get(entry);
-    this.claims.set(entry, withClaimant(owners, owner));
+    if (owners) owners.add(owner);
+    else this.claims.set(entry, new Set([owner]));
     return owners === undefined;
   }
 
   /** Removes `owner` from the claimants of `entry`; returns whether it was the last. */
   release(entry: string, owner: string): boolean {
     const owners = this.claims.get(entry);
-    if (owners === undefined) return false;
-    const { rest, at } = withoutClaimant(owners, owner);
-    if (at < 0) return false;
-    if (rest === undefined) this.claims.delete(entry);
-    else this.claims.set(entry, rest);
-    return rest === undefined;
+    if (!owners?.delete(owner) || owners.size > 0) return false;
+    this.claims.delete(entry);
+    return true;
   }
 
-  /** The claimants of `entry`, in key order. */
-  claimants(entry: string): readonly string[] {
-    const owners = this.claims.get(entry);
-    return owners === undefined ? [] : typeof owners === 'string' ? [owners] : owners;
+  /** The claimants of `entry`. */
+  claimants(entry: string): ReadonlySet<string> {
+    return this.claims.get(entry) ?? NONE;
   }
 
   private claimFirst(entry: string, owner: string, first: () => void): boolean {

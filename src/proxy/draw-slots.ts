@@ -16,8 +16,8 @@ export class DrawSlots {
   enter(chain: string, f: IpFamily, slot: DrawSlot): { displaced?: string; holds: boolean } {
     const entry = slotEntry(f, slot);
     const before = this.desired.claimants(entry);
-    if (before.includes(chain)) return { holds: before.length === 1 };
-    const displaced = before.length === 1 ? before[0] : undefined;
+    if (before.has(chain)) return { holds: before.size === 1 };
+    const displaced = before.size === 1 ? [...before][0] : undefined;
     this.desired.claim(entry, chain);
     this.desired.claimSet(N.endpointDraws(f, slot.block), chain, () => ({ set: this.renderer.endpointMap(f, slot.block), elements: new Map() }));
     return { displaced, holds: displaced === undefined };
@@ -27,10 +27,10 @@ export class DrawSlots {
    * map stays until releaseBlock, after the chain's elements are out of it. */
   leave(chain: string, f: IpFamily, slot: DrawSlot): string | undefined {
     const entry = slotEntry(f, slot);
-    if (!this.desired.claimants(entry).includes(chain)) return undefined;
+    if (!this.desired.claimants(entry).has(chain)) return undefined;
     this.desired.release(entry, chain);
     const rest = this.desired.claimants(entry);
-    return rest.length === 1 ? rest[0] : undefined;
+    return rest.size === 1 ? [...rest][0] : undefined;
   }
 
   /** The chain no longer hashes into its block: the block's map goes with its last chain. */

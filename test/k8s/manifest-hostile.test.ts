@@ -184,6 +184,21 @@ describe('ManifestSource under hostile files', () => {
     }
   });
 
+  test('a JSON List under a MiB with more brackets than the nesting bound is read item by item too (its nesting scan would visit every character anyway)', T, async () => {
+    const items = Array.from({ length: 600 }, (_, i) => JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: `n${i}`, labels: { i: String(i) } } }));
+    items[3] = '{"kind":"Namespace","metadata":{"name":"c"]}';
+    const text = `{"apiVersion":"v1","kind":"List","items":[${items.join(',')}]}`;
+    assert.ok(text.length < 1 << 20);
+    const s = await startOver({ 'small.json': text });
+    try {
+      assert.equal(s.initial.namespaces.size, 0);
+      assert.deepEqual(s.rec.errors.map((e) => e.file), ['small.json']);
+      assert.match(s.rec.errors[0].message, /^small\.json, document 0: items\[3\] \(at offset \d+\): /);
+    } finally {
+      await s.stop();
+    }
+  });
+
   test('unknown kinds warn (file and kind); near-miss kinds and Lists without a list of items are errors', T, async () => {
     const warnings: SourceError[] = [];
     const s = await startOver(

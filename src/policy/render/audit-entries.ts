@@ -49,7 +49,7 @@ export class AuditEntries {
     }
     for (const [entry, [set, e]] of touched) {
       const k = elementKey(e);
-      if (d.claimants(`audit ${entry}`).length > 0 && d.claimants(`audit-off ${entry}`).length === 0) d.putElement(set, k, e);
+      if (d.claimants(`audit ${entry}`).size > 0 && d.claimants(`audit-off ${entry}`).size === 0) d.putElement(set, k, e);
       else d.deleteElement(set, k);
     }
     if (after.length > 0) this.held.set(key, after);

@@ -154,7 +154,7 @@ export class DesiredTable {
 
   /** The directions in which some combination chain jumps to the policy's chain. */
   private usedDirections(policyId: string): Direction[] {
-    return (['egress', 'ingress'] as const).filter((dir) => this.desired.claimants(policyDirection(policyId, dir)).length > 0);
+    return (['egress', 'ingress'] as const).filter((dir) => this.desired.claimants(policyDirection(policyId, dir)).size > 0);
   }
 
   /** Renders a policy's chains and port sets again for the directions now in use. */
