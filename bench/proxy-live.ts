@@ -8,7 +8,10 @@
  * made (the agent programs this namespace's kernel).
  * PROXY_LIVE_IDLE_S: then the agent's CPU over that many seconds with nothing changing.
  * PROXY_LIVE_CHURN_S: then endpoint churn for that long (each write moves one endpoint of a
- * random slice to a new address and waits for its commit), and the agent's RSS after it.
+ * random slice to a new address and waits for its commit), and the agent's RSS after it, its CPU
+ * over it, and its RSS every tenth of the span (the trend of a shortened soak).
+ * PROXY_LIVE_CHURN_WRITES: end the churn after this many writes, if sooner (runs compared write
+ * for write).
  * PROXY_LIVE_NODE_OPTIONS: NODE_OPTIONS for the agent (the DaemonSet's). */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -91,13 +94,18 @@ async function idleCpu(pid: number, seconds: number): Promise<{ idleS?: number; 
 
 /** Endpoint churn for `seconds`: each write gives one endpoint of a random slice a new address
  * (the slice keeps its size) and waits for the commit; then the agent's RSS, a second after. */
-async function endpointChurn(server: TestApiServer, generations: GenerationWatch, pid: number, slices: EndpointSliceInfo[], seconds: number): Promise<{ churnS?: number; churnWrites?: number; churnMissed?: number; rssAfterChurnMB?: number; hwmAfterChurnMB?: number }> {
+async function endpointChurn(server: TestApiServer, generations: GenerationWatch, pid: number, slices: EndpointSliceInfo[], seconds: number): Promise<{ churnS?: number; churnWrites?: number; churnMissed?: number; churnCpuMs?: number; rssTrendMB?: number[]; rssAfterChurnMB?: number; hwmAfterChurnMB?: number }> {
   if (seconds <= 0) return {};
+  const maxWrites = Number(process.env.PROXY_LIVE_CHURN_WRITES ?? Infinity);
   const rand = mulberry32(28);
-  const end = performance.now() + seconds * 1000;
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  const cpu0 = procStats(pid).cpuMs;
+  const rssTrendMB: number[] = [];
   let writes = 0;
   let missed = 0;
-  while (performance.now() < end) {
+  while (performance.now() < end && writes < maxWrites) {
+    if (performance.now() - start >= ((rssTrendMB.length + 1) * seconds * 1000) / 10) rssTrendMB.push(Math.round(procStats(pid).rssMB));
     const target = slices[Math.floor(rand() * slices.length)];
     const n = writes++;
     const w0 = process.hrtime.bigint();
@@ -107,9 +115,10 @@ async function endpointChurn(server: TestApiServer, generations: GenerationWatch
     });
     if ((await generations.after(w0, 5_000)) === undefined) missed++;
   }
+  const churnCpuMs = procStats(pid).cpuMs - cpu0;
   await generations.settle(1000);
   const after = procStats(pid);
-  return { churnS: seconds, churnWrites: writes, churnMissed: missed, rssAfterChurnMB: after.rssMB, hwmAfterChurnMB: after.hwmMB };
+  return { churnS: Math.round((performance.now() - start) / 1000), churnWrites: writes, churnMissed: missed, churnCpuMs, rssTrendMB, rssAfterChurnMB: after.rssMB, hwmAfterChurnMB: after.hwmMB };
 }
 
 main().catch((err: unknown) => {

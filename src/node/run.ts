@@ -91,6 +91,7 @@ export async function runNode(values: OptionValues, ctx: NodeRunContext): Promis
     batchLimits: batchHooks.batchLimits,
     ...(killAfter === undefined ? {} : { afterBatch: (index: number) => void (index === killAfter && process.kill(process.pid, 'SIGKILL')) }),
     observer,
+    once,
     ...(once ? {} : { resyncPeriodMs: resyncMs, tableCheckMs: Math.min(DEFAULT_TABLE_CHECK_MS, resyncMs) }),
   });
 

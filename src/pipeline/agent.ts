@@ -48,6 +48,8 @@ export interface AgentOptions {
   batchLimits?: BatchLimits;
   /** Called after each batch of a bounded sync is committed: the crash test's hook. */
   afterBatch?(index: number, count: number): void;
+  /** `agent --once`: syncs plan from the desired models without copying them (TableWriterOptions). */
+  once?: boolean;
 }
 
 export class Agent {
@@ -79,6 +81,7 @@ export class Agent {
           holdTable: opts.holdTable,
           batchLimits: opts.batchLimits,
           afterBatch: opts.afterBatch,
+          shareDesired: opts.once,
           totals: this.totals,
           observer: opts.observer,
           onQueue: () => opts.observer?.queueDepth?.(this.queueDepth()),

@@ -76,6 +76,7 @@ export class TableSync implements WriteSchedule {
   offer(change: ClusterChange): boolean {
     if (!this.started || this.stopped) return false;
     stamp('offered');
+    this.writer.beforeChange();
     if (!this.component.apply(change, this.pending)) return false;
     stamp('applied');
     this.pendingObjects.push(`${change.kind} ${change.key}`);
@@ -89,6 +90,7 @@ export class TableSync implements WriteSchedule {
    * and returns whether it did. `what` names it in logs. */
   offerEdit(what: string, edit: (scope: ChangeScope) => boolean): boolean {
     if (!this.started || this.stopped) return false;
+    this.writer.beforeChange();
     if (!edit(this.pending)) return false;
     this.pendingObjects.push(what);
     this.opts.onQueue?.();

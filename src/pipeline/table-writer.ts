@@ -36,6 +36,10 @@ export interface TableWriterOptions {
   /** Called after each batch of a sync in bounded batches is committed (`index` from 1), before
    * the next is sent: the crash test's hook. */
   afterBatch?(index: number, count: number): void;
+  /** `agent --once`: a sync plans from the component's desired model itself rather than a copy
+   * (at 250k endpoints the copy's element maps are ~22 MB), copied only when a change is about to
+   * be applied to it (beforeChange). */
+  shareDesired?: boolean;
 }
 
 /** What the writer asks of the scheduling around it (TableSync). */
@@ -78,6 +82,8 @@ export class TableWriter {
   readonly component: Component;
   private readonly logger: Logger;
   private committed: RulesetModel;
+  /** What the sync in flight plans from and, once committed, what the kernel holds. */
+  private planned?: RulesetModel;
   /** Batches of bounded syncs committed since start: a reconcile interrupted after some made
    * progress (commitPlanned). */
   private batchesCommitted = 0;
@@ -104,6 +110,31 @@ export class TableWriter {
     const t0 = performance.now();
     this.component.start(snapshot);
     this.loadStages = this.component.loadStages ?? { load: performance.now() - t0 };
+  }
+
+  /** The desired model as a sync plans from it: a copy, or the model itself with shareDesired. */
+  private plannedModel(): RulesetModel {
+    const desired = this.component.desired;
+    this.planned = this.opts.shareDesired ? desired : cloneModel(desired);
+    return this.planned;
+  }
+
+  /** The sync in flight is committed: the kernel holds what it planned from (`withHandles` gives
+   * its rules the handles the kernel assigned). */
+  private plannedCommitted(withHandles?: (planned: RulesetModel) => RulesetModel): void {
+    this.committed = withHandles ? withHandles(this.planned!) : this.planned!;
+    this.planned = undefined;
+  }
+
+  /** Called before a change is applied to the desired model: a planned or committed model that is
+   * the desired model itself (shareDesired) becomes a copy of it first, so that it keeps what the
+   * kernel holds or is about to. */
+  beforeChange(): void {
+    const desired = this.component.desired;
+    if (this.planned !== desired && this.committed !== desired) return;
+    const copy = cloneModel(desired);
+    if (this.planned === desired) this.planned = copy;
+    if (this.committed === desired) this.committed = copy;
   }
 
   /** Commits what changed within `scope` (the events of `objects`) in one transaction, adding the
@@ -235,7 +266,7 @@ export class TableWriter {
    * The add before the delete makes the delete valid whether or not the table existed.
    * `fromEmpty`, when given, is the diff from an empty table to `target`; `before`, the reconcile's
    * stages so far. */
-  private replaceTable(kind: SyncKind, genId?: number, target = cloneModel(this.component.desired), fromEmpty?: RuleSetDiff, before = { t0: performance.now(), read: 0, plan: 0 }): Promise<SyncReport> {
+  private replaceTable(kind: SyncKind, genId?: number, target = this.plannedModel(), fromEmpty?: RuleSetDiff, before = { t0: performance.now(), read: 0, plan: 0 }): Promise<SyncReport> {
     const t0 = performance.now();
     // Changes arriving while the commit is in flight stay pending against this exact state.
     const table = { ...markedTable(target.table, this.opts.holdTable), ...(this.opts.recordedOptions ? { options: this.opts.recordedOptions } : {}) };
@@ -251,7 +282,7 @@ export class TableWriter {
     const stages = { read: before.read, plan: before.plan + performance.now() - t0 };
     return this.schedule.handOff(async () => {
       const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches ? undefined : genId);
-      this.committed = target;
+      this.plannedCommitted();
       this.schedule.succeeded();
       return this.recordCommit(kind, res, before.t0, d, { stages, batchKernelMs });
     });
@@ -321,7 +352,7 @@ export class TableWriter {
       }
       try {
         // Pending changes are part of the desired model now; they are committed by this sync.
-        const target = cloneModel(this.component.desired);
+        const target = this.plannedModel();
         const p = plan(kernel, flags, target, atStart);
         const planMs = performance.now() - t0 - readMs;
         if (p.action === 'replace') {
@@ -335,7 +366,7 @@ export class TableWriter {
         }
         if (p.action === 'noop') {
           return await this.schedule.handOff(async () => {
-            this.committed = withKernelHandles(target, kernel!, p.diff, false);
+            this.plannedCommitted((m) => withKernelHandles(m, kernel!, p.diff, false));
             this.schedule.succeeded();
             const report: SyncReport = { kind, component: this.component.name, messages: 0, byType: new Map(), durationMs: performance.now() - t0 };
             report.stages = this.stages({ read: readMs, plan: planMs }, undefined);
@@ -356,7 +387,7 @@ export class TableWriter {
           // generation guard, which any commit on the node trips while a large plan is made.
           const { res, batchKernelMs } = await this.commitPlanned(tx, batches, batches && held ? undefined : genId, !batches && hasRuleEdits(p.diff));
           // Bounded batches rewrite edited chains whole (batches.ts): their handles are new.
-          this.committed = withKernelHandles(target, kernel!, p.diff, !batches, res.ruleHandles);
+          this.plannedCommitted((m) => withKernelHandles(m, kernel!, p.diff, !batches, res.ruleHandles));
           this.schedule.succeeded();
           return this.recordCommit(kind, res, t0, p.diff, { drift: p.drift, repaired: p.repaired, stages, batchKernelMs });
         });
