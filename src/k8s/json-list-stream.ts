@@ -46,6 +46,8 @@ export class JsonListStream {
   /** The current item's bytes from earlier chunks, and whether one has started. */
   private itemParts: Buffer[] = [];
   private inItem = false;
+  /** An object or array item was handed on at its closing bracket: a `,` or `]` comes next. */
+  private itemClosed = false;
   /** In the items array: a `,` was read since the last element (an element must follow). */
   private afterComma = false;
   private items = 0;
@@ -76,7 +78,8 @@ export class JsonListStream {
         // Between elements of the items array: a `,` or `]` ends the one before it.
         if (c === COMMA || c === CLOSE_BRACKET) {
           if (this.inItem) this.endItem(chunk, itemFrom, i);
-          else if (c === COMMA || this.afterComma) this.fail(i, `items[${this.items}] is empty`);
+          else if (!this.itemClosed && (c === COMMA || this.afterComma)) this.fail(i, `items[${this.items}] is empty`);
+          this.itemClosed = false;
           itemFrom = -1;
           this.afterComma = c === COMMA;
           if (c === CLOSE_BRACKET) {
@@ -86,6 +89,7 @@ export class JsonListStream {
           }
           continue;
         }
+        if (this.itemClosed) throw this.itemError(i, 'follows the item before it without a comma');
         if (!this.inItem) {
           this.inItem = true;
           itemFrom = i;
@@ -117,6 +121,13 @@ export class JsonListStream {
         case CLOSE_BRACKET:
           if (--this.depth === 0) this.place = Place.Done;
           else if (this.depth === 1 && this.place === Place.Items) throw this.itemError(i, 'closes more brackets than it opens');
+          else if (this.depth === 2 && this.place === Place.Items && this.inItem) {
+            // An object or array item is whole at its closing bracket: handed on now, not when the
+            // next item's bytes arrive (a server may pause between items).
+            this.endItem(chunk, itemFrom, i + 1);
+            itemFrom = -1;
+            this.itemClosed = true;
+          }
           break;
         case COLON:
           if (this.depth === 1) this.afterColon = true;

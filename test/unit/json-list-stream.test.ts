@@ -66,13 +66,25 @@ describe('JsonListStream', () => {
     assert.deepEqual(streamed(text, rand, 1 << 16), whole(text));
   });
 
+  test('an object item is handed on at its closing bracket, before the bytes after it arrive', () => {
+    const items: unknown[] = [];
+    const stream = new JsonListStream((i) => items.push(i));
+    stream.push(Buffer.from('{"kind":"PodList","items":[{"a":1},{"a":[2]}'));
+    assert.deepEqual(items, [{ a: 1 }, { a: [2] }]);
+    stream.push(Buffer.from(' ,  [3]]}'));
+    assert.deepEqual(items, [{ a: 1 }, { a: [2] }, [3]]);
+    assert.deepEqual(stream.end(), { kind: 'PodList', items: [] });
+  });
+
   test('hostile texts throw a SyntaxError saying where; items before the fault only', () => {
     const rand = mulberry32(11);
     const cases: [string, RegExp, number][] = [
       ['', /cut short/, 0],
       ['[1,2]', /offset 0: not a JSON object/, 0],
       ['"PodList"', /not a JSON object/, 0],
-      ['{"kind":"PodList","items":[{"a":1},{"a":2}', /cut short/, 1],
+      // An object item is whole at its closing bracket: both are handed on before the cut.
+      ['{"kind":"PodList","items":[{"a":1},{"a":2}', /cut short/, 2],
+      ['{"kind":"PodList","items":[{"a":1} {"a":2}]}', /items\[1\] \(before offset \d+\): follows the item before it without a comma/, 1],
       ['{"kind":"PodList","items":[{"a":"unterminated}]}', /cut short/, 0],
       ['{"kind":"PodList","items":[{"a":1},{"a":2]},{"a":3}]}', /^SyntaxError: items\[1\]/, 1],
       ['{"kind":"PodList","items":[{"a":1},,{"a":3}]}', /items\[1\] is empty/, 1],
