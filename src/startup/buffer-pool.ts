@@ -5,7 +5,7 @@
  * churn each re-rendered value pinned a slab whose other Buffers had died (the proxy agent at 5k
  * Services x 50 endpoints: RSS after 8000 writes 413 MiB, 392 without the pool). A process that
  * syncs once and exits keeps the pool: nothing it keeps outlives it, and without the pool its peak
- * was ~1.5 MiB higher (bench/HISTORY.md, s10-pool). */
+ * was 1-2 MiB higher, not lower (bench/HISTORY.md, s10-pool). */
 
 /** Turns the pool off from here on unless argv asks for one sync (`--once`); true when turned
  * off. Buffers already carved keep their slabs. */
