@@ -57,7 +57,7 @@ function main(): void {
     const med = (k: string) => ns.get(k)!.sort((a, b) => a - b)[ROUNDS >> 1];
     rows.push([String(combos), `${med('empty').toFixed(0)} ns`, `+${(med('vmap') - med('empty')).toFixed(0)} ns`, `+${(med('sets') - med('empty')).toFixed(0)} ns`]);
   }
-  console.log('\n### Per-packet cost of the dispatch, by layout (CPU per packet sent, median of ' + ROUNDS + ' x ' + PACKETS + ' packets)\n');
+  console.log('\n## Per-packet cost of the per-pod dispatch, by layout (issue 28 target 3) (CPU per packet sent, median of ' + ROUNDS + ' x ' + PACKETS + ' packets)\n');
   console.log(table(['combinations on the node', 'send, empty chain', 'one vmap lookup (now)', 'a rule per combination, address in none'], rows));
 }
 

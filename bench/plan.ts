@@ -18,6 +18,7 @@ export const PLANS: Record<string, BenchPlan> = {
   agent: { budgetS: 30 },
   batches: { budgetS: 150, env: { BATCH_BENCH_ROUNDS: '1', BATCH_BENCH_ONCE_ROUNDS: '1' }, shortened: 'one round of each method per size and of each `--once` row (long form: 2)' },
   cnp: { budgetS: 140, env: { NFKUBE_CNP_SOAK_SETS: '200' }, shortened: 'fuzz soak of 200 sets (long form: 2,000)' },
+  'combo-dispatch': { budgetS: 60 },
   dispatch: { budgetS: 10 },
   droplog: { budgetS: 25 },
   e2e: { budgetS: 240 },
@@ -27,6 +28,7 @@ export const PLANS: Record<string, BenchPlan> = {
   'manifest-parse': { budgetS: 35 },
   nft: { budgetS: 10 },
   objects: { budgetS: 30 },
+  'pod-events': { budgetS: 15 },
   policy: { budgetS: 5 },
   'proxy-layout': { budgetS: 5 },
   proxy: {
@@ -50,7 +52,7 @@ export const UNPLANNED: BenchPlan = { budgetS: 120, shortened: 'no plan in bench
 export const ISSUE_28_TARGETS: [target: string, scale: string, rows: string, goal: string][] = [
   ['1. Bounded transactions', '5k Services x 50 (250k endpoints); 44,125 x 2; 20k pods / 2k policies', 'batches: "Bounded kernel transactions"', 'kernel per transaction <= 50 ms; second writer p99 < 60 ms; full sync <= 1.2x one transaction. kill -9 at every batch boundary: in `npm test`, not here'],
   ['2. 44,125 Services', '44,125 x 2 endpoints', 'proxy-scale (long-running agent row; `nft -f` kube-proxy style, bounded); proxy (in-process 44125 x 2 rows); batches (full sync)', 'full sync, one endpoint change p50/p99, one Service added p50, idle CPU, RSS, beside kube-proxy-style `nft -f`'],
-  ['3. 20k pods / 2k policies', '20k pods / 2,000 policies', 'e2e (agent over HTTP, 20k rows); dispatch (kernel side of one pod write)', 'API write -> commit p50 <= 1.5 ms, p99 <= 5 ms'],
+  ['3. 20k pods / 2k policies', '20k pods / 2,000 policies', 'e2e (agent over HTTP, 20k rows); pod-events (in-process, by add and delete); dispatch (kernel side of one pod write); combo-dispatch (data-path price of a verdict-free layout)', 'API write -> commit p50 <= 1.5 ms, p99 <= 5 ms'],
   ['4. Memory at scale', '5k Services x 50 endpoints', 'proxy-scale (`--once` rows; long-running 5000 x 50 row after churn)', 'peak and steady RSS <= 256 MiB'],
   ['5. Cold paths', '5k pods / 500 policies; informers also 20k / 2k', 'e2e (`agent --once --manifests` rows; objects-as-served informer rows); objects (kernel objects)', 'CPU <= 1.0x `nft -f` of the straightforward rendering; informer peak RSS <= 100 MiB (5k/500), <= 150 MiB (20k/2k); chains and rules <= the straightforward rendering'],
 ];

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   await sb.close();
   const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
   const row = (what: string, xs: number[]) => [what, ms(percentile(xs, 50)), ms(percentile(xs, 90)), ms(percentile(xs, 99))];
-  console.log(`\n### ${pods / 1000}k pods / ${policies} policies: ${EVENTS} pod events in-process (offered -> acked)\n`);
+  console.log(`\n## Pod events in-process at ${pods / 1000}k pods / ${policies} policies (issue 28 target 3): ${EVENTS} events, offered -> acked\n`);
   console.log(table(['events', 'p50', 'p90', 'p99'], [row('all', sorted([...times])), row('adds', sorted(times.filter((_, i) => i % 2 === 0))), row('deletes', sorted(times.filter((_, i) => i % 2 === 1)))]));
   console.log(`\nCombination chains on the node at start: ${combosAtStart}; adds that wrote no chain: ${withoutChains} of ${EVENTS / 2}.`);
   console.log(`\nCPU per event ${ms((cpu.user + cpu.system) / 1000 / EVENTS)}; kernel messages per event ${(messages / EVENTS).toFixed(2)}: ${[...byType].map(([t, n]) => `${t} ${(n / EVENTS).toFixed(2)}`).join(', ')}`);
